@@ -1,0 +1,1 @@
+"""The Memcached operator: API types, desired state and reconciler, built on ``memop.runtime``."""
