@@ -1,0 +1,154 @@
+"""Kubernetes API errors as typed exceptions, built from the server's ``Status`` body.
+
+Callers branch on the type (``except Conflict``), never on status codes. ``is_retryable`` is
+the single place that decides which failures are worth another attempt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    """A request the API server answered with a failure ``Status``."""
+
+    code: int = 0
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int | None = None,
+        reason: str = "",
+        body: dict[str, Any] | None = None,
+        method: str = "",
+        path: str = "",
+    ) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.reason = reason
+        self.body = body or {}
+        self.method = method
+        self.path = path
+
+    def __str__(self) -> str:
+        where = f" ({self.method} {self.path})" if self.method else ""
+        return f"{self.code} {self.reason or type(self).__name__}: {self.message}{where}"
+
+
+class BadRequest(ApiError):
+    code = 400
+
+
+class Unauthorized(ApiError):
+    code = 401
+
+
+class Forbidden(ApiError):
+    code = 403
+
+
+class NotFound(ApiError):
+    code = 404
+
+
+class MethodNotAllowed(ApiError):
+    code = 405
+
+
+class Conflict(ApiError):
+    """409 with reason Conflict: the object changed since it was read (stale resourceVersion)."""
+
+    code = 409
+
+
+class AlreadyExists(Conflict):
+    """409 with reason AlreadyExists: a create named an object that exists."""
+
+
+class Gone(ApiError):
+    """410: the requested resourceVersion is older than the server keeps (relist)."""
+
+    code = 410
+
+
+class UnsupportedMediaType(ApiError):
+    code = 415
+
+
+class Invalid(ApiError):
+    """422: the object failed validation; ``causes`` lists the fields."""
+
+    code = 422
+
+    @property
+    def causes(self) -> list[dict[str, Any]]:
+        details = self.body.get("details") or {}
+        causes = details.get("causes") or []
+        return [c for c in causes if isinstance(c, dict)]
+
+
+class TooManyRequests(ApiError):
+    """429: throttled; ``retry_after`` is the server's Retry-After in seconds, if it sent one."""
+
+    code = 429
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class ServerError(ApiError):
+    """5xx: the server failed; ``retry_after`` is set when it asked for a pause (503)."""
+
+    code = 500
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class TransportError(Exception):
+    """The request did not get an answer: connection refused or reset, timeout, broken stream."""
+
+
+_BY_CODE: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    410: Gone,
+    415: UnsupportedMediaType,
+    422: Invalid,
+}
+
+
+def error_from_status(
+    code: int,
+    body: dict[str, Any] | None,
+    *,
+    retry_after: float | None = None,
+    method: str = "",
+    path: str = "",
+) -> ApiError:
+    """The typed error for an HTTP status ``code`` and the ``Status`` object the server sent."""
+    body = body if isinstance(body, dict) else {}
+    reason = str(body.get("reason") or "")
+    message = str(body.get("message") or f"HTTP {code}")
+    common: dict[str, Any] = {"code": code, "reason": reason, "body": body, "method": method, "path": path}
+    if code == 409:
+        cls: type[ApiError] = AlreadyExists if reason == "AlreadyExists" else Conflict
+        return cls(message, **common)
+    if code == 429:
+        return TooManyRequests(message, retry_after=retry_after, **common)
+    if code >= 500:
+        return ServerError(message, retry_after=retry_after, **common)
+    return _BY_CODE.get(code, ApiError)(message, **common)
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether trying the same request again may succeed without anything else changing."""
+    return isinstance(error, TooManyRequests | ServerError | TransportError)
