@@ -1,0 +1,209 @@
+"""The cache: one informer per resource, each an ObjectStore kept current by reflectors.
+
+Reconcilers read from here (``get``/``list`` cost no API call); controllers subscribe handlers
+to informers. When the cache is scoped to namespaces, a namespaced resource gets one reflector
+per namespace and objects elsewhere never enter the store; cluster-scoped resources always get
+one cluster-wide reflector.
+
+Invariants: an informer's handlers see every change to its store exactly once and in store
+order; a handler added after objects are stored is first replayed the current objects as
+ADDED (as client-go's shared informer does), so no subscriber misses state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Iterable, Sequence
+
+from memop.runtime.clock import Clock, RealClock
+from memop.runtime.labels import Selector
+from memop.runtime.reflector import ListWatcher, Reflector
+from memop.runtime.resources import Resource
+from memop.runtime.store import ADDED, RESYNC, Obj, ObjectStore, Transform
+
+log = logging.getLogger("memop.cache")
+
+EventHandler = Callable[[str, Obj, Obj | None], None]
+
+
+class Informer:
+    """A resource's store, the reflectors filling it and the handlers told of each change."""
+
+    def __init__(self, resource: Resource, store: ObjectStore) -> None:
+        self.resource = resource
+        self.store = store
+        self.reflectors: list[Reflector] = []
+        self._handlers: list[EventHandler] = []
+
+    def add_handler(self, handler: EventHandler) -> None:
+        """Subscribe ``handler``; it is first called with ADDED for every object already stored."""
+        self._handlers.append(handler)
+        for obj in self.store.list():
+            self._call(handler, ADDED, obj, None)
+
+    def remove_handler(self, handler: EventHandler) -> None:
+        with contextlib.suppress(ValueError):
+            self._handlers.remove(handler)
+
+    def dispatch(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        for handler in list(self._handlers):
+            self._call(handler, event_type, obj, old)
+
+    def resync(self) -> None:
+        """Replay every stored object to the handlers as RESYNC; no API call."""
+        for obj in self.store.list():
+            self.dispatch(RESYNC, obj, obj)
+
+    @property
+    def has_synced(self) -> bool:
+        return bool(self.reflectors) and all(r.synced.is_set() for r in self.reflectors)
+
+    def _call(self, handler: EventHandler, event_type: str, obj: Obj, old: Obj | None) -> None:
+        # One handler's bug must not starve the others or kill the reflector feeding them.
+        try:
+            handler(event_type, obj, old)
+        except Exception:
+            log.exception("event handler failed on %s %s", event_type, self.resource.kind)
+
+
+class Cache:
+    """Informers for the resources a manager's controllers read, in a namespace scope.
+
+    ``namespaces`` None or empty means all namespaces. ``resync_period`` (seconds, None for
+    never) replays every cached object to the handlers from memory, jittered by ±10% like
+    controller-runtime's SyncPeriod.
+    """
+
+    def __init__(
+        self,
+        client: ListWatcher,
+        *,
+        namespaces: Sequence[str] | None = None,
+        resync_period: float | None = None,
+        watch_read_timeout: float = 150.0,
+        page_size: int = 500,
+        clock: Clock | None = None,
+        rand: random.Random | None = None,
+    ) -> None:
+        self.namespaces = tuple(dict.fromkeys(namespaces or ()))
+        self._client = client
+        self._resync_period = resync_period
+        self._read_timeout = watch_read_timeout
+        self._page_size = page_size
+        self._clock = clock or RealClock()
+        self._rand = rand or random.Random()
+        self._informers: dict[Resource, Informer] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+
+    def informer(
+        self,
+        resource: Resource,
+        *,
+        transform: Transform | None = None,
+        label_selector: Selector | None = None,
+    ) -> Informer:
+        """The informer for ``resource``, created on first use (and started if the cache runs).
+
+        ``transform`` runs on every object as it enters the store (after managedFields are
+        stripped), to drop fields no controller reads; ``label_selector`` narrows the watch
+        itself. Both are fixed by the first caller.
+        """
+        informer = self._informers.get(resource)
+        if informer is None:
+            informer = Informer(resource, ObjectStore(resource, transform))
+            scopes: Iterable[str | None] = (
+                self.namespaces if resource.namespaced and self.namespaces else [None]
+            )
+            for namespace in scopes:
+                informer.reflectors.append(
+                    Reflector(
+                        self._client,
+                        resource,
+                        informer.store,
+                        informer.dispatch,
+                        namespace=namespace,
+                        label_selector=label_selector,
+                        read_timeout=self._read_timeout,
+                        page_size=self._page_size,
+                        clock=self._clock,
+                        rand=self._rand,
+                    )
+                )
+            self._informers[resource] = informer
+            if self._started:
+                self._start_informer(informer)
+        return informer
+
+    def in_scope(self, namespace: str | None) -> bool:
+        """Whether objects in ``namespace`` are watched by this cache."""
+        return not self.namespaces or not namespace or namespace in self.namespaces
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj | None:
+        """The cached object or None. Read-only: copy before changing it."""
+        return self.informer(resource).store.get(name, namespace)
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        selector: Selector | str | None = None,
+        owner_uid: str | None = None,
+    ) -> list[Obj]:
+        """Cached objects matching the filters. Read-only: copy before changing them."""
+        return self.informer(resource).store.list(namespace, selector=selector, owner_uid=owner_uid)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every reflector (and those of informers created later). Returns at once."""
+        if self._started:
+            return
+        self._started = True
+        for informer in self._informers.values():
+            self._start_informer(informer)
+        if self._resync_period:
+            self._tasks.append(asyncio.create_task(self._resync_loop(), name="cache-resync"))
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Wait until every informer has stored its first LIST; False if ``timeout`` passes first."""
+        waits = [r.synced.wait() for i in self._informers.values() for r in i.reflectors]
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*waits)
+        except TimeoutError:
+            return False
+        return True
+
+    @property
+    def has_synced(self) -> bool:
+        return self._started and all(i.has_synced for i in self._informers.values())
+
+    def unsynced(self) -> list[str]:
+        """Names of the reflectors still waiting for their first LIST (for readiness messages)."""
+        return [repr(r) for i in self._informers.values() for r in i.reflectors if not r.synced.is_set()]
+
+    async def stop(self) -> None:
+        """Cancel every reflector and wait for them to end."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._started = False
+
+    def _start_informer(self, informer: Informer) -> None:
+        for reflector in informer.reflectors:
+            self._tasks.append(asyncio.create_task(reflector.run(), name=f"reflector {reflector!r}"))
+
+    async def _resync_loop(self) -> None:
+        assert self._resync_period is not None
+        while True:
+            await self._clock.sleep(self._resync_period * self._rand.uniform(0.9, 1.1))
+            for informer in list(self._informers.values()):
+                informer.resync()

@@ -1,0 +1,258 @@
+"""The reflector: keeps an ObjectStore equal to the API server's objects with LIST then WATCH.
+
+Semantics follow client-go ``tools/cache/reflector.go``:
+
+- LIST (paginated) and replace the store atomically, emitting the ADDED / MODIFIED / DELETED
+  events implied by the difference, so an object deleted while we were not watching still
+  produces a delete event;
+- WATCH from the list's resourceVersion with bookmarks and a random server ``timeoutSeconds``
+  in [300, 600) s, so the reflectors of many processes do not reconnect in lockstep;
+- after a watch ends or breaks, WATCH again from the last resourceVersion seen (an event's or
+  a bookmark's), with no LIST;
+- on 410 Gone / Expired, LIST again;
+- every failure waits on an exponential backoff (0.8 s to 30 s, jittered, reset after two
+  minutes without failures); 429 and 5xx are failures like any other.
+
+Where this differs, on purpose:
+
+- a LIST always asks for the most recent state (``resourceVersion`` unset) instead of "any"
+  (``"0"``): after a restart or failover a "0" list may be served from a lagging cache and take
+  the store back in time (kubernetes/kubernetes#59848); one consistent read per relist is cheap.
+- the socket-read timeout (``read_timeout``) is much shorter than the server timeout, because
+  servers send a bookmark about every minute: a connection that stays silent longer than that
+  is dead or stuck, and is replaced by a new watch from the same resourceVersion (no LIST).
+- a malformed object in a watch event is logged and skipped, it never stops the watch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from memop.runtime.backoff import Backoff
+from memop.runtime.clock import Clock, RealClock
+from memop.runtime.errors import ApiError, Gone, TransportError
+from memop.runtime.labels import Selector
+from memop.runtime.resources import Resource
+from memop.runtime.store import ADDED, DELETED, MODIFIED, Obj, ObjectStore, object_key, resource_version
+
+log = logging.getLogger("memop.reflector")
+
+Dispatch = Callable[[str, Obj, Obj | None], None]
+
+
+class ListWatcher(Protocol):
+    """The two calls of memop.runtime.client.Client a reflector needs."""
+
+    async def list_all(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        resource_version: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str]: ...
+
+    def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        read_timeout: float,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+    ) -> Any: ...
+
+
+class Reflector:
+    """Mirror one resource (in one namespace, or cluster-wide) into ``store``.
+
+    ``dispatch(type, obj, old)`` is called synchronously for every change applied to the store,
+    after it is applied. ``synced`` is set once the first LIST has been stored.
+    """
+
+    def __init__(
+        self,
+        client: ListWatcher,
+        resource: Resource,
+        store: ObjectStore,
+        dispatch: Dispatch,
+        *,
+        namespace: str | None = None,
+        label_selector: Selector | None = None,
+        min_watch_timeout: int = 300,
+        max_watch_timeout: int = 600,
+        read_timeout: float = 150.0,
+        page_size: int = 500,
+        clock: Clock | None = None,
+        backoff: Backoff | None = None,
+        rand: random.Random | None = None,
+    ) -> None:
+        self.resource = resource
+        self.namespace = namespace
+        self.store = store
+        self.synced = asyncio.Event()
+        self.last_resource_version = ""
+        self.relists = 0
+        self.rewatches = 0
+        self._client = client
+        self._dispatch = dispatch
+        self._selector = str(label_selector) if label_selector and not label_selector.is_empty() else None
+        self._timeouts = (min_watch_timeout, max_watch_timeout)
+        self._read_timeout = read_timeout
+        self._page_size = page_size
+        self._clock = clock or RealClock()
+        self._backoff = backoff or Backoff(clock=self._clock)
+        self._rand = rand or random.Random()
+        self._name = f"{resource}" + (f" in {namespace}" if namespace else "")
+
+    def __repr__(self) -> str:
+        return f"<Reflector {self._name} rv={self.last_resource_version or '-'}>"
+
+    async def run(self) -> None:
+        """List and watch until cancelled. Never returns otherwise, never raises on API failures."""
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._list()
+                    need_list = False
+                await self._watch()
+                # The server closed the stream (timeoutSeconds): watch again from where we are.
+                self.rewatches += 1
+            except asyncio.CancelledError:
+                raise
+            except Gone:
+                log.info(
+                    "watch of %s expired at resourceVersion %s, relisting",
+                    self._name,
+                    self.last_resource_version,
+                    extra=self._fields(),
+                )
+                need_list = True
+            except (ApiError, TransportError) as error:
+                delay = self._backoff.next_delay()
+                level = (
+                    logging.WARNING
+                    if isinstance(error, TransportError) or error.code >= 429
+                    else logging.ERROR
+                )
+                log.log(
+                    level,
+                    "%s of %s failed, retrying in %.1fs: %s",
+                    "list" if need_list else "watch",
+                    self._name,
+                    delay,
+                    error,
+                    extra=self._fields(),
+                )
+                await self._clock.sleep(delay)
+            except Exception:
+                # A bug or a response we cannot make sense of: start again from a fresh list.
+                delay = self._backoff.next_delay()
+                log.exception(
+                    "reflector for %s failed unexpectedly, relisting in %.1fs",
+                    self._name,
+                    delay,
+                    extra=self._fields(),
+                )
+                need_list = True
+                await self._clock.sleep(delay)
+
+    async def _list(self) -> None:
+        items, list_rv = await self._client.list_all(
+            self.resource, self.namespace, label_selector=self._selector, page_size=self._page_size
+        )
+        prepared = []
+        for item in items:
+            if _well_formed(item):
+                prepared.append(self.store.prepare(item))
+            else:
+                log.warning(
+                    "skipping a malformed %s in a list: %.200r",
+                    self.resource.kind,
+                    item,
+                    extra=self._fields(),
+                )
+        changes = self.store.replace(prepared, self.namespace if self.resource.namespaced else None)
+        self.last_resource_version = list_rv
+        self.relists += 1
+        for change in changes:
+            self._dispatch(*change)
+        self.synced.set()
+        log.debug(
+            "listed %d %s at resourceVersion %s (%d changes)",
+            len(prepared),
+            self._name,
+            list_rv,
+            len(changes),
+            extra=self._fields(),
+        )
+
+    async def _watch(self) -> None:
+        timeout = self._rand.randrange(self._timeouts[0], self._timeouts[1])
+        stream = self._client.watch(
+            self.resource,
+            self.namespace,
+            resource_version=self.last_resource_version,
+            timeout_seconds=timeout,
+            read_timeout=self._read_timeout,
+            label_selector=self._selector,
+            allow_bookmarks=True,
+        )
+        try:
+            async for event in stream:
+                self._apply(event)
+        finally:
+            await stream.aclose()
+
+    def _apply(self, event: Any) -> None:
+        kind = event.get("type") if isinstance(event, dict) else None
+        obj = event.get("object") if isinstance(event, dict) else None
+        if not isinstance(obj, dict) or kind not in (ADDED, MODIFIED, DELETED, "BOOKMARK"):
+            log.warning(
+                "skipping a malformed watch event on %s: %.200r", self._name, event, extra=self._fields()
+            )
+            return
+        rv = resource_version(obj)
+        if kind == "BOOKMARK":
+            if rv:
+                self.last_resource_version = rv
+            return
+        if not _well_formed(obj):
+            log.warning(
+                "skipping a malformed %s in a watch event: %.200r",
+                self.resource.kind,
+                obj,
+                extra=self._fields(),
+            )
+            if rv:
+                self.last_resource_version = rv
+            return
+        obj = self.store.prepare(obj)
+        if kind == DELETED:
+            old = self.store.remove(object_key(obj))
+            self._dispatch(DELETED, obj, old)
+        else:
+            old = self.store.upsert(obj)
+            self._dispatch(ADDED if old is None else MODIFIED, obj, old)
+        self.last_resource_version = rv
+
+    def _fields(self) -> dict[str, str]:
+        return {"resource": str(self.resource), "namespace": self.namespace or ""}
+
+
+def _well_formed(obj: Any) -> bool:
+    """An object we can key and index: metadata is a mapping with a string name."""
+    if not isinstance(obj, dict):
+        return False
+    meta = obj.get("metadata")
+    return isinstance(meta, dict) and isinstance(meta.get("name"), str) and bool(meta["name"])

@@ -1,0 +1,203 @@
+"""The in-memory objects of one resource, with the indexes reconcilers read through.
+
+Objects are the plain dicts ``json.loads`` produced, with ``metadata.managedFields`` removed
+and the resource's transform applied on the way in. They are shared, not copied, on the way
+out: **callers must treat what ``get``/``list`` return as read-only** (copy before changing),
+because copying every object on every read would cost more than the reads themselves.
+
+Invariants: every key in ``_objects`` appears in exactly the index entries its object implies
+(namespace, controller owner uid, each label pair) and in no other; an index entry with no
+keys left is removed, so the indexes never grow with churn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from memop.runtime.labels import Selector
+from memop.runtime.resources import Resource
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "" when cluster-scoped, name)
+Transform = Callable[[Obj], Obj]
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+RESYNC = "RESYNC"
+
+
+def object_key(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def resource_version(obj: Obj | None) -> str:
+    if not obj:
+        return ""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def controller_owner_uid(obj: Obj) -> str | None:
+    """The uid of the ownerReference marked ``controller: true``, if any."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None
+
+
+def _labels(obj: Obj) -> dict[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def _label_pairs(obj: Obj) -> list[tuple[str, str]]:
+    # Only string pairs can be indexed; anything else is a malformed object we still store.
+    return [(k, v) for k, v in _labels(obj).items() if isinstance(k, str) and isinstance(v, str)]
+
+
+class ObjectStore:
+    """One resource's objects by (namespace, name), indexed by namespace, owner and label."""
+
+    def __init__(self, resource: Resource, transform: Transform | None = None) -> None:
+        self.resource = resource
+        self._transform = transform
+        self._objects: dict[Key, Obj] = {}
+        self._by_namespace: dict[str, set[Key]] = {}
+        self._by_owner: dict[str, set[Key]] = {}
+        self._by_label: dict[tuple[str, str], set[Key]] = {}
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def get(self, name: str, namespace: str | None = None) -> Obj | None:
+        """The cached object, or None. Read-only."""
+        return self._objects.get((namespace or "", name))
+
+    def list(
+        self,
+        namespace: str | None = None,
+        *,
+        selector: Selector | str | None = None,
+        owner_uid: str | None = None,
+    ) -> list[Obj]:
+        """Objects matching every given filter, in no particular order. Read-only.
+
+        The narrowest index among namespace, owner and the selector's exact label pairs picks
+        the candidates; the remaining filters are checked on those only.
+        """
+        if isinstance(selector, str):
+            selector = Selector.parse(selector)
+        candidate_sets: list[set[Key]] = []
+        if namespace:
+            candidate_sets.append(self._by_namespace.get(namespace, set()))
+        if owner_uid is not None:
+            candidate_sets.append(self._by_owner.get(owner_uid, set()))
+        if selector is not None and not selector.is_empty():
+            for pair in selector.exact_pairs().items():
+                candidate_sets.append(self._by_label.get(pair, set()))
+        if candidate_sets:
+            keys: Iterable[Key] = min(candidate_sets, key=len)
+        else:
+            keys = self._objects.keys()
+        result = []
+        for key in keys:
+            obj = self._objects[key]
+            if namespace and key[0] != namespace:
+                continue
+            if owner_uid is not None and controller_owner_uid(obj) != owner_uid:
+                continue
+            if selector is not None and not selector.matches(_labels(obj)):
+                continue
+            result.append(obj)
+        return result
+
+    def keys(self, namespace: str | None = None) -> list[Key]:
+        if namespace is None:
+            return list(self._objects)
+        return list(self._by_namespace.get(namespace, ()))
+
+    # -- writes (the reflector's) ------------------------------------------------------------
+
+    def prepare(self, obj: Obj) -> Obj:
+        """Strip managedFields (nobody reads them; they are often half an object) and transform."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
+        if self._transform is not None:
+            obj = self._transform(obj)
+        return obj
+
+    def upsert(self, obj: Obj) -> Obj | None:
+        """Store ``obj`` (already prepared); return the object it replaced, if any."""
+        key = object_key(obj)
+        old = self._objects.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._objects[key] = obj
+        self._index(key, obj)
+        return old
+
+    def remove(self, key: Key) -> Obj | None:
+        """Drop the object at ``key``; return it, or None if it was not there."""
+        old = self._objects.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def replace(
+        self, objects: Iterable[Obj], namespace: str | None = None
+    ) -> list[tuple[str, Obj, Obj | None]]:
+        """Make the store (or the part of it in ``namespace``) hold exactly ``objects``.
+
+        Returns the changes that takes, as (type, object, old object) in the order a watcher
+        would have seen them: ADDED for new keys, MODIFIED where the resourceVersion differs,
+        DELETED (carrying the last known state) for keys that are gone. Objects must be prepared.
+        """
+        changes: list[tuple[str, Obj, Obj | None]] = []
+        seen: set[Key] = set()
+        for obj in objects:
+            key = object_key(obj)
+            seen.add(key)
+            old = self._objects.get(key)
+            if old is not None and resource_version(old) == resource_version(obj):
+                continue
+            self.upsert(obj)
+            changes.append((ADDED if old is None else MODIFIED, obj, old))
+        in_scope = self.keys(namespace) if namespace else list(self._objects)
+        for key in in_scope:
+            if key not in seen:
+                gone = self.remove(key)
+                if gone is not None:
+                    changes.append((DELETED, gone, gone))
+        return changes
+
+    # -- indexes -----------------------------------------------------------------------------
+
+    def _index(self, key: Key, obj: Obj) -> None:
+        self._by_namespace.setdefault(key[0], set()).add(key)
+        owner = controller_owner_uid(obj)
+        if owner is not None:
+            self._by_owner.setdefault(owner, set()).add(key)
+        for pair in _label_pairs(obj):
+            self._by_label.setdefault(pair, set()).add(key)
+
+    def _unindex(self, key: Key, obj: Obj) -> None:
+        _discard(self._by_namespace, key[0], key)
+        owner = controller_owner_uid(obj)
+        if owner is not None:
+            _discard(self._by_owner, owner, key)
+        for pair in _label_pairs(obj):
+            _discard(self._by_label, pair, key)
+
+
+def _discard(index: dict[Any, set[Key]], entry: Any, key: Key) -> None:
+    keys = index.get(entry)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[entry]
