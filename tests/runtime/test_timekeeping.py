@@ -54,3 +54,14 @@ def test_token_bucket_allows_the_burst_then_spaces_at_qps() -> None:
     assert [bucket.reserve() for _ in range(3)] == pytest.approx([0.1, 0.2, 0.3])
     clock.advance(10)  # refills to the burst, not beyond
     assert [bucket.reserve() for _ in range(4)] == pytest.approx([0, 0, 0, 0.1])
+
+
+def test_token_bucket_try_take_never_goes_into_debt() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(qps=1, burst=2, clock=clock)
+    assert [bucket.try_take() for _ in range(3)] == [True, True, False]
+    clock.advance(0.5)
+    assert not bucket.try_take()
+    clock.advance(0.5)
+    assert bucket.try_take()
+    assert bucket.reserve() == pytest.approx(1.0)

@@ -13,7 +13,9 @@ ADDED (as client-go's shared informer does), so no subscriber misses state.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
+import copy
 import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
@@ -22,7 +24,7 @@ from memop.runtime.clock import Clock, RealClock
 from memop.runtime.labels import Selector
 from memop.runtime.reflector import ListWatcher, Reflector
 from memop.runtime.resources import Resource
-from memop.runtime.store import ADDED, RESYNC, Obj, ObjectStore, Transform
+from memop.runtime.store import ADDED, RESYNC, Obj, ObjectStore, Transform, resource_version
 
 log = logging.getLogger("memop.cache")
 
@@ -159,6 +161,42 @@ class Cache:
         """Cached objects matching the filters. Read-only: copy before changing them."""
         return self.informer(resource).store.list(namespace, selector=selector, owner_uid=owner_uid)
 
+    def record_write(self, resource: Resource, obj: Obj) -> bool:
+        """Store the object a write of ours returned, so the next reconcile reads its own write.
+
+        Without this, a reconcile that runs before the watch delivers our own write sees the
+        old object and writes again (a 409 or a duplicate create). The object is stored only
+        when its resourceVersion is newer than everything the covering reflector's stream has
+        delivered: the stream is ordered, so anything at or below that point (including a later
+        deletion) is already in the store and must not be overwritten. resourceVersions are
+        compared as integers, which they are on every etcd-backed server; when either is not an
+        integer nothing is stored (we fall back to waiting for the watch). Handlers are not
+        called; the reflector skips the event when it arrives with the same resourceVersion.
+        Returns whether the object was stored.
+        """
+        informer = self._informers.get(resource)
+        if informer is None or not informer.reflectors:
+            return False
+        namespace = (obj.get("metadata") or {}).get("namespace") or None
+        reflector = next(
+            (r for r in informer.reflectors if r.namespace is None or r.namespace == namespace), None
+        )
+        if reflector is None or not reflector.synced.is_set():
+            return False
+        try:
+            written = int(resource_version(obj))
+            seen = int(reflector.last_resource_version or "0")
+        except ValueError:
+            return False
+        current = informer.store.get((obj.get("metadata") or {}).get("name", ""), namespace)
+        try:
+            if written <= seen or (current is not None and written <= int(resource_version(current) or "0")):
+                return False
+        except ValueError:
+            return False
+        informer.store.upsert(informer.store.prepare(copy.deepcopy(obj)))
+        return True
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -185,7 +223,7 @@ class Cache:
     def has_synced(self) -> bool:
         return self._started and all(i.has_synced for i in self._informers.values())
 
-    def unsynced(self) -> list[str]:
+    def unsynced(self) -> builtins.list[str]:
         """Names of the reflectors still waiting for their first LIST (for readiness messages)."""
         return [repr(r) for i in self._informers.values() for r in i.reflectors if not r.synced.is_set()]
 

@@ -237,6 +237,12 @@ class Reflector:
             if rv:
                 self.last_resource_version = rv
             return
+        if kind != DELETED:
+            stored = self.store.get(obj["metadata"]["name"], obj["metadata"].get("namespace"))
+            if stored is not None and rv and resource_version(stored) == rv:
+                # Already stored by Cache.record_write (our own write): nothing changed.
+                self.last_resource_version = rv
+                return
         obj = self.store.prepare(obj)
         if kind == DELETED:
             old = self.store.remove(object_key(obj))

@@ -12,6 +12,7 @@ keys left is removed, so the indexes never grow with churn.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -92,7 +93,7 @@ class ObjectStore:
         """
         if isinstance(selector, str):
             selector = Selector.parse(selector)
-        candidate_sets: list[set[Key]] = []
+        candidate_sets: builtins.list[set[Key]] = []
         if namespace:
             candidate_sets.append(self._by_namespace.get(namespace, set()))
         if owner_uid is not None:
@@ -100,10 +101,10 @@ class ObjectStore:
         if selector is not None and not selector.is_empty():
             for pair in selector.exact_pairs().items():
                 candidate_sets.append(self._by_label.get(pair, set()))
+        keys: Iterable[Key] = self._objects.keys()
         if candidate_sets:
-            keys: Iterable[Key] = min(candidate_sets, key=len)
-        else:
-            keys = self._objects.keys()
+            smallest: set[Key] = min(candidate_sets, key=len)
+            keys = smallest
         result = []
         for key in keys:
             obj = self._objects[key]
@@ -116,7 +117,7 @@ class ObjectStore:
             result.append(obj)
         return result
 
-    def keys(self, namespace: str | None = None) -> list[Key]:
+    def keys(self, namespace: str | None = None) -> builtins.list[Key]:
         if namespace is None:
             return list(self._objects)
         return list(self._by_namespace.get(namespace, ()))
@@ -151,14 +152,14 @@ class ObjectStore:
 
     def replace(
         self, objects: Iterable[Obj], namespace: str | None = None
-    ) -> list[tuple[str, Obj, Obj | None]]:
+    ) -> builtins.list[tuple[str, Obj, Obj | None]]:
         """Make the store (or the part of it in ``namespace``) hold exactly ``objects``.
 
         Returns the changes that takes, as (type, object, old object) in the order a watcher
         would have seen them: ADDED for new keys, MODIFIED where the resourceVersion differs,
         DELETED (carrying the last known state) for keys that are gone. Objects must be prepared.
         """
-        changes: list[tuple[str, Obj, Obj | None]] = []
+        changes: builtins.list[tuple[str, Obj, Obj | None]] = []
         seen: set[Key] = set()
         for obj in objects:
             key = object_key(obj)

@@ -28,13 +28,22 @@ class TokenBucket:
     def reserve(self) -> float:
         """Take one token; return the seconds to wait before using it (0 when one was ready)."""
         now = self._clock.monotonic()
-        elapsed = max(0.0, now - self._last)
-        self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)
+        self._tokens = min(float(self.burst), self._tokens + max(0.0, now - self._last) * self.qps)
         self._last = now
         self._tokens -= 1.0
         if self._tokens >= 0:
             return 0.0
         return -self._tokens / self.qps
+
+    def try_take(self) -> bool:
+        """Take a token if one is available now; never goes into debt."""
+        now = self._clock.monotonic()
+        self._tokens = min(float(self.burst), self._tokens + max(0.0, now - self._last) * self.qps)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
 
     async def acquire(self) -> None:
         """Wait until a token is available and take it."""

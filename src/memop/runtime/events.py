@@ -1,0 +1,206 @@
+"""Kubernetes Events (core/v1), recorded in the background so reconciles never wait for them.
+
+``EventRecorder.record`` only queues; one sender task writes. As client-go's event
+correlator does, an event identical to one already sent (same object, type, reason, message
+and source) bumps ``count`` and ``lastTimestamp`` on the existing Event with a patch instead
+of creating another, and each object gets a spam budget (burst 25, then one every 5 minutes)
+so a hot error loop cannot flood the API server. Events are best effort: failures are logged,
+never raised into a reconcile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from memop.runtime.clock import Clock, RealClock
+from memop.runtime.errors import ApiError, Forbidden, NotFound, TransportError
+from memop.runtime.resources import EVENTS, Resource
+from memop.runtime.tokenbucket import TokenBucket
+
+log = logging.getLogger("memop.events")
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+
+class EventWriter(Protocol):
+    async def create(
+        self, res: Resource, obj: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    async def patch(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None, **kwargs: Any
+    ) -> dict[str, Any]: ...
+
+
+@dataclass
+class _Sent:
+    name: str
+    namespace: str
+    count: int
+
+
+@dataclass(frozen=True)
+class _Pending:
+    key: tuple[str, ...]
+    involved: dict[str, Any]
+    namespace: str
+    type: str
+    reason: str
+    message: str
+    timestamp: str
+
+
+def _rfc3339(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+class EventRecorder:
+    """Records Events about objects for ``component`` (e.g. "memcached-controller")."""
+
+    def __init__(
+        self,
+        client: EventWriter,
+        component: str,
+        *,
+        host: str = "",
+        clock: Clock | None = None,
+        max_queued: int = 1000,
+        remembered: int = 4096,
+        spam_burst: int = 25,
+        spam_qps: float = 1 / 300,
+    ) -> None:
+        self._client = client
+        self.component = component
+        self.host = host
+        self._clock = clock or RealClock()
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=max_queued)
+        self._sent: OrderedDict[tuple[str, ...], _Sent] = OrderedDict()
+        self._remembered = remembered
+        self._spam: OrderedDict[str, TokenBucket] = OrderedDict()
+        self._spam_settings = (spam_qps, spam_burst)
+        self._task: asyncio.Task[None] | None = None
+        self.dropped = 0
+
+    def record(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        """Queue an Event about ``obj``; returns at once. ``reason`` is CamelCase, e.g. Created."""
+        meta = obj.get("metadata") or {}
+        involved = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", ""),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
+        involved = {k: v for k, v in involved.items() if v}
+        object_id = "/".join(str(involved.get(k, "")) for k in ("kind", "namespace", "name", "uid"))
+        if not self._allow(object_id):
+            self.dropped += 1
+            log.debug("event about %s dropped by the spam filter: %s %s", object_id, reason, message)
+            return
+        key = (object_id, event_type, reason, message, self.component)
+        pending = _Pending(
+            key, involved, meta.get("namespace") or "default", event_type, reason, message[:1024],
+            _rfc3339(self._clock.time()),
+        )  # fmt: skip
+        try:
+            self._queue.put_nowait(pending)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            log.warning("event queue full, dropping event %s on %s", reason, object_id)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._send_loop(), name=f"events-{self.component}")
+
+    async def stop(self, timeout: float = 2.0) -> None:
+        """Send what is queued (for at most ``timeout`` seconds), then stop."""
+        if self._task is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._queue.join()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def flush(self) -> None:
+        """Wait until every queued event has been written (or failed)."""
+        await self._queue.join()
+
+    def _allow(self, object_id: str) -> bool:
+        bucket = self._spam.get(object_id)
+        if bucket is None:
+            qps, burst = self._spam_settings
+            bucket = self._spam[object_id] = TokenBucket(qps, burst, self._clock)
+            if len(self._spam) > self._remembered:
+                self._spam.popitem(last=False)
+        else:
+            self._spam.move_to_end(object_id)
+        return bucket.try_take()
+
+    async def _send_loop(self) -> None:
+        while True:
+            pending = await self._queue.get()
+            try:
+                await self._send(pending)
+            except asyncio.CancelledError:
+                raise
+            except Forbidden as error:
+                log.error(
+                    "cannot record events: %s (memop needs create and patch on events in %s)",
+                    error.message,
+                    pending.namespace,
+                )
+            except (ApiError, TransportError) as error:
+                log.warning("failed to record event %s: %s", pending.reason, error)
+            except Exception:
+                log.exception("failed to record event %s", pending.reason)
+            finally:
+                self._queue.task_done()
+
+    async def _send(self, pending: _Pending) -> None:
+        sent = self._sent.get(pending.key)
+        if sent is not None:
+            try:
+                await self._client.patch(
+                    EVENTS,
+                    sent.name,
+                    {"count": sent.count + 1, "lastTimestamp": pending.timestamp},
+                    sent.namespace,
+                )
+                sent.count += 1
+                self._sent.move_to_end(pending.key)
+                return
+            except NotFound:
+                # The Event expired (the API server keeps them about an hour): start a new one.
+                del self._sent[pending.key]
+        name = f"{pending.involved.get('name', 'unknown')}.{secrets.token_hex(8)}"
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": pending.namespace},
+            "involvedObject": pending.involved,
+            "reason": pending.reason,
+            "message": pending.message,
+            "type": pending.type,
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "reportingComponent": self.component,
+            "reportingInstance": self.host,
+            "firstTimestamp": pending.timestamp,
+            "lastTimestamp": pending.timestamp,
+            "count": 1,
+        }
+        await self._client.create(EVENTS, event, pending.namespace)
+        self._sent[pending.key] = _Sent(name, pending.namespace, 1)
+        if len(self._sent) > self._remembered:
+            self._sent.popitem(last=False)

@@ -1,0 +1,150 @@
+"""ObjectStore: indexes stay exact through churn, replace emits the implied changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memop.runtime.resources import PODS
+from memop.runtime.store import ADDED, DELETED, MODIFIED, ObjectStore
+
+
+def pod(
+    name: str,
+    ns: str = "a",
+    rv: str = "1",
+    labels: dict[str, str] | None = None,
+    owner: str | None = None,
+    **meta: Any,
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": ns, "resourceVersion": rv, **meta}
+    if labels is not None:
+        metadata["labels"] = labels
+    if owner is not None:
+        metadata["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": owner, "controller": True}
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata}
+
+
+def test_prepare_strips_managed_fields_and_applies_transform() -> None:
+    def drop_spec(obj: dict[str, Any]) -> dict[str, Any]:
+        obj.pop("spec", None)
+        return obj
+
+    store = ObjectStore(PODS, transform=drop_spec)
+    obj = pod("p", managedFields=[{"manager": "kubectl"}])
+    obj["spec"] = {"containers": []}
+    prepared = store.prepare(obj)
+    assert "managedFields" not in prepared["metadata"]
+    assert "spec" not in prepared
+
+
+def test_list_filters_by_namespace_owner_and_selector() -> None:
+    store = ObjectStore(PODS)
+    store.upsert(pod("a1", "a", labels={"app": "x", "tier": "web"}, owner="u1"))
+    store.upsert(pod("a2", "a", labels={"app": "y"}, owner="u2"))
+    store.upsert(pod("b1", "b", labels={"app": "x"}, owner="u1"))
+    names = lambda objs: sorted(o["metadata"]["name"] for o in objs)  # noqa: E731
+    assert names(store.list()) == ["a1", "a2", "b1"]
+    assert names(store.list("a")) == ["a1", "a2"]
+    assert names(store.list(selector="app=x")) == ["a1", "b1"]
+    assert names(store.list("a", selector="app=x")) == ["a1"]
+    assert names(store.list(selector="app!=x")) == ["a2"]
+    assert names(store.list(owner_uid="u1")) == ["a1", "b1"]
+    assert names(store.list("b", owner_uid="u2")) == []
+    assert names(store.list(selector="app in (x,y),tier")) == ["a1"]
+    assert store.get("a1", "a") is not None
+    assert store.get("a1", "b") is None
+
+
+def test_upsert_moves_an_object_between_index_entries() -> None:
+    store = ObjectStore(PODS)
+    store.upsert(pod("p", labels={"app": "x"}, owner="u1"))
+    store.upsert(pod("p", rv="2", labels={"app": "y"}, owner="u2"))
+    assert store.list(selector="app=x") == []
+    assert store.list(owner_uid="u1") == []
+    assert [o["metadata"]["resourceVersion"] for o in store.list(selector="app=y", owner_uid="u2")] == ["2"]
+
+
+def test_malformed_labels_are_stored_but_not_indexed() -> None:
+    store = ObjectStore(PODS)
+    bad = pod("p")
+    bad["metadata"]["labels"] = {"app": ["not", "a", "string"], "ok": "1"}
+    store.upsert(bad)
+    assert store.get("p", "a") is bad
+    assert len(store.list(selector="ok=1")) == 1
+    store.remove(("a", "p"))
+    assert len(store) == 0
+
+
+def test_replace_emits_adds_updates_and_deletes_within_its_namespace_only() -> None:
+    store = ObjectStore(PODS)
+    store.upsert(pod("keep", "a", rv="1"))
+    store.upsert(pod("change", "a", rv="1"))
+    store.upsert(pod("gone", "a", rv="1"))
+    store.upsert(pod("other", "b", rv="1"))
+    changes = store.replace(
+        [pod("keep", "a", rv="1"), pod("change", "a", rv="5"), pod("new", "a", rv="6")], "a"
+    )
+    summary = sorted((kind, obj["metadata"]["name"]) for kind, obj, _ in changes)
+    assert summary == [(ADDED, "new"), (DELETED, "gone"), (MODIFIED, "change")]
+    deleted = next(c for c in changes if c[0] == DELETED)
+    assert deleted[1]["metadata"]["resourceVersion"] == "1"  # the last known state
+    assert store.get("other", "b") is not None  # outside the relisted namespace
+
+
+names_st = st.sampled_from(["p1", "p2", "p3", "p4"])
+label_st = st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["x", "y"]), max_size=2)
+ops_st = st.lists(
+    st.tuples(
+        st.sampled_from(["upsert", "remove"]),
+        names_st,
+        st.sampled_from(["a", "b"]),
+        label_st,
+        st.sampled_from([None, "u1", "u2"]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops_st)
+def test_indexes_always_agree_with_a_full_scan(
+    ops: list[tuple[str, str, str, dict[str, str], str | None]],
+) -> None:
+    store = ObjectStore(PODS)
+    for rv, (op, name, ns, labels, owner) in enumerate(ops):
+        if op == "upsert":
+            store.upsert(pod(name, ns, rv=str(rv), labels=labels, owner=owner))
+        else:
+            store.remove((ns, name))
+    everything = store.list()
+    for ns in (None, "a", "b"):
+        for selector in ("", "app=x", "app=y,tier=x", "tier"):
+            for owner in (None, "u1", "u2"):
+                expected = [
+                    o
+                    for o in everything
+                    if (ns is None or o["metadata"]["namespace"] == ns)
+                    and all(
+                        (o["metadata"].get("labels") or {}).get(k) == v
+                        for k, v in (p.split("=") for p in selector.split(",") if "=" in p)
+                    )
+                    and all(
+                        p in (o["metadata"].get("labels") or {})
+                        for p in selector.split(",")
+                        if p and "=" not in p
+                    )
+                    and (
+                        owner is None or (o["metadata"].get("ownerReferences") or [{}])[0].get("uid") == owner
+                    )
+                ]
+                got = store.list(ns, selector=selector or None, owner_uid=owner)
+                assert sorted(id(o) for o in got) == sorted(id(o) for o in expected)
+    # Index entries with no keys left are dropped, so churn does not grow memory.
+    assert all(store._by_label.values())
+    assert all(store._by_owner.values())
+    assert all(store._by_namespace.values())
