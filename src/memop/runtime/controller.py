@@ -115,13 +115,22 @@ class Controller:
         for spec in self.watches:
             cache.informer(spec.resource)
 
-    async def start(self) -> None:
-        """Attach the watch handlers, wait for the cache to sync, start the workers."""
+    async def start(self, sync_timeout: float | None = None) -> None:
+        """Attach the watch handlers, wait for the cache to sync, start the workers.
+
+        After ``sync_timeout`` seconds without a synced cache the workers start anyway (the
+        reflectors keep retrying and their objects are queued as they arrive).
+        """
         for spec in self.watches:
             handler = self._handler_for(spec)
             self.cache.informer(spec.resource).add_handler(handler)
             self._handlers.append((spec.resource, handler))
-        await self.cache.wait_for_sync()
+        if not await self.cache.wait_for_sync(sync_timeout):
+            log.warning(
+                "starting workers before the cache synced: %s",
+                ", ".join(self.cache.unsynced()),
+                extra={"controller": self.name},
+            )
         for index in range(self.options.max_concurrent_reconciles):
             self._workers.append(asyncio.create_task(self._worker(), name=f"{self.name}-worker-{index}"))
         log.info(

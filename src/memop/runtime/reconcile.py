@@ -19,12 +19,15 @@ Result() or None                  forget                                        
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """Which object to reconcile: its namespace ("" when cluster-scoped) and name."""
+class Request(NamedTuple):
+    """Which object to reconcile: its namespace ("" when cluster-scoped) and name.
+
+    A NamedTuple rather than a dataclass: it is hashed on every queue operation, and a
+    tuple's hash runs in C.
+    """
 
     namespace: str
     name: str

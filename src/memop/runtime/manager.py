@@ -1,0 +1,212 @@
+"""The manager: one process's client, cache, controllers, leader election and probe server.
+
+Start order, as controller-runtime: probe/metrics server → cache (every replica, so a standby
+is warm and ready) → leader election → controllers (leader only) → until stopped. Stop order is
+the reverse: controllers finish in-flight reconciles within the graceful timeout, the lease is
+released (so a standby takes over within one retry period), event recorders flush, the cache
+and server stop.
+
+Losing the lease is different from being asked to stop: reconciling stops at once (in-flight
+reconciles are cancelled, never finished, since another replica may already lead) and
+:meth:`Manager.run` returns a non-zero exit code so the container restarts as a standby.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+from memop.runtime.cache import Cache
+from memop.runtime.client import Client
+from memop.runtime.controller import Controller
+from memop.runtime.errors import ApiError, Forbidden, NotFound, TransportError
+from memop.runtime.events import EventRecorder
+from memop.runtime.leaderelection import LeaderElectionConfig, LeaderElector
+from memop.runtime.server import Address, ProbeServer
+
+log = logging.getLogger("memop.manager")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+@dataclass
+class ManagerOptions:
+    """Everything a manager is configured with; the CLI fills it from flags and environment.
+
+    namespaces: the namespaces to watch; empty means all (cluster-wide watches).
+    leader_election: a Lease config, or None to reconcile without electing a leader (one
+        replica only!).
+    probe_address / metrics_address: where /healthz+/readyz and /metrics listen; None
+        disables. Equal addresses share one server.
+    graceful_shutdown_timeout: seconds in-flight reconciles get to finish on SIGTERM (30 s,
+        controller-runtime's default), shorter than the pod's terminationGracePeriodSeconds.
+    sync_period: seconds between replays of every cached object to the controllers (10 h,
+        controller-runtime's default); None disables.
+    cache_sync_timeout: seconds to wait for the first LIST of every watch before the
+        controllers start anyway (reflectors keep retrying); 120 s like controller-runtime.
+    """
+
+    namespaces: tuple[str, ...] = ()
+    leader_election: LeaderElectionConfig | None = None
+    probe_address: Address | None = None
+    metrics_address: Address | None = None
+    graceful_shutdown_timeout: float = 30.0
+    sync_period: float | None = 10 * 3600.0
+    cache_sync_timeout: float = 120.0
+    watch_read_timeout: float = 150.0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class StartupError(Exception):
+    """The manager cannot start; the message says why in one line."""
+
+
+class Manager:
+    """Owns the shared machinery and runs controllers added with :meth:`add`."""
+
+    def __init__(self, client: Client, options: ManagerOptions) -> None:
+        self.client = client
+        self.options = options
+        self.cache = Cache(
+            client,
+            namespaces=options.namespaces,
+            resync_period=options.sync_period,
+            watch_read_timeout=options.watch_read_timeout,
+        )
+        self.server = ProbeServer(
+            probe_address=options.probe_address, metrics_address=options.metrics_address
+        )
+        self.controllers: list[Controller] = []
+        self.recorders: list[EventRecorder] = []
+        self.elector: LeaderElector | None = None
+        self.leading = asyncio.Event()
+        self.server.add_liveness_check("ping", lambda: None)
+        self.server.add_readiness_check("informers", self._informers_synced)
+
+    def add(self, controller: Controller) -> None:
+        self.controllers.append(controller)
+
+    def event_recorder(self, component: str, host: str = "") -> EventRecorder:
+        recorder = EventRecorder(self.client, component, host=host)
+        self.recorders.append(recorder)
+        return recorder
+
+    def _informers_synced(self) -> str | None:
+        if self.cache.has_synced:
+            return None
+        waiting = self.cache.unsynced()
+        return "waiting for the first list of " + ", ".join(waiting) if waiting else "cache not started"
+
+    async def check_resources_served(self) -> None:
+        """Fail fast, with a clear line, when a watched resource is not served (CRD missing).
+
+        One LIST with limit=1 per resource, in a watched namespace when scoped, so the check
+        needs no permission beyond what the watches need anyway.
+        """
+        namespace = self.options.namespaces[0] if self.options.namespaces else None
+        for controller in self.controllers:
+            for spec in controller.watches:
+                res = spec.resource
+                try:
+                    await self.client.list(res, namespace if res.namespaced else None, limit=1)
+                except NotFound as error:
+                    served = (
+                        f"{res.plural}.{res.group}/{res.version}"
+                        if res.group
+                        else f"{res.plural}/{res.version}"
+                    )
+                    hint = (
+                        "" if _is_builtin_group(res.group) else "; is its CustomResourceDefinition installed?"
+                    )
+                    raise StartupError(
+                        f"the API server does not serve {served} ({res.kind}){hint} ({error.message})"
+                    ) from error
+                except Forbidden as error:
+                    raise StartupError(
+                        f"not allowed to list {res}: {error.message}. Check memop's RBAC (manifests/rbac)."
+                    ) from error
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Run until ``stop`` is set (exit 0) or leadership is lost (exit 1)."""
+        await self.server.start()
+        try:
+            await self.check_resources_served()
+        except (ApiError, TransportError) as error:
+            log.error("cannot reach the API server: %s", error)
+            await self.server.stop()
+            return EXIT_FAILED
+        except StartupError as error:
+            log.error("%s", error)
+            await self.server.stop()
+            return EXIT_FAILED
+        await self.cache.start()
+        for recorder in self.recorders:
+            recorder.start()
+        exit_code = EXIT_OK
+        elector_task: asyncio.Task[None] | None = None
+        stop_task = asyncio.create_task(stop.wait(), name="manager-stop")
+        try:
+            if self.options.leader_election is not None:
+                self.elector = LeaderElector(self.client, self.options.leader_election)
+                elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
+                became_leader = asyncio.create_task(self.elector.leader_elected.wait())
+                await asyncio.wait(
+                    {stop_task, elector_task, became_leader}, return_when=asyncio.FIRST_COMPLETED
+                )
+                became_leader.cancel()
+                if stop_task.done():
+                    return EXIT_OK
+                if elector_task.done():
+                    log.error("leader election ended before this replica led: %s", _task_error(elector_task))
+                    exit_code = EXIT_FAILED
+                    return exit_code
+            await self._start_controllers()
+            waits: set[asyncio.Task[object]] = {stop_task}  # type: ignore[arg-type]
+            if elector_task is not None:
+                waits.add(elector_task)  # type: ignore[arg-type]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if elector_task is not None and elector_task.done() and not stop_task.done():
+                log.error(
+                    "leader election lost, stopping at once: %s", _task_error(elector_task) or "lease lost"
+                )
+                await self._stop_controllers(timeout=0)
+                exit_code = EXIT_FAILED
+            return exit_code
+        finally:
+            await self._shutdown(elector_task, stop_task)
+
+    async def _start_controllers(self) -> None:
+        self.leading.set()
+        for controller in self.controllers:
+            await controller.start(self.options.cache_sync_timeout)
+
+    async def _stop_controllers(self, timeout: float) -> None:
+        await asyncio.gather(*(c.stop(timeout) for c in self.controllers))
+        self.leading.clear()
+
+    async def _shutdown(self, elector_task: asyncio.Task[None] | None, stop_task: asyncio.Task[bool]) -> None:
+        log.info("shutting down")
+        await self._stop_controllers(self.options.graceful_shutdown_timeout)
+        if elector_task is not None and not elector_task.done():
+            elector_task.cancel()  # releases the lease when configured to
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await elector_task
+        stop_task.cancel()
+        for recorder in self.recorders:
+            await recorder.stop()
+        await self.cache.stop()
+        await self.server.stop()
+
+
+def _is_builtin_group(group: str) -> bool:
+    return group in ("", "apps", "batch", "policy", "autoscaling") or group.endswith(".k8s.io")
+
+
+def _task_error(task: asyncio.Task[None]) -> str:
+    if task.cancelled():
+        return "cancelled"
+    error = task.exception()
+    return f"{type(error).__name__}: {error}" if error else ""
