@@ -1,24 +1,45 @@
-"""Command line: flags and environment become options, options become a running manager."""
+"""Command line: ``memop [flags]`` runs the operator; ``memop manifests NAME`` prints a manifest.
+
+Flags and their environment variables are in :mod:`memop.options`. Usage errors (unknown
+flags, invalid values, contradictions) exit with code 2 and one line on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Sequence
 
-from memop import __version__
+from memop import __version__, app, manifests
+from memop.options import UsageError, parse_run_args
+
+EXIT_USAGE = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="memop",
-        description="The Memcached operator: keeps a memcached Deployment for every Memcached resource.",
-    )
+def _tools_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memop", description="memop's one-shot tools.")
     parser.add_argument("--version", action="version", version=f"memop {__version__}")
+    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    manifests.add_parser(subcommands)
     return parser
 
 
+SUBCOMMANDS = frozenset({"manifests"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-    return 0
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in SUBCOMMANDS:
+        tool_args = _tools_parser().parse_args(args)
+        if tool_args.command == "manifests":
+            return manifests.run(tool_args)
+    try:
+        config = parse_run_args(args)
+    except UsageError as error:
+        print(f"memop: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return asyncio.run(app.run(config))
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,119 @@
+"""``python -m memop``: configuration → Kubernetes client → manager with the memcached controller.
+
+Signals: the first SIGTERM/SIGINT starts a graceful shutdown (in-flight reconciles finish
+within the graceful timeout, the lease is released); a second one exits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+
+from kubernetes_asyncio.client import ApiClient
+
+from memop import __version__
+from memop.memcached import controller as memcached
+from memop.options import RunConfig
+from memop.runtime import logs
+from memop.runtime.client import Client
+from memop.runtime.kubeconfig import KubeConfigError, in_cluster_namespace, load_configuration
+from memop.runtime.leaderelection import LeaderElectionConfig, default_identity
+from memop.runtime.manager import EXIT_FAILED, Manager, ManagerOptions
+
+log = logging.getLogger("memop")
+
+EXIT_USAGE = 2
+
+
+def leader_election_config(config: RunConfig, identity: str) -> LeaderElectionConfig | None:
+    """The Lease settings, or None when leader election is off. Raises ValueError when incomplete."""
+    if not config.leader_elect:
+        return None
+    namespace = config.leader_election_namespace or in_cluster_namespace()
+    if not namespace:
+        raise ValueError(
+            "--leader-election-namespace is required with --leader-elect when not running in a cluster"
+        )
+    return LeaderElectionConfig(
+        lease_name=config.leader_election_id,
+        namespace=namespace,
+        identity=identity,
+        lease_duration=config.lease_duration,
+        renew_deadline=config.renew_deadline,
+        retry_period=config.retry_period,
+        release_on_cancel=config.release_on_cancel,
+    )
+
+
+def _install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            log.warning("second signal %s, exiting at once", signal.Signals(signum).name)
+            os._exit(1)
+        log.info("received %s, shutting down gracefully", signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signum)
+
+
+async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
+    """Run the operator until stopped; returns the process exit code."""
+    logs.configure(config.log_level, config.log_format)
+    identity = default_identity()
+    try:
+        election = leader_election_config(config, identity)
+    except ValueError as error:
+        log.error("%s", error)
+        return EXIT_USAGE
+    try:
+        configuration = await load_configuration(config.kubeconfig)
+    except KubeConfigError as error:
+        log.error("%s", error)
+        return EXIT_FAILED
+    if stop is None:
+        stop = asyncio.Event()
+        _install_signal_handlers(stop)
+    log.info(
+        "starting memop %s",
+        __version__,
+        extra={
+            "identity": identity,
+            "namespaces": ",".join(config.namespaces) or "<all>",
+            "leaderElection": bool(election),
+            "maxConcurrentReconciles": config.max_concurrent_reconciles,
+        },
+    )
+    async with ApiClient(configuration) as api_client:
+        client = Client(
+            api_client,
+            user_agent=f"memop/{__version__} ({identity})",
+            qps=config.kube_api_qps,
+            burst=config.kube_api_burst,
+        )
+        manager = Manager(
+            client,
+            ManagerOptions(
+                namespaces=config.namespaces,
+                leader_election=election,
+                probe_address=config.probe_address,
+                metrics_address=config.metrics_address,
+                graceful_shutdown_timeout=config.graceful_shutdown_timeout,
+                sync_period=config.sync_period,
+            ),
+        )
+        recorder = manager.event_recorder("memcached-controller", host=socket.gethostname())
+        manager.add(
+            memcached.setup(
+                manager.cache,
+                client,
+                recorder,
+                max_concurrent_reconciles=config.max_concurrent_reconciles,
+            )
+        )
+        return await manager.run(stop)

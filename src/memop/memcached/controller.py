@@ -1,0 +1,302 @@
+"""The Memcached reconciler and its wiring: one owned Deployment per Memcached, status from the cache.
+
+Level-based and idempotent: every reconcile reads the Memcached, its Deployment and its pods
+from the cache, computes what should be, and writes only the difference. A reconcile of a
+converged Memcached makes no API request at all. Writes go through the API and are recorded in
+the cache (``Cache.record_write``) so the next reconcile reads its own writes.
+
+Watches: the Memcached itself (generation changes and deletion only: our own status and
+finalizer writes do not trigger reconciles), the Deployments it controls, and pods mapped to
+their Memcached through the per-instance label, so ``status.nodes`` follows pods.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from memop.memcached.api import FINALIZER, MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
+from memop.memcached.desired import SelectorMismatch, deployment_patch, desired_deployment
+from memop.memcached.status import compute_status, status_changed
+from memop.runtime import predicates
+from memop.runtime.cache import Cache
+from memop.runtime.client import Client
+from memop.runtime.clock import Clock, RealClock
+from memop.runtime.controller import Controller, ControllerBuilder
+from memop.runtime.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound, TransportError
+from memop.runtime.events import NORMAL, WARNING, EventRecorder
+from memop.runtime.reconcile import Request, Result
+from memop.runtime.resources import DEPLOYMENTS, PODS, Resource
+from memop.runtime.store import Obj
+
+log = logging.getLogger("memop.memcached")
+
+CONTROLLER_NAME = "memcached"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+NAME_LABEL = "app.kubernetes.io/name"
+BLOCKED_RECHECK_SECONDS = 60.0
+
+
+def pods_to_memcached(pod: Obj) -> list[Request]:
+    """A memcached pod maps to the Memcached named by its instance label."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, dict) or labels.get(NAME_LABEL) != "memcached":
+        return []
+    instance = labels.get(INSTANCE_LABEL)
+    if not isinstance(instance, str) or not instance:
+        return []
+    return [Request(str(meta.get("namespace") or ""), instance)]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class MemcachedReconciler:
+    """Drives one Memcached towards its Deployment and status. See the module docstring."""
+
+    def __init__(
+        self, client: Client, cache: Cache, recorder: EventRecorder, clock: Clock | None = None
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self._clock = clock or RealClock()
+
+    async def reconcile(self, request: Request) -> Result | None:
+        memcached = self.cache.get(MEMCACHEDS, request.name, request.namespace)
+        if memcached is None:
+            return None  # gone; its Deployment is garbage-collected through the ownerReference
+        meta = memcached["metadata"]
+        if meta.get("deletionTimestamp"):
+            return await self._finalize(memcached)
+        if FINALIZER not in (meta.get("finalizers") or []):
+            memcached = await self._add_finalizer(memcached)
+        try:
+            spec = parse_spec(memcached)
+        except InvalidSpec as invalid:
+            # Retrying cannot fix a bad spec; the next edit of the spec triggers a reconcile.
+            log.warning("invalid spec: %s", invalid)
+            self.recorder.record(memcached, WARNING, "InvalidSpec", str(invalid))
+            await self._write_status(memcached, None, None, invalid=str(invalid))
+            return None
+        try:
+            deployment = await self._ensure_deployment(memcached, spec)
+        except _Blocked as blocked:
+            # Needs a human; its fix (deleting a foreign object) sends us no event, so look again later.
+            await self._report_failure(memcached, spec, blocked.reason, blocked.message)
+            return Result(requeue_after=BLOCKED_RECHECK_SECONDS)
+        except Conflict:
+            raise  # someone wrote first: requeued promptly, nothing for the user to see
+        except Forbidden as error:
+            await self._report_failure(
+                memcached,
+                spec,
+                "Forbidden",
+                f"memop is not allowed to manage Deployments here: {error.message}",
+            )
+            raise
+        except ApiError as error:
+            await self._report_failure(
+                memcached, spec, "ReconcileError", f"failed to reconcile the Deployment: {error}"
+            )
+            raise
+        if deployment is None:
+            return Result(requeue=True)
+        await self._write_status(memcached, spec, deployment)
+        return None
+
+    async def _report_failure(
+        self, memcached: Obj, spec: MemcachedSpec | None, reason: str, message: str
+    ) -> None:
+        """Tell the user where they look (an Event, the Degraded condition); never raises."""
+        log.error("%s", message)
+        self.recorder.record(memcached, WARNING, reason, message)
+        try:
+            await self._write_status(memcached, spec, None, error=message)
+        except (ApiError, TransportError) as error:
+            log.warning("could not record the failure in status either: %s", error)
+
+    async def _add_finalizer(self, memcached: Obj) -> Obj:
+        meta = memcached["metadata"]
+        finalizers = [*(meta.get("finalizers") or []), FINALIZER]
+        # The resourceVersion makes this merge patch conditional: a concurrent change to the
+        # finalizers (or anything) gets a 409 instead of being overwritten by our list.
+        patched = await self.client.patch(
+            MEMCACHEDS,
+            meta["name"],
+            {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}},
+            meta["namespace"],
+        )
+        self.cache.record_write(MEMCACHEDS, patched)
+        return patched
+
+    async def _ensure_deployment(self, memcached: Obj, spec: MemcachedSpec) -> Obj | None:
+        """The Deployment as it now is on the server (after any write); None to retry soon."""
+        meta = memcached["metadata"]
+        desired = desired_deployment(memcached, spec)
+        current = self.cache.get(DEPLOYMENTS, meta["name"], meta["namespace"])
+        if current is None:
+            try:
+                created = await self.client.create(DEPLOYMENTS, desired, meta["namespace"])
+            except AlreadyExists:
+                return None  # our cache is behind; the watch brings it
+            self.cache.record_write(DEPLOYMENTS, created)
+            self.recorder.record(memcached, NORMAL, "Created", f"Created Deployment {meta['name']}")
+            return created
+        owner = _controller_uid(current)
+        if owner != meta.get("uid"):
+            raise _Blocked(
+                "DeploymentConflict",
+                f"Deployment {meta['name']} exists and is not controlled by this Memcached"
+                f" (its controller uid is {owner}); delete or rename it",
+            )
+        try:
+            patch = deployment_patch(current, desired)
+        except SelectorMismatch:
+            # The selector is immutable: replace the Deployment (its pods go with it).
+            log.info("deployment selector drifted, recreating it")
+            await self.client.delete(
+                DEPLOYMENTS,
+                meta["name"],
+                meta["namespace"],
+                preconditions={"uid": current["metadata"]["uid"]},
+            )
+            self.recorder.record(memcached, NORMAL, "Recreated", "Deployment selector changed; recreating it")
+            return None
+        if patch is None:
+            return current
+        updated = await self.client.patch(DEPLOYMENTS, meta["name"], patch, meta["namespace"])
+        self.cache.record_write(DEPLOYMENTS, updated)
+        old_replicas = (current.get("spec") or {}).get("replicas")
+        if set(patch.get("spec", {})) == {"replicas"} and set(patch) == {"spec"}:
+            self.recorder.record(
+                memcached,
+                NORMAL,
+                "Scaled",
+                f"Scaled Deployment {meta['name']} from {old_replicas} to {spec.size}",
+            )
+        else:
+            self.recorder.record(memcached, NORMAL, "Updated", f"Updated Deployment {meta['name']}")
+        return updated
+
+    async def _write_status(
+        self,
+        memcached: Obj,
+        spec: MemcachedSpec | None,
+        deployment: Obj | None,
+        *,
+        invalid: str | None = None,
+        error: str | None = None,
+        finalizing: bool = False,
+    ) -> Obj:
+        meta = memcached["metadata"]
+        pods = self.cache.list(
+            PODS, meta["namespace"], selector=f"{INSTANCE_LABEL}={meta['name']},{NAME_LABEL}=memcached"
+        )
+        status = compute_status(
+            memcached, spec, deployment, pods, _now(), invalid=invalid, finalizing=finalizing, error=error
+        )
+        if not status_changed(memcached.get("status"), status):
+            return memcached
+        try:
+            patched = await self.client.patch_status(
+                MEMCACHEDS, meta["name"], {"status": status}, meta["namespace"]
+            )
+        except NotFound:
+            return memcached  # deleted meanwhile
+        self.cache.record_write(MEMCACHEDS, patched)
+        return patched
+
+    async def _finalize(self, memcached: Obj) -> Result | None:
+        meta = memcached["metadata"]
+        finalizers: list[Any] = list(meta.get("finalizers") or [])
+        if FINALIZER not in finalizers:
+            return None  # not ours to finish; other finalizers' owners will
+        memcached = await self._write_status(memcached, None, None, finalizing=True)
+        self.recorder.record(
+            memcached,
+            WARNING,
+            "Finalizing",
+            f"Deleting Memcached {meta['name']}: running finalizer {FINALIZER}",
+        )
+        # Cleanup: the Deployment is controlled by this Memcached, so the garbage collector
+        # deletes it (and its pods) once the Memcached is gone. Nothing is left to orphan.
+        index = finalizers.index(FINALIZER)
+        meta = memcached["metadata"]
+        patch = [
+            # Fails (422) instead of removing someone else's finalizer if the list moved.
+            {"op": "test", "path": f"/metadata/finalizers/{index}", "value": FINALIZER},
+            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+        ]
+        try:
+            await self.client.patch(MEMCACHEDS, meta["name"], patch, meta["namespace"], patch_type="json")
+        except NotFound:
+            return None
+        except ApiError as error:
+            if error.code == 422:
+                return Result(requeue=True)  # the finalizer list changed under us: re-read and retry
+            raise
+        log.info("finalizer removed")
+        return None
+
+
+class _Blocked(Exception):
+    """The desired state cannot be reached without someone else acting first."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _controller_uid(obj: Obj) -> str | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None
+
+
+def pod_transform(pod: Obj) -> Obj:
+    """Keep only what the status computation reads of a pod; pods are the bulk of the cache."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    kept_meta = {
+        k: meta[k]
+        for k in (
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "labels",
+            "deletionTimestamp",
+            "ownerReferences",
+        )
+        if k in meta
+    }
+    kept_status = {k: status[k] for k in ("phase", "conditions") if k in status}
+    return {"metadata": kept_meta, "status": kept_status}
+
+
+def setup(
+    cache: Cache,
+    client: Client,
+    recorder: EventRecorder,
+    *,
+    max_concurrent_reconciles: int = 1,
+    memcached_resource: Resource = MEMCACHEDS,
+) -> Controller:
+    """Declare the memcached controller on ``cache``; the caller runs it (a Manager)."""
+    cache.informer(PODS, transform=pod_transform)
+    reconciler = MemcachedReconciler(client, cache, recorder)
+    return (
+        ControllerBuilder(cache, CONTROLLER_NAME)
+        .for_(memcached_resource, predicates.generation_changed)
+        .owns(DEPLOYMENTS)
+        .watches(PODS, pods_to_memcached)
+        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+        .build(reconciler)
+    )

@@ -1,0 +1,244 @@
+"""Flags and environment variables of ``python -m memop``, validated into one RunConfig.
+
+Every flag has an environment variable (its name upper-cased, dashes to underscores, e.g.
+``--watch-namespace`` / ``WATCH_NAMESPACE``) so a Deployment can set it; a flag given on the
+command line wins over the environment. Names follow Kubebuilder / controller-runtime.
+Anything invalid raises :class:`UsageError` with one line saying what and why; the CLI turns
+it into exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from memop import __version__
+from memop.runtime.server import Address
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class UsageError(Exception):
+    """A flag or environment value is invalid; the message is the one line to print."""
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration (``15s``, ``1m30s``, ``500ms``, ``10h``) or a plain number."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    position, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != position:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        position = match.end()
+    if position != len(text) or not text:
+        raise ValueError(f"invalid duration {text!r} (examples: 15s, 1m30s, 500ms, 10h)")
+    return total
+
+
+def parse_namespaces(text: str) -> tuple[str, ...]:
+    """A comma-separated namespace list: blanks dropped, duplicates folded, each a DNS-1123 label."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    for name in names:
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            raise ValueError(
+                f"invalid namespace {name!r}: must be a DNS-1123 label (lower-case letters, digits and "
+                "'-', starting and ending with a letter or digit, at most 63 characters)"
+            )
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    kubeconfig: str | None
+    namespaces: tuple[str, ...]
+    max_concurrent_reconciles: int
+    leader_elect: bool
+    leader_election_id: str
+    leader_election_namespace: str | None
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
+    release_on_cancel: bool
+    metrics_address: Address | None
+    probe_address: Address | None
+    log_format: str | None
+    log_level: str
+    sync_period: float | None
+    kube_api_qps: float | None
+    kube_api_burst: int | None
+    graceful_shutdown_timeout: float
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _env_name(flag: str) -> str:
+    return flag.lstrip("-").upper().replace("-", "_")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="memop",
+        description=(
+            "The Memcached operator: keeps a memcached Deployment for every Memcached resource "
+            "(cache.example.com/v1alpha1). Every flag can also be set by the environment variable "
+            "shown in brackets. Subcommands: 'memop manifests {crd,rbac}' prints generated manifests."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"memop {__version__}")
+
+    def flag(name: str, help_text: str, **kwargs: object) -> None:
+        parser.add_argument(name, help=f"{help_text} [{_env_name(name)}]", **kwargs)  # type: ignore[arg-type]
+
+    flag("--kubeconfig", "kubeconfig file; default: in-cluster config, else ~/.kube/config", default=None)
+    flag("--watch-namespace", "comma-separated namespaces to watch; empty means all namespaces", default="")
+    flag("--max-concurrent-reconciles", "reconcile workers", default="1")
+    flag("--leader-elect", "elect a leader with a Lease so only one replica reconciles", action="store_true")
+    flag("--leader-election-id", "name of the Lease", default="memop-leader.cache.example.com")
+    flag("--leader-election-namespace", "namespace of the Lease; default: the pod's namespace", default=None)
+    flag("--leader-elect-lease-duration", "how long a lease is valid without renewal", default="15s")
+    flag("--leader-elect-renew-deadline", "how long the leader keeps trying to renew", default="10s")
+    flag("--leader-elect-retry-period", "how often to try to acquire or renew", default="2s")
+    flag(
+        "--leader-elect-release-on-cancel",
+        "hand the lease back on shutdown",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+    )
+    flag("--metrics-bind-address", "address of /metrics; 0 disables", default=":8080")
+    flag("--health-probe-bind-address", "address of /healthz and /readyz; 0 disables", default=":8081")
+    flag("--log-format", "json or console; default: json unless stderr is a terminal", default=None)
+    flag("--log-level", "debug, info, warning or error", default="info")
+    flag("--sync-period", "replay every cached object this often; 0 disables", default="10h")
+    flag("--kube-api-qps", "client-side request rate limit; 0 means none (rely on the server)", default="0")
+    flag("--kube-api-burst", "client-side burst above the QPS", default="0")
+    flag("--graceful-shutdown-timeout", "time in-flight reconciles get on SIGTERM", default="30s")
+    return parser
+
+
+def _with_env(argv: Sequence[str], env: Mapping[str, str], parser: argparse.ArgumentParser) -> list[str]:
+    """argv with each flag that is not on the command line taken from its environment variable."""
+    given = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    extra: list[str] = []
+    for action in parser._actions:
+        names = [o for o in action.option_strings if o.startswith("--")]
+        if not names or names[0] in ("--help", "--version"):
+            continue
+        name = names[0]
+        if any(n in given or f"--no-{n[2:]}" in given for n in names):
+            continue
+        value = env.get(_env_name(name))
+        if value is None:
+            continue
+        if isinstance(action, argparse._StoreTrueAction | argparse.BooleanOptionalAction):
+            truth = value.strip().lower()
+            if truth in ("1", "true", "yes", "on"):
+                extra.append(name)
+            elif truth in ("0", "false", "no", "off", ""):
+                if isinstance(action, argparse.BooleanOptionalAction):
+                    extra.append(f"--no-{name[2:]}")
+            else:
+                raise UsageError(f"{_env_name(name)}={value!r}: expected true or false")
+        else:
+            extra.append(f"{name}={value}")
+    return [*extra, *argv]
+
+
+def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> RunConfig:
+    """Validate flags (and environment) into a RunConfig, or raise UsageError."""
+    parser = build_parser()
+    env = os.environ if env is None else env
+    args = parser.parse_args(_with_env(list(argv), env, parser))
+
+    def number(flag_name: str, text: str, kind: type[int] | type[float], minimum: float) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise UsageError(f"--{flag_name}: {text!r} is not a number") from None
+        if value < minimum:
+            raise UsageError(f"--{flag_name}: must be at least {minimum:g}, got {text}")
+        return value
+
+    def duration(flag_name: str, text: str, allow_zero: bool = False) -> float:
+        try:
+            value = parse_duration(text)
+        except ValueError as error:
+            raise UsageError(f"--{flag_name}: {error}") from None
+        if value < 0 or (value == 0 and not allow_zero):
+            raise UsageError(f"--{flag_name}: must be positive, got {text!r}")
+        return value
+
+    def address(flag_name: str, text: str) -> Address | None:
+        try:
+            return Address.parse(text)
+        except ValueError as error:
+            raise UsageError(f"--{flag_name}: {error}") from None
+
+    try:
+        namespaces = parse_namespaces(args.watch_namespace)
+    except ValueError as error:
+        raise UsageError(f"--watch-namespace: {error}") from None
+    lease = duration("leader-elect-lease-duration", args.leader_elect_lease_duration)
+    renew = duration("leader-elect-renew-deadline", args.leader_elect_renew_deadline)
+    retry = duration("leader-elect-retry-period", args.leader_elect_retry_period)
+    if renew >= lease:
+        raise UsageError(
+            f"--leader-elect-renew-deadline ({args.leader_elect_renew_deadline}) must be shorter than "
+            f"--leader-elect-lease-duration ({args.leader_elect_lease_duration})"
+        )
+    if retry * 1.2 >= renew:
+        raise UsageError(
+            f"--leader-elect-retry-period ({args.leader_elect_retry_period}) times 1.2 (jitter) must be "
+            f"shorter than --leader-elect-renew-deadline ({args.leader_elect_renew_deadline})"
+        )
+    if args.log_format not in (None, "json", "console"):
+        raise UsageError(f"--log-format: expected json or console, got {args.log_format!r}")
+    if args.log_level.lower() not in _LOG_LEVELS:
+        raise UsageError(f"--log-level: expected one of {', '.join(_LOG_LEVELS)}, got {args.log_level!r}")
+    election_namespace = args.leader_election_namespace or None
+    if election_namespace is not None:
+        try:
+            parse_namespaces(election_namespace)
+        except ValueError as error:
+            raise UsageError(f"--leader-election-namespace: {error}") from None
+    if not args.leader_election_id.strip():
+        raise UsageError("--leader-election-id: must not be empty")
+    qps = number("kube-api-qps", args.kube_api_qps, float, 0)
+    burst = int(number("kube-api-burst", args.kube_api_burst, int, 0))
+    sync_period = duration("sync-period", args.sync_period, allow_zero=True)
+    return RunConfig(
+        kubeconfig=args.kubeconfig or None,
+        namespaces=namespaces,
+        max_concurrent_reconciles=int(
+            number("max-concurrent-reconciles", args.max_concurrent_reconciles, int, 1)
+        ),
+        leader_elect=bool(args.leader_elect),
+        leader_election_id=args.leader_election_id.strip(),
+        leader_election_namespace=election_namespace,
+        lease_duration=lease,
+        renew_deadline=renew,
+        retry_period=retry,
+        release_on_cancel=args.leader_elect_release_on_cancel is not False,
+        metrics_address=address("metrics-bind-address", args.metrics_bind_address),
+        probe_address=address("health-probe-bind-address", args.health_probe_bind_address),
+        log_format=args.log_format,
+        log_level=args.log_level.lower(),
+        sync_period=sync_period or None,
+        kube_api_qps=qps or None,
+        kube_api_burst=(burst or max(1, int(qps * 1.5))) if qps else None,
+        graceful_shutdown_timeout=duration("graceful-shutdown-timeout", args.graceful_shutdown_timeout, True),
+    )
