@@ -17,7 +17,14 @@ import time
 from typing import Any
 
 from memop.memcached.api import FINALIZER, MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
-from memop.memcached.desired import SelectorMismatch, deployment_patch, desired_deployment
+from memop.memcached.desired import (
+    APP_NAME,
+    INSTANCE_LABEL,
+    NAME_LABEL,
+    SelectorMismatch,
+    deployment_patch,
+    desired_deployment,
+)
 from memop.memcached.status import compute_status, status_changed
 from memop.runtime import predicates
 from memop.runtime.cache import Cache
@@ -33,8 +40,6 @@ from memop.runtime.store import Obj
 log = logging.getLogger("memop.memcached")
 
 CONTROLLER_NAME = "memcached"
-INSTANCE_LABEL = "app.kubernetes.io/instance"
-NAME_LABEL = "app.kubernetes.io/name"
 BLOCKED_RECHECK_SECONDS = 60.0
 
 
@@ -42,7 +47,7 @@ def pods_to_memcached(pod: Obj) -> list[Request]:
     """A memcached pod maps to the Memcached named by its instance label."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    if not isinstance(labels, dict) or labels.get(NAME_LABEL) != "memcached":
+    if not isinstance(labels, dict) or labels.get(NAME_LABEL) != APP_NAME:
         return []
     instance = labels.get(INSTANCE_LABEL)
     if not isinstance(instance, str) or not instance:
@@ -91,16 +96,15 @@ class MemcachedReconciler:
         except Conflict:
             raise  # someone wrote first: requeued promptly, nothing for the user to see
         except Forbidden as error:
+            message = f"memop is not allowed to manage Deployments here: {error.message}"
             await self._report_failure(
-                memcached,
-                spec,
-                "Forbidden",
-                f"memop is not allowed to manage Deployments here: {error.message}",
+                memcached, spec, "Forbidden", message, self._cached_deployment(memcached)
             )
             raise
         except ApiError as error:
+            message = f"failed to reconcile the Deployment: {error}"
             await self._report_failure(
-                memcached, spec, "ReconcileError", f"failed to reconcile the Deployment: {error}"
+                memcached, spec, "ReconcileError", message, self._cached_deployment(memcached)
             )
             raise
         if deployment is None:
@@ -108,14 +112,26 @@ class MemcachedReconciler:
         await self._write_status(memcached, spec, deployment)
         return None
 
+    def _cached_deployment(self, memcached: Obj) -> Obj | None:
+        meta = memcached["metadata"]
+        deployment = self.cache.get(DEPLOYMENTS, meta["name"], meta["namespace"])
+        return (
+            deployment if deployment is not None and _controller_uid(deployment) == meta.get("uid") else None
+        )
+
     async def _report_failure(
-        self, memcached: Obj, spec: MemcachedSpec | None, reason: str, message: str
+        self,
+        memcached: Obj,
+        spec: MemcachedSpec | None,
+        reason: str,
+        message: str,
+        deployment: Obj | None = None,
     ) -> None:
         """Tell the user where they look (an Event, the Degraded condition); never raises."""
         log.error("%s", message)
         self.recorder.record(memcached, WARNING, reason, message)
         try:
-            await self._write_status(memcached, spec, None, error=message)
+            await self._write_status(memcached, spec, deployment, error=message)
         except (ApiError, TransportError) as error:
             log.warning("could not record the failure in status either: %s", error)
 
@@ -194,7 +210,7 @@ class MemcachedReconciler:
     ) -> Obj:
         meta = memcached["metadata"]
         pods = self.cache.list(
-            PODS, meta["namespace"], selector=f"{INSTANCE_LABEL}={meta['name']},{NAME_LABEL}=memcached"
+            PODS, meta["namespace"], selector=f"{INSTANCE_LABEL}={meta['name']},{NAME_LABEL}={APP_NAME}"
         )
         status = compute_status(
             memcached, spec, deployment, pods, _now(), invalid=invalid, finalizing=finalizing, error=error
