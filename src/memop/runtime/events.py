@@ -35,9 +35,7 @@ class EventWriter(Protocol):
         self, res: Resource, obj: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]: ...
 
-    async def patch(
-        self, res: Resource, name: str, patch: Any, namespace: str | None = None, **kwargs: Any
-    ) -> dict[str, Any]: ...
+    async def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None) -> dict[str, Any]: ...
 
 
 @dataclass

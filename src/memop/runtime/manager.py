@@ -164,9 +164,9 @@ class Manager:
                     exit_code = EXIT_FAILED
                     return exit_code
             await self._start_controllers()
-            waits: set[asyncio.Task[object]] = {stop_task}  # type: ignore[arg-type]
+            waits: set[asyncio.Task[object]] = {stop_task}
             if elector_task is not None:
-                waits.add(elector_task)  # type: ignore[arg-type]
+                waits.add(elector_task)
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             if elector_task is not None and elector_task.done() and not stop_task.done():
                 log.error(
