@@ -35,7 +35,9 @@ class EventWriter(Protocol):
         self, res: Resource, obj: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]: ...
 
-    async def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None) -> dict[str, Any]: ...
+    async def patch(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None
+    ) -> dict[str, Any]: ...
 
 
 @dataclass
