@@ -1,1 +1,254 @@
-"""Shared fixtures."""
+"""Shared fixtures: the in-memory API server, and an envtest-style ``cluster``.
+
+``cluster`` runs against the in-memory :class:`ApiServer` by default. With
+``USE_EXISTING_CLUSTER=true`` and ``KUBECONFIG`` set it runs against that real cluster instead
+(no ApiServer; ``cluster.server`` is None), so the same tests pin the fake to the real thing.
+Tests that need the fake's controls (fault injection, compaction, restart) take
+``cluster.fake`` (or are marked ``fake_only``) and are skipped on a real cluster with a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.rest import ApiException
+
+from memop.testing.server import ApiServer
+
+FAKE_ONLY_REASON = "needs the in-memory API server's fault injection; USE_EXISTING_CLUSTER=true"
+
+
+def use_existing_cluster() -> bool:
+    return os.environ.get("USE_EXISTING_CLUSTER", "").lower() == "true" and bool(os.environ.get("KUBECONFIG"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fake_only: needs the in-memory API server (skipped on a real cluster)"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not use_existing_cluster():
+        return
+    skip = pytest.mark.skip(reason=FAKE_ONLY_REASON)
+    for item in items:
+        if "fake_only" in item.keywords:
+            item.add_marker(skip)
+
+
+@dataclass
+class ClusterHandle:
+    """Where the tests' Kubernetes API is: a kubeconfig, API clients, and the fake when it is one."""
+
+    kubeconfig: Path
+    server: ApiServer | None
+    _configuration: client.Configuration
+    _clients: list[client.ApiClient] = field(default_factory=list)
+
+    @property
+    def real(self) -> bool:
+        return self.server is None
+
+    @property
+    def fake(self) -> ApiServer:
+        """The in-memory server; skips the test on a real cluster."""
+        if self.server is None:
+            pytest.skip(FAKE_ONLY_REASON)
+        return self.server
+
+    def api_client(self) -> client.ApiClient:
+        """A new kubernetes_asyncio ApiClient for this cluster, closed when the test ends."""
+        api = client.ApiClient(self._configuration)
+        self._clients.append(api)
+        return api
+
+    async def close(self) -> None:
+        for api in self._clients:
+            await api.close()
+        self._clients.clear()
+
+
+@pytest.fixture
+async def apiserver() -> AsyncIterator[ApiServer]:
+    """A started in-memory API server, stopped after the test."""
+    server = ApiServer()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[ClusterHandle]:
+    """The API the test talks to: a fresh in-memory server, or the real cluster (see module doc)."""
+    if use_existing_cluster():
+        path = Path(os.environ["KUBECONFIG"])
+        configuration = client.Configuration()
+        await config.load_kube_config(config_file=str(path), client_configuration=configuration)
+        handle = ClusterHandle(path, None, configuration)
+        try:
+            yield handle
+        finally:
+            await handle.close()
+        return
+    server = ApiServer()
+    await server.start()
+    path = tmp_path / "kubeconfig"
+    server.write_kubeconfig(path)
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=str(path), client_configuration=configuration)
+    handle = ClusterHandle(path, server, configuration)
+    try:
+        yield handle
+    finally:
+        await handle.close()
+        await server.stop()
+
+
+@pytest.fixture
+async def namespace(cluster: ClusterHandle) -> AsyncIterator[str]:
+    """A namespace of its own for the test (deleted afterwards on a real cluster)."""
+    name = f"test-{uuid.uuid4().hex[:10]}"
+    api = cluster.api_client()
+    core = client.CoreV1Api(api)
+    await core.create_namespace({"metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        if cluster.real:
+            try:
+                await core.delete_namespace(name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+
+
+@dataclass
+class Reply:
+    """A raw API answer: status, headers and the decoded JSON body (text when not JSON)."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: Any
+
+
+class WatchStream:
+    """The events of one open watch, read line by line."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.response = response
+        self.status = response.status
+
+    async def next(self, timeout: float = 5.0) -> dict[str, Any] | None:
+        """The next event, or None when the server ended the stream cleanly."""
+        line = await asyncio.wait_for(self.response.content.readline(), timeout)
+        if not line:
+            return None
+        event: dict[str, Any] = json.loads(line)
+        return event
+
+    async def take(self, count: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+        events = []
+        for _ in range(count):
+            event = await self.next(timeout)
+            assert event is not None, f"stream ended after {events}"
+            events.append(event)
+        return events
+
+    async def next_not_bookmark(self, timeout: float = 5.0) -> dict[str, Any] | None:
+        while True:
+            event = await self.next(timeout)
+            if event is None or event["type"] != "BOOKMARK":
+                return event
+
+
+class Http:
+    """Raw requests to the cluster through kubernetes_asyncio (its auth and TLS), for checking
+    status codes, headers and bodies exactly."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._api = api
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+        timeout: float = 30.0,
+    ) -> aiohttp.ClientResponse:
+        headers = {"Accept": accept, "Content-Type": content_type}
+        params = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (query or {}).items()]
+        response: aiohttp.ClientResponse = await self._api.call_api(
+            path,
+            method,
+            query_params=params,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=timeout,
+        )
+        return response
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Reply:
+        response = await self._send(method, path, **kwargs)
+        try:
+            text = await response.text()
+        finally:
+            response.release()
+        try:
+            body: Any = json.loads(text) if text else None
+        except ValueError:
+            body = text
+        return Reply(response.status, dict(response.headers), body)
+
+    async def get(self, path: str, **kwargs: Any) -> Reply:
+        return await self.request("GET", path, **kwargs)
+
+    async def post(self, path: str, body: Any, **kwargs: Any) -> Reply:
+        return await self.request("POST", path, body=body, **kwargs)
+
+    async def put(self, path: str, body: Any, **kwargs: Any) -> Reply:
+        return await self.request("PUT", path, body=body, **kwargs)
+
+    async def patch(
+        self, path: str, body: Any, content_type: str = "application/merge-patch+json", **kwargs: Any
+    ) -> Reply:
+        return await self.request("PATCH", path, body=body, content_type=content_type, **kwargs)
+
+    async def delete(self, path: str, body: Any = None, **kwargs: Any) -> Reply:
+        return await self.request("DELETE", path, body=body, **kwargs)
+
+    @asynccontextmanager
+    async def watch(
+        self, path: str, query: Mapping[str, Any] | None = None, timeout: float = 60.0
+    ) -> AsyncIterator[WatchStream]:
+        """Open ``GET path?watch=true&...``; the stream is closed when the block ends."""
+        response = await self._send("GET", path, query={"watch": "true", **(query or {})}, timeout=timeout)
+        try:
+            yield WatchStream(response)
+        finally:
+            response.close()
+
+
+@pytest.fixture
+async def http(cluster: ClusterHandle) -> Http:
+    """Raw HTTP access to the test's cluster."""
+    return Http(cluster.api_client())

@@ -13,10 +13,12 @@ from collections.abc import Callable
 from typing import TextIO
 
 from memop.memcached.crd import crd_yaml
+from memop.rbac import rbac_yaml
 
 # name -> () -> YAML text. Order is the order shown in --help.
 GENERATORS: dict[str, Callable[[], str]] = {
     "crd": crd_yaml,
+    "rbac": rbac_yaml,
 }
 
 

@@ -316,7 +316,8 @@ _label_int = st.integers(min_value=-(2**64), max_value=2**64).map(str)
 # A requirement as plain data: (key, operator, values) with operators spelt as in the text.
 _requirement = st.one_of(
     st.tuples(_key, st.sampled_from(["=", "==", "!="]), st.lists(_value, min_size=1, max_size=1)),
-    st.tuples(_key, st.sampled_from(["in", "notin"]), st.lists(_value, min_size=1, max_size=4)),
+    # Unique values: like Go's parser, ours rejects two empty values in a row before ')' ("(,,)").
+    st.tuples(_key, st.sampled_from(["in", "notin"]), st.lists(_value, min_size=1, max_size=4, unique=True)),
     st.tuples(_key, st.sampled_from(["exists", "!"]), st.just([])),
     st.tuples(_key, st.sampled_from([">", "<"]), st.lists(_int_value, min_size=1, max_size=1)),
 )

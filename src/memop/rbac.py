@@ -1,0 +1,425 @@
+"""memop's RBAC, declared once: every permission the operator uses, and the manifests built from it.
+
+:data:`RULES` lists each (API group, resource, verb) memop needs, the scope it needs it in, and
+the code that sends it, so an audit reads one table. Everything else derives from it: the
+ClusterRole of a cluster-wide install, the Role of each watched namespace in a namespaced
+install, the leader-election Role, the committed YAML under ``manifests/`` (tests check the
+committed files equal :func:`generated_files`) and the checks an end-to-end test runs on the
+requests the API server saw (:func:`permitted`, :func:`allowed`, :func:`all_triples`).
+
+Invariants:
+- a permission is listed only when memop's code sends that request, or when the API server
+  checks it on memop's behalf (``sent=False``: the OwnerReferencesPermissionEnforcement
+  admission plugin checks ``update`` on ``memcacheds/finalizers`` before it lets memop set
+  ``blockOwnerDeletion`` on the Deployment's ownerReference);
+- resources are in RBAC form: ``plural`` or ``plural/subresource``;
+- :data:`Scope.WATCHED` rules are granted wherever Memcacheds are watched (all namespaces by
+  the ClusterRole, or one Role per watched namespace); :data:`Scope.OPERATOR` rules only in the
+  operator's own namespace (the leader-election Lease).
+
+Regenerate the committed files with ``python -m memop.rbac`` (from the repository root).
+``python -m memop.rbac roles NS [NS ...]`` prints the Role and RoleBinding of each namespace
+for an overlay that watches other namespaces (see manifests/namespaced/multi).
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memop.memcached.api import GROUP, PLURAL
+from memop.options import parse_namespaces
+
+RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
+
+# The names in manifests/rbac and manifests/manager, before the overlays' namePrefix (PREFIX)
+# and namespace; the same names as a Kubebuilder project's config/, so the layout is familiar.
+NAMESPACE = "memop-system"
+PREFIX = "memop-"
+SERVICE_ACCOUNT = "controller-manager"
+MANAGER_ROLE = "manager-role"
+MANAGER_ROLE_BINDING = "manager-rolebinding"
+LEADER_ELECTION_ROLE = "leader-election-role"
+LEADER_ELECTION_ROLE_BINDING = "leader-election-rolebinding"
+# The namespaces manifests/namespaced/multi watches, as an example to copy.
+MULTI_EXAMPLE_NAMESPACES = ("team-a", "team-b")
+
+GENERATE_COMMAND = "python -m memop.rbac"
+LABELS = {"app.kubernetes.io/name": "memop"}
+
+# The order verbs are written in: read, then write, as kubectl describe lists them.
+VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+class Scope(enum.Enum):
+    """Where a rule is granted."""
+
+    WATCHED = "watched"  # wherever Memcacheds are watched: all namespaces, or each watched one
+    OPERATOR = "operator"  # the operator's own namespace only
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One permission: ``verb`` on ``resource`` (``plural`` or ``plural/subresource``) in ``group``."""
+
+    group: str  # "" for the core group
+    resource: str
+    verb: str
+    scope: Scope
+    why: str  # the code that needs it
+    sent: bool = True  # False: checked by the API server on memop's behalf, never requested
+
+    @property
+    def triple(self) -> tuple[str, str, str]:
+        return (self.group, self.resource, self.verb)
+
+
+_W, _O = Scope.WATCHED, Scope.OPERATOR
+
+RULES: tuple[Rule, ...] = (
+    Rule(GROUP, PLURAL, "list", _W, "cache (list then watch); the start-up check lists with limit=1"),
+    Rule(GROUP, PLURAL, "watch", _W, "cache"),
+    Rule(GROUP, PLURAL, "patch", _W, "reconciler: add the finalizer (merge), remove it (JSON patch)"),
+    Rule(GROUP, f"{PLURAL}/status", "patch", _W, "reconciler: status (merge patch)"),
+    Rule(
+        GROUP,
+        f"{PLURAL}/finalizers",
+        "update",
+        _W,
+        "admission (OwnerReferencesPermissionEnforcement): the Deployment's ownerReference sets "
+        "blockOwnerDeletion, which requires update on the owner's finalizers",
+        sent=False,
+    ),
+    Rule("apps", "deployments", "list", _W, "cache; start-up check"),
+    Rule("apps", "deployments", "watch", _W, "cache"),
+    Rule("apps", "deployments", "create", _W, "reconciler: the Memcached's Deployment"),
+    Rule("apps", "deployments", "patch", _W, "reconciler: drift and scaling (merge patch)"),
+    Rule("apps", "deployments", "delete", _W, "reconciler: recreate when the immutable selector drifted"),
+    Rule("", "pods", "list", _W, "cache (status.nodes); start-up check"),
+    Rule("", "pods", "watch", _W, "cache"),
+    Rule("", "events", "create", _W, "event recorder: Events about Memcacheds, in their namespace"),
+    Rule("", "events", "patch", _W, "event recorder: count of a repeated Event"),
+    Rule("coordination.k8s.io", "leases", "get", _O, "leader election: read the Lease"),
+    Rule("coordination.k8s.io", "leases", "create", _O, "leader election: first candidate"),
+    Rule("coordination.k8s.io", "leases", "update", _O, "leader election: acquire, renew, release"),
+)
+
+
+# --- queries (for tests that compare what memop did with what it may do) -----------------------
+
+
+def rbac_resource(resource: str, subresource: str = "") -> str:
+    """A request's resource in RBAC form: ``memcacheds`` or ``memcacheds/status``."""
+    return f"{resource}/{subresource}" if subresource else resource
+
+
+def all_triples() -> set[tuple[str, str, str]]:
+    """Every (group, resource, verb) memop is granted, in any scope."""
+    return {rule.triple for rule in RULES}
+
+
+def requested_triples() -> set[tuple[str, str, str]]:
+    """The (group, resource, verb) memop itself sends: :func:`all_triples` without the
+    permissions only the API server checks (``Rule.sent`` false)."""
+    return {rule.triple for rule in RULES if rule.sent}
+
+
+def permitted(group: str, resource: str, verb: str, cluster: bool) -> bool:
+    """Whether memop's RBAC grants ``verb`` on ``resource`` (RBAC form, see :func:`rbac_resource`).
+
+    ``cluster``: the request is not confined to one namespace (a list or watch across all
+    namespaces, or a cluster-scoped resource), so only the ClusterRole can grant it: the
+    watched-scope rules. Otherwise the request is inside a namespace and the leader-election
+    rules count too (granted in the operator's namespace only; :func:`allowed` checks that).
+    """
+    return any(
+        rule.triple == (group, resource, verb) and (rule.scope is Scope.WATCHED or not cluster)
+        for rule in RULES
+    )
+
+
+def allowed(
+    group: str,
+    resource: str,
+    verb: str,
+    namespace: str,
+    *,
+    operator_namespace: str = NAMESPACE,
+    watch_namespaces: Iterable[str] = (),
+) -> bool:
+    """Whether an install made from manifests/ lets memop send this request.
+
+    ``namespace`` is the request's ("" for all namespaces or a cluster-scoped resource).
+    ``watch_namespaces`` empty models manifests/default (ClusterRole: watched-scope rules
+    everywhere); otherwise manifests/namespaced (a Role in each watched namespace, nothing
+    cluster-wide). Leader-election rules hold in ``operator_namespace`` only.
+    """
+    watched = tuple(watch_namespaces)
+    for rule in RULES:
+        if rule.triple != (group, resource, verb):
+            continue
+        if rule.scope is Scope.OPERATOR and namespace == operator_namespace:
+            return True
+        if rule.scope is Scope.WATCHED and (not watched or namespace in watched):
+            return True
+    return False
+
+
+# --- manifests ------------------------------------------------------------------------------------
+
+
+def policy_rules(scope: Scope) -> list[dict[str, Any]]:
+    """The PolicyRules of ``scope``: one per (group, resource), in declaration order."""
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for rule in RULES:
+        if rule.scope is scope:
+            verbs.setdefault((rule.group, rule.resource), set()).add(rule.verb)
+    return [
+        {"apiGroups": [group], "resources": [resource], "verbs": sorted(vs, key=VERB_ORDER.index)}
+        for (group, resource), vs in verbs.items()
+    ]
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(LABELS)
+    return meta
+
+
+def service_account(name: str = SERVICE_ACCOUNT, namespace: str = NAMESPACE) -> dict[str, Any]:
+    """The operator's ServiceAccount."""
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)}
+
+
+def cluster_role(name: str) -> dict[str, Any]:
+    """A ClusterRole with the watched-scope rules: what memop needs to watch all namespaces."""
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": _meta(name),
+        "rules": policy_rules(Scope.WATCHED),
+    }
+
+
+def namespaced_role(name: str, namespace: str) -> dict[str, Any]:
+    """A Role with the ClusterRole's rules, for one watched ``namespace``."""
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "Role",
+        "metadata": _meta(name, namespace),
+        "rules": policy_rules(Scope.WATCHED),
+    }
+
+
+def leader_election_role(name: str, namespace: str) -> dict[str, Any]:
+    """The Role in the operator's ``namespace`` for its leader-election Lease."""
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "Role",
+        "metadata": _meta(name, namespace),
+        "rules": policy_rules(Scope.OPERATOR),
+    }
+
+
+def binding(
+    kind: str,
+    name: str,
+    namespace: str | None,
+    role_kind: str,
+    role: str,
+    account: str = SERVICE_ACCOUNT,
+    account_namespace: str = NAMESPACE,
+) -> dict[str, Any]:
+    """A RoleBinding or ClusterRoleBinding (``kind``) of ``role`` to the ServiceAccount."""
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": kind,
+        "metadata": _meta(name, namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": account_namespace}],
+    }
+
+
+def watched_namespace_rbac(
+    namespaces: Sequence[str], *, operator_namespace: str = NAMESPACE, prefix: str = PREFIX
+) -> list[dict[str, Any]]:
+    """A Role and a RoleBinding (to the operator's ServiceAccount in ``operator_namespace``) in
+    each of ``namespaces``, with their final names (``prefix`` included): for an overlay that
+    adds them after the base's namePrefix and namespace were applied."""
+    objects: list[dict[str, Any]] = []
+    for namespace in namespaces:
+        objects.append(namespaced_role(prefix + MANAGER_ROLE, namespace))
+        objects.append(
+            binding(
+                "RoleBinding",
+                prefix + MANAGER_ROLE_BINDING,
+                namespace,
+                "Role",
+                prefix + MANAGER_ROLE,
+                prefix + SERVICE_ACCOUNT,
+                operator_namespace,
+            )
+        )
+    return objects
+
+
+def base_objects() -> list[dict[str, Any]]:
+    """manifests/rbac in one list: ServiceAccount, ClusterRole and its binding, the
+    leader-election Role and its binding (names before the overlays' prefix)."""
+    return [obj for _, objects in _RBAC_FILES.values() for obj in objects()]
+
+
+def to_yaml(objects: Iterable[dict[str, Any]], header: str = "") -> str:
+    """Objects as a deterministic YAML stream (``---`` before each), after a comment ``header``."""
+    documents = [yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, width=100) for obj in objects]
+    return header + "".join("---\n" + document for document in documents)
+
+
+def _header(description: str, command: str = GENERATE_COMMAND, scope: Scope | None = None) -> str:
+    """The comment atop a generated file: what it is, how it is made and, for ``scope``, why
+    each permission is there (YAML cannot carry comments inside the rules)."""
+    lines = [
+        description,
+        f"Generated by `{command}` from memop.rbac.RULES. Do not edit by hand: change RULES, regenerate.",
+    ]
+    if scope is not None:
+        lines.append("Why each permission:")
+        for rule in RULES:
+            if rule.scope is scope:
+                group = rule.group or "core"
+                lines.append(f"  {rule.verb} {rule.resource} ({group}): {rule.why}")
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def rbac_yaml() -> str:
+    """``python -m memop manifests rbac``: every object of manifests/rbac in one stream."""
+    return to_yaml(
+        base_objects(),
+        _header(
+            "manifests/rbac: memop's ServiceAccount, ClusterRole and binding, leader-election Role and binding.",
+            "python -m memop manifests rbac",
+        ),
+    )
+
+
+# manifests/rbac/<file>: (the comment atop it, its objects).
+_RBAC_FILES: dict[str, tuple[str, Callable[[], list[dict[str, Any]]]]] = {
+    "service_account.yaml": ("The operator's ServiceAccount.", lambda: [service_account()]),
+    "role.yaml": (
+        "The ClusterRole: what memop needs in every namespace it watches.",
+        lambda: [cluster_role(MANAGER_ROLE)],
+    ),
+    "role_binding.yaml": (
+        "The ClusterRole, granted to the operator's ServiceAccount in every namespace.",
+        lambda: [binding("ClusterRoleBinding", MANAGER_ROLE_BINDING, None, "ClusterRole", MANAGER_ROLE)],
+    ),
+    "leader_election_role.yaml": (
+        "Leader election: the Lease in the operator's own namespace.",
+        lambda: [leader_election_role(LEADER_ELECTION_ROLE, NAMESPACE)],
+    ),
+    "leader_election_role_binding.yaml": (
+        "The leader-election Role, granted to the operator's ServiceAccount.",
+        lambda: [
+            binding("RoleBinding", LEADER_ELECTION_ROLE_BINDING, NAMESPACE, "Role", LEADER_ELECTION_ROLE)
+        ],
+    ),
+}
+_RULES_OF_FILE = {"role.yaml": Scope.WATCHED, "leader_election_role.yaml": Scope.OPERATOR}
+
+
+def roles_yaml(
+    namespaces: Sequence[str], *, operator_namespace: str = NAMESPACE, prefix: str = PREFIX
+) -> str:
+    """``python -m memop.rbac roles NS...``: :func:`watched_namespace_rbac` as YAML."""
+    command = f"{GENERATE_COMMAND} roles {' '.join(namespaces)}"
+    if operator_namespace != NAMESPACE:
+        command += f" --operator-namespace {operator_namespace}"
+    if prefix != PREFIX:
+        command += f" --prefix {prefix}"
+    return to_yaml(
+        watched_namespace_rbac(namespaces, operator_namespace=operator_namespace, prefix=prefix),
+        _header(
+            f"A Role with the ClusterRole's rules and its binding in each watched namespace: "
+            f"{', '.join(namespaces)}.",
+            command,
+            Scope.WATCHED,
+        ),
+    )
+
+
+def generated_files() -> dict[str, str]:
+    """Every committed file this module generates: path under the repository root -> text."""
+    files = {
+        f"manifests/rbac/{name}": to_yaml(objects(), _header(description, scope=_RULES_OF_FILE.get(name)))
+        for name, (description, objects) in _RBAC_FILES.items()
+    }
+    files["manifests/namespaced/role.yaml"] = to_yaml(
+        [
+            namespaced_role(MANAGER_ROLE, NAMESPACE),
+            binding("RoleBinding", MANAGER_ROLE_BINDING, NAMESPACE, "Role", MANAGER_ROLE),
+        ],
+        _header(
+            "The ClusterRole's rules as a Role in the operator's own namespace (the one it watches), "
+            "and its binding.",
+            scope=Scope.WATCHED,
+        ),
+    )
+    files["manifests/namespaced/multi/roles.yaml"] = roles_yaml(MULTI_EXAMPLE_NAMESPACES)
+    return files
+
+
+def write_files(root: Path) -> list[Path]:
+    """Write :func:`generated_files` under ``root`` (the repository); the paths that changed."""
+    changed: list[Path] = []
+    for relative, text in generated_files().items():
+        path = root / relative
+        if path.exists() and path.read_text() == text:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        changed.append(path)
+    return changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m memop.rbac [write] [--root DIR]`` or ``python -m memop.rbac roles NS...``."""
+    parser = argparse.ArgumentParser(prog="python -m memop.rbac", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command")
+    write = commands.add_parser("write", help="regenerate the committed RBAC files (the default)")
+    write.add_argument("--root", type=Path, default=Path(), help="the repository root")
+    roles = commands.add_parser(
+        "roles", help="print a Role and RoleBinding in each namespace, for a namespaced overlay"
+    )
+    roles.add_argument("namespaces", nargs="+", metavar="NS")
+    roles.add_argument("--operator-namespace", default=NAMESPACE)
+    roles.add_argument("--prefix", default=PREFIX, help="the overlay's namePrefix")
+    args = parser.parse_args(argv)
+    if args.command == "roles":
+        try:
+            namespaces = parse_namespaces(",".join(args.namespaces))
+            parse_namespaces(args.operator_namespace)
+        except ValueError as error:
+            parser.error(str(error))
+        sys.stdout.write(
+            roles_yaml(namespaces, operator_namespace=args.operator_namespace, prefix=args.prefix)
+        )
+        return 0
+    root: Path = getattr(args, "root", Path())
+    if not (root / "manifests").is_dir():
+        parser.error(f"{root.resolve()} has no manifests/ directory: run from the repository root or pass --root")
+    for path in write_files(root):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

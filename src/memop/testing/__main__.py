@@ -1,0 +1,139 @@
+"""``python -m memop.testing serve``: the in-memory API server as a standalone process.
+
+Point kubectl (or memop, or any client) at the kubeconfig it writes. The kubeconfig appears
+only once the server listens, written atomically, so waiting for the file is a readiness
+check. SIGINT or SIGTERM stop the server cleanly and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from memop.testing.server import ApiServer
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one ``serve`` command and its options."""
+    parser = argparse.ArgumentParser(
+        prog="python -m memop.testing",
+        description="memop's in-memory Kubernetes API server, for tests and local experiments.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run the API server on 127.0.0.1 until SIGINT/SIGTERM",
+        description="Run the in-memory API server on 127.0.0.1 and write a kubeconfig for it.",
+    )
+    serve.add_argument(
+        "--kubeconfig",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="where to write the kubeconfig (once the server listens)",
+    )
+    serve.add_argument(
+        "--port", type=int, default=0, metavar="N", help="port to listen on (default: 0, a free port)"
+    )
+    serve.add_argument(
+        "--simulate-controllers",
+        action="store_true",
+        help="run simulated kube-controller-manager controllers and kubelets "
+        "(Deployments get ReplicaSets and running pods, garbage collection, "
+        "namespace deletion)",
+    )
+    serve.add_argument(
+        "--pod-ready-delay",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="seconds a simulated pod stays Pending before it is Running and ready (default: 0)",
+    )
+    serve.add_argument(
+        "--bookmark-interval",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds between watch bookmarks (default: 60)",
+    )
+    serve.add_argument(
+        "--history-size",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="watch events kept for resuming watches; older resourceVersions get 410 Gone (default: 10000)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="logging level (default: WARNING)",
+    )
+    return parser
+
+
+def write_kubeconfig_atomically(server: ApiServer, path: Path) -> None:
+    """Write the server's kubeconfig so that a reader sees either no file or all of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as out:
+            yaml.safe_dump(server.kubeconfig(), out, sort_keys=False)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Run the server until SIGINT/SIGTERM; return the exit status."""
+    if args.pod_ready_delay < 0:
+        print("--pod-ready-delay must not be negative", file=sys.stderr)
+        return 2
+    server = ApiServer(
+        port=args.port,
+        history_size=args.history_size,
+        bookmark_interval=args.bookmark_interval,
+        simulate_controllers=args.simulate_controllers,
+        pod_ready_delay=args.pod_ready_delay,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await server.start()
+        try:
+            write_kubeconfig_atomically(server, args.kubeconfig)
+            print(
+                f"memop test API server listening on {server.url}, kubeconfig {args.kubeconfig}", flush=True
+            )
+            await stop.wait()
+        finally:
+            await server.stop()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m memop.testing``."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

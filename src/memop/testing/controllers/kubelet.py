@@ -1,0 +1,220 @@
+"""The kubelets (and scheduler) of the simulated cluster: every pod runs and becomes ready.
+
+A new pod (the API server gives it ``phase: Pending``) is acknowledged by a kubelet: scheduled,
+containers creating, with a start time and host IP; ``pod_ready_delay`` seconds later it is
+``Running`` with every container running and ready and a pod IP. With a zero delay the pod goes
+straight to ``Running`` in one status write: nobody could have observed the acknowledged
+Pending state in between, and it halves the writes of big simulations.
+
+Deleting a pod needs no kubelet here: the in-memory API server removes pods at once (no grace
+period), and a pod with finalizers waits for whoever owns them. Pods are never placed on a
+node (``spec.nodeName`` is only settable through a binding).
+
+Invariant: ``_pending_since`` holds exactly the live pods acknowledged Pending and not yet Running.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+from memop.runtime.clock import Clock
+from memop.testing.builtins import pod_qos_class
+from memop.testing.controllers.cache import ObjectCache
+from memop.testing.controllers.common import (
+    Obj,
+    WorkLoop,
+    being_deleted,
+    condition,
+    meta,
+    rfc3339,
+    status_body,
+)
+from memop.testing.store import Store, StoreEvent
+
+Key = tuple[str, str]  # (namespace, name)
+
+HOST_IP = "172.18.0.2"
+
+
+def pod_ip(n: int) -> str:
+    """The n-th pod IP of the simulated cluster's 10.244.0.0/16 pod network (n >= 0)."""
+    n %= 254 * 256
+    return f"10.244.{n // 254}.{n % 254 + 1}"
+
+
+def _cond(type_: str, status: str, stamp: str, reason: str = "", message: str = "") -> Obj:
+    cond: Obj = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": stamp}
+    if reason:
+        cond["reason"] = reason
+    if message:
+        cond["message"] = message
+    return cond
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+def pending_status(pod: Mapping[str, Any], now: float) -> Obj:
+    """Scheduled, containers being created: what a kubelet reports before they run."""
+    stamp = rfc3339(now)
+    spec = pod.get("spec") or {}
+    names = [c.get("name", "") for c in spec.get("containers") or []]
+    unready = f"containers with unready status: [{' '.join(names)}]"
+    return {
+        "phase": "Pending",
+        "conditions": [
+            _cond("PodReadyToStartContainers", "False", stamp),
+            _cond("Initialized", "True", stamp),
+            _cond("Ready", "False", stamp, "ContainersNotReady", unready),
+            _cond("ContainersReady", "False", stamp, "ContainersNotReady", unready),
+            _cond("PodScheduled", "True", stamp),
+        ],
+        "hostIP": HOST_IP,
+        "hostIPs": [{"ip": HOST_IP}],
+        "startTime": stamp,
+        "qosClass": pod_qos_class(pod),
+        "containerStatuses": [
+            {
+                "name": c.get("name", ""),
+                "image": c.get("image", ""),
+                "imageID": "",
+                "lastState": {},
+                "ready": False,
+                "restartCount": 0,
+                "started": False,
+                "state": {"waiting": {"reason": "ContainerCreating"}},
+            }
+            for c in spec.get("containers") or []
+        ],
+    }
+
+
+def running_status(pod: Mapping[str, Any], now: float, ip: str) -> Obj:
+    """Every container running and ready; keeps the scheduling time and start time it had."""
+    stamp = rfc3339(now)
+    spec, old = pod.get("spec") or {}, pod.get("status") or {}
+    scheduled = condition(pod, "PodScheduled")
+    scheduled_at = scheduled.get("lastTransitionTime", stamp) if scheduled else stamp
+    started = old.get("startTime") or stamp
+    uid = meta(pod).get("uid", "")
+    status: Obj = {
+        "phase": "Running",
+        "conditions": [
+            _cond("PodReadyToStartContainers", "True", stamp),
+            _cond("Initialized", "True", scheduled_at),
+            _cond("Ready", "True", stamp),
+            _cond("ContainersReady", "True", stamp),
+            _cond("PodScheduled", "True", scheduled_at),
+        ],
+        "hostIP": HOST_IP,
+        "hostIPs": [{"ip": HOST_IP}],
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": started,
+        "qosClass": pod_qos_class(pod),
+        "containerStatuses": [
+            {
+                "name": c.get("name", ""),
+                "image": c.get("image", ""),
+                "imageID": f"{c.get('image', '')}@sha256:{_digest(c.get('image', ''))}",
+                "containerID": f"containerd://{_digest(uid, c.get('name', ''))}",
+                "lastState": {},
+                "ready": True,
+                "restartCount": 0,
+                "started": True,
+                "state": {"running": {"startedAt": stamp}},
+            }
+            for c in spec.get("containers") or []
+        ],
+    }
+    init = spec.get("initContainers") or []
+    if init:
+        status["initContainerStatuses"] = [
+            {
+                "name": c.get("name", ""),
+                "image": c.get("image", ""),
+                "imageID": f"{c.get('image', '')}@sha256:{_digest(c.get('image', ''))}",
+                "containerID": f"containerd://{_digest(uid, 'init', c.get('name', ''))}",
+                "lastState": {},
+                "ready": True,
+                "restartCount": 0,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": started,
+                        "finishedAt": stamp,
+                    }
+                },
+            }
+            for c in init
+        ]
+    return status
+
+
+def _needs_kubelet(pod: Mapping[str, Any]) -> bool:
+    return not being_deleted(pod) and (pod.get("status") or {}).get("phase") in (None, "Pending")
+
+
+class Kubelet:
+    """Starts pods and makes them ready (see the module docstring)."""
+
+    def __init__(
+        self, store: Store, cache: ObjectCache, *, clock: Clock, pod_ready_delay: float = 0.0
+    ) -> None:
+        if pod_ready_delay < 0:
+            raise ValueError("pod_ready_delay must not be negative")
+        self._store = store
+        self._cache = cache
+        self._clock = clock
+        self._delay = pod_ready_delay
+        self._pods = store.resource("", "v1", "pods")
+        self._ips = itertools.count()
+        # uid -> monotonic time the pod was acknowledged Pending (see the module invariant).
+        self._pending_since: dict[str, float] = {}
+        self.loop: WorkLoop[Key] = WorkLoop("kubelet", self._sync, clock=clock, workers=1)
+
+    def on_event(self, event: StoreEvent) -> None:
+        """Queue pods that must start or become ready."""
+        if event.rtype.group != "" or event.rtype.kind != "Pod":
+            return
+        m = meta(event.obj)
+        if event.type == "DELETED":
+            self._pending_since.pop(m.get("uid", ""), None)
+        elif _needs_kubelet(event.obj):
+            self.loop.add((m.get("namespace", ""), m.get("name", "")))
+
+    def _sync(self, key: Key) -> float | None:
+        ns, name = key
+        pod = self._cache.get(self._pods, ns, name)
+        if pod is None:
+            return None
+        m = meta(pod)
+        uid = m.get("uid", "")
+        if not _needs_kubelet(pod):
+            self._pending_since.pop(uid, None)
+            return None
+        now = self._clock.monotonic()
+        since = self._pending_since.get(uid)
+        if since is None:
+            if condition(pod, "PodScheduled") is None and self._delay > 0:
+                self._write_status(pod, pending_status(pod, self._clock.time()))
+            # A Pending pod we did not acknowledge (a restart) waits the full delay from now.
+            self._pending_since[uid] = since = now
+        remaining = since + self._delay - now
+        if remaining > 0:
+            return remaining
+        self._write_status(pod, running_status(pod, self._clock.time(), pod_ip(next(self._ips))))
+        self._pending_since.pop(uid, None)
+        return None
+
+    def _write_status(self, pod: Obj, status: Obj) -> None:
+        m = meta(pod)
+        self._store.update(
+            self._pods, m["namespace"], m["name"], status_body(pod, status), subresource="status"
+        )

@@ -1,0 +1,641 @@
+"""The in-memory Kubernetes API server: aiohttp on 127.0.0.1 in front of a :class:`Store`.
+
+memop (through kubernetes_asyncio) and kubectl talk to it over real HTTP. It serves the REST
+verbs, watches, discovery and health endpoints with kube-apiserver's status codes and bodies,
+logs every request (:attr:`ApiServer.log`) and lets tests inject faults (:attr:`ApiServer.faults`,
+:meth:`drop_watches`, :meth:`silence_watches`, :meth:`compact`, :meth:`expire_watches`,
+:meth:`restart`).
+
+Lifecycle: :meth:`start` binds (port 0 picks a free one, kept across :meth:`restart`),
+:meth:`stop` closes every connection and awaits every task the server started. The bookmark
+ticker and the simulated controllers (when asked for) are the only background tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from aiohttp import web
+from kubernetes_asyncio.client import Configuration
+from multidict import CIMultiDict
+
+from memop.runtime.clock import Clock, RealClock
+from memop.testing import discovery, openapi
+from memop.testing.errors import (
+    ApiError,
+    bad_request,
+    internal_error,
+    invalid,
+    method_not_allowed,
+    not_found_path,
+    unsupported_media_type,
+)
+from memop.testing.faults import Faults
+from memop.testing.objects import forbidden, required
+from memop.testing.requestlog import RequestInfo, RequestLog, RequestRecord
+from memop.testing.routing import is_true, parse_request
+from memop.testing.store import DEFAULT_MANAGER, Entry, Served, Store
+from memop.testing.watch import Watcher, WatchHub, error_line
+
+if TYPE_CHECKING:
+    from memop.testing.controllers import SimulatedControllers
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
+TOKEN = "memop-test-token"
+_JSON = "application/json"
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _manager(query: Any, user_agent: str) -> str:
+    """The field manager: the fieldManager parameter, else the User-Agent's first token."""
+    manager = query.get("fieldManager")
+    if manager:
+        return str(manager)[:128]
+    return (user_agent.split("/", 1)[0] or DEFAULT_MANAGER)[:128]
+
+
+def _json_response(body: bytes, status: int = 200, headers: Any = None) -> web.Response:
+    return web.Response(body=body, status=status, content_type=_JSON, headers=headers)
+
+
+class ApiServer:
+    """An in-memory kube-apiserver for tests (an async context manager)."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        history_size: int = 10_000,
+        bookmark_interval: float = 60.0,
+        simulate_controllers: bool = False,
+        pod_ready_delay: float = 0.0,
+        clock: Clock | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.bookmark_interval = bookmark_interval
+        self.simulate_controllers = simulate_controllers
+        self.pod_ready_delay = pod_ready_delay
+        self._clock: Clock = clock or RealClock()
+        self.store = Store(history_size=history_size, clock=self._clock)
+        self.faults = Faults()
+        self.log = RequestLog()
+        self.watches = WatchHub(self.store)
+        self.controllers: SimulatedControllers | None = None
+        self._runner: web.AppRunner | None = None
+        self._bookmarks: asyncio.Task[None] | None = None
+        self._streams: set[asyncio.Task[Any]] = set()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def __aenter__(self) -> ApiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Listen (on a free port when ``port`` was 0) and start the background work."""
+        if self._runner is not None:
+            raise RuntimeError("the server is already started")
+        await self._listen()
+        self._bookmarks = asyncio.create_task(self._bookmark_ticker(), name="apiserver-bookmarks")
+        if self.simulate_controllers:
+            # Imported only when asked for: the simulation is optional and heavier to load.
+            from memop.testing.controllers import SimulatedControllers  # noqa: PLC0415
+
+            self.controllers = SimulatedControllers(self.store, pod_ready_delay=self.pod_ready_delay)
+            await self.controllers.start()
+
+    async def stop(self) -> None:
+        """Close every connection and stop every task the server started."""
+        if self.controllers is not None:
+            await self.controllers.stop()
+            self.controllers = None
+        if self._bookmarks is not None:
+            self._bookmarks.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._bookmarks
+            self._bookmarks = None
+        await self._close()
+
+    async def restart(self) -> None:
+        """Close every connection and listen again on the same port; all state is kept."""
+        await self._close()
+        await self._listen()
+
+    async def _listen(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        if self.port == 0:
+            server = getattr(site, "_server", None)
+            sockets = getattr(server, "sockets", None) or []
+            self.port = int(sockets[0].getsockname()[1])
+        self._runner = runner
+
+    async def _close(self) -> None:
+        runner, self._runner = self._runner, None
+        self.watches.drop_all()
+        if runner is not None:
+            await runner.cleanup()
+
+    async def _bookmark_ticker(self) -> None:
+        while True:
+            await self._clock.sleep(self.bookmark_interval)
+            self.watches.bookmark_all()
+
+    # --- test controls ---------------------------------------------------------------------------
+
+    async def drop_watches(self) -> int:
+        """Abort every open watch connection (clients see a broken chunked stream)."""
+        count = self.watches.drop_all()
+        await asyncio.sleep(0)
+        return count
+
+    def silence_watches(self, silenced: bool) -> None:
+        """While silenced, watches stay open but get no bytes at all; nothing is lost meanwhile."""
+        self.watches.set_silenced(silenced)
+
+    def compact(self) -> None:
+        """Expire every resourceVersion so far: a watch or continue from any of them gets 410."""
+        self.store.compact()
+
+    async def expire_watches(self) -> int:
+        """Send every open watch a 410 Expired ERROR event and end it."""
+        count = self.watches.expire_all()
+        await asyncio.sleep(0)
+        return count
+
+    def kubeconfig(self) -> dict[str, Any]:
+        """A kubeconfig for this server (plain HTTP, a dummy bearer token, current context set)."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "memop-test", "cluster": {"server": self.url}}],
+            "users": [{"name": "memop-test", "user": {"token": TOKEN}}],
+            "contexts": [
+                {
+                    "name": "memop-test",
+                    "context": {"cluster": "memop-test", "user": "memop-test", "namespace": "default"},
+                }
+            ],
+            "current-context": "memop-test",
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path) -> None:
+        Path(path).write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+
+    def client_configuration(self) -> Configuration:
+        """A kubernetes_asyncio Configuration pointing at this server."""
+        configuration = Configuration()
+        configuration.host = self.url
+        configuration.api_key = {"authorization": f"Bearer {TOKEN}"}
+        return configuration
+
+    # --- request handling ---------------------------------------------------------------------------
+
+    def _record(self, info: RequestInfo, user_agent: str, status: int, started: float) -> None:
+        self.log.append(
+            RequestRecord(
+                time=started,
+                verb=info.verb,
+                group=info.group,
+                version=info.version,
+                resource=info.resource,
+                subresource=info.subresource,
+                namespace=info.namespace,
+                name=info.name,
+                user_agent=user_agent,
+                status=status,
+                path=info.path,
+                resource_request=info.resource_request,
+            )
+        )
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        started = self._clock.time()
+        info = parse_request(request.method, request.path, request.query)
+        user_agent = request.headers.get("User-Agent", "")
+        logged = False
+        status = 500
+        try:
+            delay = self.faults.latency_for(info, user_agent)
+            if delay > 0:
+                await self._clock.sleep(delay)
+            failure = self.faults.failure_for(info, user_agent)
+            if failure is not None:
+                status = failure.code
+                return _json_response(_dumps(failure.status()), failure.code, failure.headers or None)
+            if not info.resource_request:
+                response = self._non_resource(request)
+            elif info.verb == "watch":
+                logged = True
+                return await self._watch(request, info, user_agent, started)
+            else:
+                response = await self._resource(request, info, user_agent)
+            status = response.status
+            return response
+        except ApiError as error:
+            status = error.code
+            return _json_response(_dumps(error.status()), error.code, error.headers or None)
+        except Exception as error:
+            log.exception("request %s %s failed", request.method, request.path)
+            failure = internal_error(f"{type(error).__name__}: {error}")
+            return _json_response(_dumps(failure.status()), 500)
+        finally:
+            if not logged:
+                self._record(info, user_agent, status, started)
+
+    def _non_resource(self, request: web.Request) -> web.Response:
+        path = request.path.rstrip("/") or "/"
+        rtypes = self.store.resources()
+        scalable = {
+            s.rtype for s in self.store.all_served() if s.storage.strategy.scale_paths(s.rtype) is not None
+        }
+        if path == "/version":
+            return _json_response(_dumps(discovery.VERSION))
+        if path in ("/healthz", "/readyz", "/livez") or path.startswith(("/healthz/", "/readyz/", "/livez/")):
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/api":
+            return _json_response(_dumps(discovery.api_versions(f"{self.host}:{self.port}")))
+        if path == "/apis":
+            return _json_response(_dumps(discovery.api_group_list(rtypes)))
+        if path == "/openapi/v3":
+            return _json_response(_dumps(openapi.root(rtypes)))
+        if path.startswith("/openapi/v3/"):
+            spec = openapi.group_version(rtypes, path[len("/openapi/v3/") :])
+            if spec is None:
+                raise not_found_path()
+            return _json_response(_dumps(spec))
+        parts = path.strip("/").split("/")
+        doc: dict[str, Any] | None = None
+        if parts[0] == "api" and len(parts) == 2:
+            doc = discovery.resource_list(rtypes, "", parts[1], scalable)
+        elif parts[0] == "apis" and len(parts) == 2:
+            doc = discovery.api_group(rtypes, parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            doc = discovery.resource_list(rtypes, parts[1], parts[2], scalable)
+        elif parts[0] in ("api", "apis"):
+            raise not_found_path()
+        if doc is None:
+            if parts[0] in ("api", "apis"):
+                raise not_found_path()
+            return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+        return _json_response(_dumps(doc))
+
+    async def _body(self, request: web.Request) -> Any:
+        content_type = request.content_type
+        if content_type not in ("application/json", "application/yaml", "application/apply-patch+yaml", ""):
+            # Protobuf and CBOR bodies are not decoded; clients retry with JSON on 415, as with a
+            # server that does not serve those encodings.
+            raise unsupported_media_type(["application/json", "application/yaml"])
+        raw = await request.read()
+        if not raw:
+            raise bad_request("the body of the request was empty")
+        try:
+            if content_type in ("application/yaml", "application/apply-patch+yaml"):
+                return yaml.safe_load(raw)
+            return json.loads(raw)
+        except (ValueError, yaml.YAMLError) as error:
+            raise bad_request(f"couldn't get version/kind; json parse error: {error}") from None
+
+    async def _resource(self, request: web.Request, info: RequestInfo, user_agent: str) -> web.Response:
+        store = self.store
+        served = store.served(info.group, info.version, info.resource)
+        query = request.query
+        namespace = info.namespace or None
+        if served.rtype.namespaced and info.resource == "namespaces":
+            namespace = None
+        if not served.rtype.namespaced:
+            namespace = None
+        verb = info.verb
+        manager = _manager(query, user_agent)
+        dry_run = query.get("dryRun") == "All"
+        validation = query.get("fieldValidation") or None
+        warnings: list[str] = []
+        if info.subresource == "scale":
+            return await self._scale(request, served, namespace, info, manager=manager, dry_run=dry_run)
+        if info.subresource and info.subresource not in ("status", "finalize"):
+            raise not_found_path()
+        if verb == "get":
+            if info.subresource == "finalize":
+                raise method_not_allowed()
+            store.check_subresource(served, info.subresource or None)
+            return self._entry_response(store.read(served, namespace, info.name))
+        if verb == "list":
+            return self._list(served, namespace, query)
+        if verb == "create":
+            if info.subresource or (served.rtype.namespaced and not info.namespace):
+                raise method_not_allowed()
+            entry = store.write_create(
+                served,
+                namespace,
+                await self._body(request),
+                manager=manager,
+                dry_run=dry_run,
+                field_validation=validation,
+                warnings=warnings,
+            )
+            return self._entry_response(entry, 201, warnings)
+        if verb == "update":
+            entry = store.write_update(
+                served,
+                namespace,
+                info.name,
+                await self._body(request),
+                subresource=info.subresource or None,
+                manager=manager,
+                dry_run=dry_run,
+                field_validation=validation,
+                warnings=warnings,
+            )
+            return self._entry_response(entry, 200, warnings)
+        if verb == "patch":
+            content_type = request.headers.get("Content-Type", "")
+            patch_type = content_type.split(";", 1)[0].strip().lower()
+            accepted = store.accepted_patch_types(served)
+            if patch_type not in accepted:
+                raise unsupported_media_type(accepted)
+            raw = await request.read()
+            entry = store.write_patch(
+                served,
+                namespace,
+                info.name,
+                raw,
+                content_type,
+                subresource=info.subresource or None,
+                manager=manager,
+                dry_run=dry_run,
+                field_validation=validation,
+                warnings=warnings,
+            )
+            return self._entry_response(entry, 200, warnings)
+        if verb == "delete":
+            if info.subresource:
+                raise method_not_allowed()
+            options = await self._delete_options(request)
+            result = store.write_delete(served, namespace, info.name, dry_run=dry_run, **options)
+            if result.finished and not served.storage.strategy.return_deleted_object:
+                meta = result.entry.obj["metadata"]
+                details: dict[str, Any] = {"name": meta["name"]}
+                if served.rtype.group:
+                    details["group"] = served.rtype.group
+                details["kind"] = served.rtype.plural
+                details["uid"] = meta.get("uid")
+                body = {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": details,
+                }
+                return _json_response(_dumps(body))
+            return self._entry_response(result.entry)
+        if verb == "deletecollection":
+            return await self._delete_collection(request, served, namespace, dry_run)
+        raise method_not_allowed()
+
+    async def _scale(
+        self,
+        request: web.Request,
+        served: Served,
+        namespace: str | None,
+        info: RequestInfo,
+        *,
+        manager: str,
+        dry_run: bool,
+    ) -> web.Response:
+        store = self.store
+        if info.verb == "get":
+            return self._entry_response(store.read_scale(served, namespace, info.name))
+        if info.verb == "update":
+            body = await self._body(request)
+            return self._entry_response(
+                store.write_scale(served, namespace, info.name, body, manager=manager, dry_run=dry_run)
+            )
+        if info.verb == "patch":
+            patch_type = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+            accepted = store.accepted_patch_types(served)
+            if patch_type not in accepted:
+                raise unsupported_media_type(accepted)
+            raw = await request.read()
+            return self._entry_response(
+                store.write_scale(
+                    served, namespace, info.name, raw, patch_type=patch_type, manager=manager, dry_run=dry_run
+                )
+            )
+        raise method_not_allowed()
+
+    def _entry_response(
+        self, entry: Entry, status: int = 200, warnings: list[str] | None = None
+    ) -> web.Response:
+        headers = None
+        if warnings:
+            headers = CIMultiDict(
+                ("Warning", f'299 - "{w.replace(chr(34), chr(92) + chr(34))}"') for w in warnings
+            )
+        return _json_response(entry.json(), status, headers)
+
+    def _list_bytes(self, served: Served, entries: list[Entry], meta: dict[str, Any]) -> bytes:
+        builtin = served.storage.strategy.builtin
+        items = b",".join(e.item_json(builtin) for e in entries)
+        rtype = served.rtype
+        return (
+            b'{"kind":'
+            + _dumps(rtype.list_kind)
+            + b',"apiVersion":'
+            + _dumps(rtype.api_version)
+            + b',"metadata":'
+            + _dumps(meta)
+            + b',"items":['
+            + items
+            + b"]}"
+        )
+
+    def _list(self, served: Served, namespace: str | None, query: Any) -> web.Response:
+        limit_text = query.get("limit")
+        try:
+            limit = int(limit_text) if limit_text else None
+        except ValueError:
+            raise bad_request(f"invalid limit: {limit_text}") from None
+        result = self.store.read_list(
+            served,
+            namespace,
+            label_selector=query.get("labelSelector"),
+            field_selector=query.get("fieldSelector"),
+            limit=limit,
+            continue_token=query.get("continue"),
+            resource_version=query.get("resourceVersion"),
+            resource_version_match=query.get("resourceVersionMatch"),
+        )
+        meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+        if result.remaining:
+            meta["remainingItemCount"] = result.remaining
+        return _json_response(self._list_bytes(served, result.entries, meta))
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        query = request.query
+        body: Any = {}
+        if request.can_read_body:
+            raw = await request.read()
+            if raw.strip():
+                try:
+                    body = json.loads(raw)
+                except ValueError as error:
+                    raise bad_request(f"couldn't get version/kind; json parse error: {error}") from None
+        if not isinstance(body, dict):
+            raise bad_request("the body of a delete must be a DeleteOptions object")
+        policy = body.get("propagationPolicy") or query.get("propagationPolicy")
+        orphan = body.get("orphanDependents")
+        if orphan is None and query.get("orphanDependents") is not None:
+            orphan = is_true(query.get("orphanDependents"))
+        if policy is None and orphan is not None:
+            policy = "Orphan" if orphan else "Background"
+        preconditions = body.get("preconditions") if isinstance(body.get("preconditions"), dict) else None
+        return {"propagation_policy": policy, "preconditions": preconditions}
+
+    async def _delete_collection(
+        self, request: web.Request, served: Served, namespace: str | None, dry_run: bool
+    ) -> web.Response:
+        options = await self._delete_options(request)
+        query = request.query
+        result = self.store.read_list(
+            served,
+            namespace,
+            label_selector=query.get("labelSelector"),
+            field_selector=query.get("fieldSelector"),
+        )
+        for entry in result.entries:
+            meta = entry.obj["metadata"]
+            with contextlib.suppress(ApiError):
+                self.store.write_delete(
+                    served, meta.get("namespace"), str(meta["name"]), dry_run=dry_run, **options
+                )
+        meta_out = {"resourceVersion": str(result.resource_version)}
+        return _json_response(self._list_bytes(served, result.entries, meta_out))
+
+    # --- watch ---------------------------------------------------------------------------------------
+
+    async def _watch(
+        self, request: web.Request, info: RequestInfo, user_agent: str, started: float
+    ) -> web.StreamResponse:
+        try:
+            served = self.store.served(info.group, info.version, info.resource)
+            query = request.query
+            namespace = info.namespace if served.rtype.namespaced and info.namespace else None
+            field_selector = query.get("fieldSelector")
+            if info.name:
+                pin = f"metadata.name={info.name}"
+                field_selector = f"{field_selector},{pin}" if field_selector else pin
+            timeout_text = query.get("timeoutSeconds")
+            try:
+                timeout = float(timeout_text) if timeout_text else DEFAULT_WATCH_TIMEOUT
+            except ValueError:
+                raise bad_request(f"invalid timeoutSeconds: {timeout_text}") from None
+            send_initial_text = query.get("sendInitialEvents")
+            send_initial = None if send_initial_text is None else is_true(send_initial_text)
+            bookmarks = is_true(query.get("allowWatchBookmarks"))
+            if send_initial is not None:
+                self._check_watch_list(send_initial, bookmarks, query.get("resourceVersionMatch"))
+            try:
+                watcher: Watcher | None = self.watches.open(
+                    served,
+                    namespace,
+                    label_selector=query.get("labelSelector"),
+                    field_selector=field_selector,
+                    resource_version=query.get("resourceVersion"),
+                    allow_bookmarks=bookmarks,
+                    send_initial_events=send_initial,
+                )
+                expired = None
+            except ApiError as error:
+                if error.code != 410:
+                    raise
+                watcher, expired = None, error
+        except ApiError as error:
+            self._record(info, user_agent, error.code, started)
+            return _json_response(_dumps(error.status()), error.code, error.headers or None)
+        self._record(info, user_agent, 200, started)
+        response = web.StreamResponse(status=200, headers={"Content-Type": _JSON})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        if watcher is None:
+            assert expired is not None
+            await response.write(error_line(expired))
+            await response.write_eof()
+            return response
+        watcher.transport = request.transport
+        try:
+            await self._stream(response, watcher, timeout)
+        finally:
+            self.watches.close(watcher)
+        return response
+
+    def _check_watch_list(self, send_initial: bool, bookmarks: bool, match: str | None) -> None:
+        errors = []
+        if match != "NotOlderThan":
+            errors.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )
+            )
+        if send_initial and not bookmarks:
+            errors.append(
+                required(
+                    "allowWatchBookmarks",
+                    "allowWatchBookmarks must be set to true when sendInitialEvents is specified",
+                )
+            )
+        if errors:
+            raise invalid("meta.k8s.io", "ListOptions", "", errors)
+
+    async def _stream(self, response: web.StreamResponse, watcher: Watcher, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        hub = self.watches
+        while not watcher.dropped:
+            if watcher.queue and not hub.silenced:
+                try:
+                    await response.write(watcher.take())
+                except (ConnectionError, RuntimeError):
+                    return
+                continue
+            if watcher.closing and not hub.silenced:
+                break
+            remaining = deadline - loop.time()
+            if hub.silenced:
+                # A silenced server keeps the stream open past its timeout, like a hung one.
+                await watcher.wait(None)
+            elif remaining <= 0:
+                break
+            else:
+                await watcher.wait(remaining)
+        if watcher.dropped:
+            return
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await response.write_eof()

@@ -1,0 +1,336 @@
+"""CustomResourceDefinitions over HTTP: serving, schema enforcement (prune, default, validate),
+subresources, versions, schema updates and deletion."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memop.testing.wait import wait_for
+
+if TYPE_CHECKING:
+    from tests.conftest import ClusterHandle, Http
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "size": {"type": "integer", "minimum": 0, "default": 1},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+                "replicas": {"type": "integer"},
+            },
+        },
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+}
+
+
+def crd_body(group: str, *, scope: str = "Namespaced", schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wg"],
+                      "categories": ["memop-test"]},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema or SCHEMA},
+                    "subresources": {
+                        "status": {},
+                        "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                                  "labelSelectorPath": ".status.selector"},
+                    },
+                },
+                {"name": "v1beta1", "served": True, "storage": False, "schema": {"openAPIV3Schema": schema or SCHEMA}},
+            ],
+        },
+    }
+
+
+@dataclass
+class Widgets:
+    group: str
+    namespace: str
+
+    @property
+    def crd(self) -> str:
+        return f"{CRDS}/widgets.{self.group}"
+
+    def path(self, name: str = "", version: str = "v1") -> str:
+        base = f"/apis/{self.group}/{version}/namespaces/{self.namespace}/widgets"
+        return f"{base}/{name}" if name else base
+
+
+async def established(http: Http, name: str) -> dict[str, Any]:
+    async def check() -> dict[str, Any] | None:
+        crd = (await http.get(f"{CRDS}/{name}")).body
+        conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or ()}
+        return crd if conditions.get("Established") == "True" else None
+
+    return await wait_for(check, timeout=30)
+
+
+@pytest.fixture
+async def widgets(http: Http, namespace: str, cluster: ClusterHandle) -> AsyncIterator[Widgets]:
+    """A Widget CRD with a group of its own, Established."""
+    group = f"t{uuid.uuid4().hex[:8]}.memop.test"
+    created = await http.post(CRDS, crd_body(group))
+    assert created.status == 201, created.body
+    await established(http, f"widgets.{group}")
+    # A real server may take a moment to serve a new CRD.
+    await wait_for(lambda: _served(http, group), timeout=30)
+    try:
+        yield Widgets(group, namespace)
+    finally:
+        if cluster.real:
+            await http.delete(f"{CRDS}/widgets.{group}")
+
+
+async def _served(http: Http, group: str) -> bool:
+    return (await http.get(f"/apis/{group}/v1")).status == 200
+
+
+async def test_a_crd_becomes_established_and_served(http: Http, widgets: Widgets) -> None:
+    crd = await established(http, f"widgets.{widgets.group}")
+    status = crd["status"]
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["NamesAccepted"]["status"] == "True"
+    assert conditions["Established"]["status"] == "True"
+    assert status["acceptedNames"]["kind"] == "Widget"
+    assert status["acceptedNames"]["listKind"] == "WidgetList"
+    assert status["storedVersions"] == ["v1"]
+    assert crd["spec"]["names"]["listKind"] == "WidgetList"
+    groups = (await http.get("/apis")).body["groups"]
+    [group] = [g for g in groups if g["name"] == widgets.group]
+    assert group["preferredVersion"]["version"] == "v1"
+    resources = {r["name"]: r for r in (await http.get(f"/apis/{widgets.group}/v1")).body["resources"]}
+    assert resources["widgets"]["namespaced"] is True
+    assert resources["widgets"]["kind"] == "Widget"
+    assert resources["widgets"]["shortNames"] == ["wg"]
+    assert resources["widgets"]["categories"] == ["memop-test"]
+    assert "watch" in resources["widgets"]["verbs"]
+    assert resources["widgets/status"]["verbs"] == ["get", "patch", "update"]
+    assert "widgets/scale" in resources
+
+
+async def test_custom_resource_lifecycle(http: Http, widgets: Widgets) -> None:
+    created = await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                               "metadata": {"name": "w"}, "spec": {"size": 2}})
+    assert created.status == 201, created.body
+    assert created.body["metadata"]["generation"] == 1
+    listed = (await http.get(widgets.path())).body
+    assert listed["kind"] == "WidgetList"
+    [item] = listed["items"]
+    assert item["kind"] == "Widget"  # custom resource list items keep their type fields
+    assert item["apiVersion"] == f"{widgets.group}/v1"
+    unconditional = await http.put(widgets.path("w"), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                                       "metadata": {"name": "w"}, "spec": {"size": 3}})
+    assert unconditional.status == 422
+    assert unconditional.body["message"] == (
+        f'widgets.{widgets.group} "w" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be '
+        "specified for an update"
+    )
+    deleted = await http.delete(widgets.path("w"))
+    assert deleted.status == 200
+    assert deleted.body["kind"] == "Status"
+    assert deleted.body["details"] == {"name": "w", "group": widgets.group, "kind": "widgets",
+                                       "uid": created.body["metadata"]["uid"]}
+
+
+async def test_schema_validation_rejects_with_422(http: Http, widgets: Widgets) -> None:
+    body = {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"size": -1, "mode": "c"}}
+    reply = await http.post(widgets.path(), body)
+    assert reply.status == 422
+    assert reply.body["reason"] == "Invalid"
+    assert reply.body["details"]["kind"] == "Widget"
+    assert reply.body["details"]["group"] == widgets.group
+    assert reply.body["message"].startswith(f'Widget.{widgets.group} "w" is invalid: ')
+    causes = {c["field"]: c for c in reply.body["details"]["causes"]}
+    assert causes["spec.size"]["reason"] == "FieldValueInvalid"
+    assert causes["spec.size"]["message"] == "Invalid value: -1: spec.size in body should be greater than or equal to 0"
+    assert causes["spec.mode"]["reason"] == "FieldValueNotSupported"
+    assert causes["spec.mode"]["message"] == 'Unsupported value: "c": supported values: "a", "b"'
+
+
+async def test_unknown_fields_are_pruned_and_defaults_filled(http: Http, widgets: Widgets) -> None:
+    body = {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"mode": "a", "bogus": True}}
+    reply = await http.post(widgets.path(), body)
+    assert reply.status == 201
+    assert reply.body["spec"] == {"mode": "a", "size": 1}
+    assert 'unknown field \\"spec.bogus\\"' in reply.headers.get("Warning", "")
+    strict = await http.post(widgets.path(), {**body, "metadata": {"name": "w2"}}, query={"fieldValidation": "Strict"})
+    assert strict.status == 400
+    assert strict.body["reason"] == "BadRequest"
+    assert strict.body["message"].endswith('strict decoding error: unknown field "spec.bogus"')
+
+
+async def test_status_subresource_of_a_custom_resource(http: Http, widgets: Widgets) -> None:
+    body = {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"size": 1}, "status": {"ready": True}}
+    created = (await http.post(widgets.path(), body)).body
+    assert "status" not in created
+    status = await http.patch(widgets.path("w") + "/status", {"status": {"ready": True}, "spec": {"size": 5}})
+    assert status.status == 200
+    assert status.body["status"] == {"ready": True}
+    assert status.body["spec"] == {"size": 1}
+    assert status.body["metadata"]["generation"] == 1
+    main = await http.patch(widgets.path("w"), {"spec": {"size": 2}, "status": {"ready": False}})
+    assert main.body["status"] == {"ready": True}
+    assert main.body["metadata"]["generation"] == 2
+
+
+async def test_versions_share_one_storage(http: Http, widgets: Widgets) -> None:
+    await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                     "metadata": {"name": "w"}, "spec": {"size": 2}})
+    beta = (await http.get(widgets.path("w", version="v1beta1"))).body
+    assert beta["apiVersion"] == f"{widgets.group}/v1beta1"
+    assert beta["spec"] == {"size": 2}
+    # v1beta1 has no status subresource: status is part of the main resource and counts for generation.
+    updated = await http.patch(widgets.path("w", version="v1beta1"), {"status": {"phase": "x"}})
+    assert updated.body["status"] == {"phase": "x"}
+    assert updated.body["metadata"]["generation"] == 2
+    v1 = (await http.get(widgets.path("w"))).body
+    assert v1["apiVersion"] == f"{widgets.group}/v1"
+    assert v1["status"] == {"phase": "x"}
+
+
+async def test_strategic_merge_patch_is_415_for_custom_resources(http: Http, widgets: Widgets) -> None:
+    await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                     "metadata": {"name": "w"}, "spec": {}})
+    reply = await http.patch(widgets.path("w"), {"spec": {"size": 2}},
+                             content_type="application/strategic-merge-patch+json")
+    assert reply.status == 415
+    assert reply.body["reason"] == "UnsupportedMediaType"
+    assert reply.body["message"].startswith(
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json"
+    )
+    assert "strategic" not in reply.body["message"]
+
+
+async def test_scale_subresource_of_a_custom_resource(http: Http, widgets: Widgets) -> None:
+    await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                     "metadata": {"name": "w"}, "spec": {"replicas": 1}})
+    await http.patch(widgets.path("w") + "/status", {"status": {"replicas": 1, "selector": "app=w"}})
+    scale = (await http.get(widgets.path("w") + "/scale")).body
+    assert scale["kind"] == "Scale"
+    assert scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"] == {"replicas": 1}
+    assert scale["status"] == {"replicas": 1, "selector": "app=w"}
+    scaled = await http.patch(widgets.path("w") + "/scale", {"spec": {"replicas": 4}})
+    assert scaled.status == 200
+    assert scaled.body["spec"] == {"replicas": 4}
+    assert (await http.get(widgets.path("w"))).body["spec"]["replicas"] == 4
+
+
+async def test_a_crd_update_changes_the_schema(http: Http, widgets: Widgets) -> None:
+    crd = (await http.get(widgets.crd)).body
+    tighter = {**SCHEMA, "properties": {**SCHEMA["properties"], "spec": {
+        "type": "object", "properties": {"size": {"type": "integer", "minimum": 0, "maximum": 3}}}}}
+    for version in crd["spec"]["versions"]:
+        version["schema"] = {"openAPIV3Schema": tighter}
+    updated = await http.put(widgets.crd, crd)
+    assert updated.status == 200, updated.body
+    assert updated.body["metadata"]["generation"] == 2
+
+    async def rejects() -> bool:
+        reply = await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                                 "metadata": {"generateName": "w-"}, "spec": {"size": 5}})
+        if reply.status == 201:
+            await http.delete(widgets.path(reply.body["metadata"]["name"]))
+        return reply.status == 422
+
+    await wait_for(rejects, timeout=30)
+
+
+async def test_deleting_a_crd_deletes_its_objects_and_stops_serving(http: Http, widgets: Widgets) -> None:
+    for name in ("a", "b"):
+        await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                         "metadata": {"name": name}, "spec": {}})
+    async with http.watch(widgets.path(), {"resourceVersion": "0"}) as stream:
+        assert len(await stream.take(2)) == 2
+        reply = await http.delete(widgets.crd)
+        assert reply.status == 200
+
+        async def gone() -> bool:
+            return (await http.get(widgets.crd)).status == 404
+
+        await wait_for(gone, timeout=60)
+        events = []
+        while (event := await stream.next(timeout=30)) is not None:
+            events.append(event)
+        assert {(e["type"], e["object"]["metadata"]["name"]) for e in events if e["type"] == "DELETED"} == {
+            ("DELETED", "a"), ("DELETED", "b")}
+
+    async def not_served() -> bool:
+        return (await http.get(widgets.path())).status == 404
+
+    await wait_for(not_served, timeout=30)
+
+
+async def test_a_finalizer_on_a_custom_resource_holds_its_crd(http: Http, widgets: Widgets) -> None:
+    await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                     "metadata": {"name": "held", "finalizers": ["memop.test/hold"]}, "spec": {}})
+    await http.delete(widgets.crd)
+
+    async def terminating() -> bool:
+        crd = (await http.get(widgets.crd)).body
+        held = (await http.get(widgets.path("held"))).body
+        conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+        return conditions.get("Terminating") == "True" and bool(held["metadata"].get("deletionTimestamp"))
+
+    await wait_for(terminating, timeout=30)
+    create = await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
+                                              "metadata": {"name": "late"}, "spec": {}})
+    assert create.status in (403, 405)
+    await http.patch(widgets.path("held"), {"metadata": {"finalizers": None}})
+
+    async def gone() -> bool:
+        return (await http.get(widgets.crd)).status == 404
+
+    await wait_for(gone, timeout=60)
+
+
+async def test_cluster_scoped_custom_resources(http: Http, cluster: ClusterHandle) -> None:
+    group = f"t{uuid.uuid4().hex[:8]}.memop.test"
+    reply = await http.post(CRDS, crd_body(group, scope="Cluster"))
+    assert reply.status == 201
+    try:
+        await established(http, f"widgets.{group}")
+        await wait_for(lambda: _served(http, group), timeout=30)
+        created = await http.post(f"/apis/{group}/v1/widgets", {"apiVersion": f"{group}/v1", "kind": "Widget",
+                                                                "metadata": {"name": "w"}, "spec": {}})
+        assert created.status == 201
+        assert "namespace" not in created.body["metadata"]
+        resources = {r["name"]: r for r in (await http.get(f"/apis/{group}/v1")).body["resources"]}
+        assert resources["widgets"]["namespaced"] is False
+    finally:
+        if cluster.real:
+            await http.delete(f"{CRDS}/widgets.{group}")
+
+
+async def test_an_invalid_crd_is_rejected(http: Http) -> None:
+    body = crd_body("memop.test")
+    body["metadata"]["name"] = "wrong.memop.test"
+    reply = await http.post(CRDS, body)
+    assert reply.status == 422
+    assert reply.body["details"]["kind"] == "CustomResourceDefinition"
+    assert reply.body["details"]["group"] == "apiextensions.k8s.io"
+    assert {"field": "metadata.name", "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "wrong.memop.test": must be spec.names.plural+"."+spec.group'} in (
+        reply.body["details"]["causes"])

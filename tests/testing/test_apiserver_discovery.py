@@ -1,0 +1,248 @@
+"""Discovery, health, OpenAPI, kubeconfig, and kubectl driving the server end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+from kubernetes_asyncio import client, config
+
+from memop.testing.server import ApiServer
+from memop.testing.wait import wait_for
+
+if TYPE_CHECKING:
+    from tests.conftest import ClusterHandle, Http
+
+KUBECTL = shutil.which("kubectl")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
+
+
+async def test_version_and_health(http: Http) -> None:
+    version = (await http.get("/version")).body
+    assert {"major", "minor", "gitVersion", "platform"} <= set(version)
+    for path in ("/healthz", "/readyz", "/livez"):
+        reply = await http.get(path, accept="text/plain")
+        assert reply.status == 200
+        assert reply.body == "ok"
+
+
+async def test_core_and_group_discovery(http: Http) -> None:
+    api = (await http.get("/api")).body
+    assert api["kind"] == "APIVersions"
+    assert api["versions"] == ["v1"]
+    groups = {g["name"]: g for g in (await http.get("/apis")).body["groups"]}
+    for name in ("apps", "events.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io"):
+        assert groups[name]["preferredVersion"]["groupVersion"] == f"{name}/v1"
+    core = {r["name"]: r for r in (await http.get("/api/v1")).body["resources"]}
+    assert core["pods"]["namespaced"] is True
+    assert core["pods"]["kind"] == "Pod"
+    assert "po" in core["pods"]["shortNames"]
+    assert core["namespaces"]["namespaced"] is False
+    assert "ns" in core["namespaces"]["shortNames"]
+    assert core["pods/status"]["verbs"] == ["get", "patch", "update"]
+    assert "namespaces/finalize" in core
+    assert "configmaps/status" not in core
+    apps = {r["name"]: r for r in (await http.get("/apis/apps/v1")).body["resources"]}
+    assert apps["deployments"]["singularName"] == "deployment"
+    assert "all" in apps["deployments"]["categories"]
+    assert set(apps["deployments"]["verbs"]) >= {"create", "delete", "deletecollection", "get", "list", "patch",
+                                                  "update", "watch"}
+    scale = apps["deployments/scale"]
+    assert (scale["group"], scale["version"], scale["kind"]) == ("autoscaling", "v1", "Scale")
+    group = (await http.get("/apis/apps")).body
+    assert group["kind"] == "APIGroup"
+    assert (await http.get("/apis/no.such.group/v1")).status == 404
+
+
+async def test_the_deployment_scale_subresource(http: Http, namespace: str) -> None:
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    body = {"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+        "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
+    await http.post(path, body)
+    scale = (await http.get(f"{path}/web/scale")).body
+    assert scale["spec"] == {"replicas": 1}
+    assert scale["status"]["selector"] == "app=web"
+    assert (await http.patch(f"{path}/web/scale", {"spec": {"replicas": 3}})).status == 200
+    deployment = (await http.get(f"{path}/web")).body
+    assert deployment["spec"]["replicas"] == 3
+    assert deployment["metadata"]["generation"] == 2
+    negative = await http.patch(f"{path}/web/scale", {"spec": {"replicas": -1}})
+    assert negative.status == 422
+
+
+@pytest.mark.fake_only
+async def test_openapi_v3_declares_server_side_field_validation(http: Http) -> None:
+    root = (await http.get("/openapi/v3")).body
+    url = root["paths"]["apis/apps/v1"]["serverRelativeURL"]
+    assert url.startswith("/openapi/v3/apis/apps/v1?hash=")
+    spec = (await http.get("/openapi/v3/apis/apps/v1")).body
+    patch = spec["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {"group": "apps", "kind": "Deployment", "version": "v1"}
+    assert "fieldValidation" in {p["name"] for p in patch["parameters"]}
+
+
+async def test_the_kubeconfig_works_for_kubernetes_asyncio(tmp_path: Path) -> None:
+    async with ApiServer() as server:
+        path = tmp_path / "kubeconfig"
+        server.write_kubeconfig(path)
+        loaded = yaml.safe_load(path.read_text())
+        assert loaded["clusters"][0]["cluster"]["server"] == server.url
+        assert loaded["current-context"] == "memop-test"
+        configuration = client.Configuration()
+        await config.load_kube_config(config_file=str(path), client_configuration=configuration)
+        async with client.ApiClient(configuration) as api:
+            names = [n.metadata.name for n in (await client.CoreV1Api(api).list_namespace()).items]
+        assert "default" in names
+        async with client.ApiClient(server.client_configuration()) as api:
+            version = await client.VersionApi(api).get_code()
+        assert version.major == "1"
+
+
+# --- kubectl --------------------------------------------------------------------------------------------
+
+
+async def kubectl(cluster: ClusterHandle, *args: str, stdin: str | None = None, check: bool = True) -> str:
+    assert KUBECTL is not None
+    process = await asyncio.create_subprocess_exec(
+        KUBECTL, "--kubeconfig", str(cluster.kubeconfig), *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin is not None else None), 60)
+    if check and process.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed ({process.returncode}): {err.decode()}")
+    return out.decode()
+
+
+class Watching:
+    """``kubectl get -w`` running in the background, its output collected."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, cluster: ClusterHandle, *args: str) -> Watching:
+        assert KUBECTL is not None
+        process = await asyncio.create_subprocess_exec(
+            KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "get", "-w", *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        return cls(process)
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            self.lines.append(line.decode().rstrip("\n"))
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.terminate()
+        await self.process.wait()
+        await self._reader
+
+
+def widget_crd(group: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "shortNames": ["gd"]},
+            "versions": [{
+                "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object", "properties": {"size": {"type": "integer", "minimum": 0}}}}}},
+            }],
+        },
+    }
+
+
+@needs_kubectl
+async def test_kubectl_on_a_crd_and_its_custom_resources(cluster: ClusterHandle, namespace: str) -> None:
+    group = f"k{uuid.uuid4().hex[:8]}.memop.test"
+    crd = widget_crd(group)
+    out = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(crd))
+    assert f"customresourcedefinition.apiextensions.k8s.io/gadgets.{group} created" in out
+    try:
+        await kubectl(cluster, "wait", "--for", "condition=Established", f"crd/gadgets.{group}", "--timeout=30s")
+        got = json.loads(await kubectl(cluster, "get", "crd", f"gadgets.{group}", "-o", "json"))
+        assert got["status"]["acceptedNames"]["kind"] == "Gadget"
+
+        async def served() -> bool:
+            return "gd" in await kubectl(cluster, "api-resources", f"--api-group={group}", check=False)
+
+        await wait_for(served, timeout=30)
+        gadget = {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g1", "namespace": namespace},
+                  "spec": {"size": 1}}
+        watching = await Watching.start(cluster, "gadgets", "-n", namespace, "-o", "name")
+        try:
+            out = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(gadget))
+            assert f"gadget.{group}/g1 created" in out
+            again = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(gadget))
+            assert f"gadget.{group}/g1 unchanged" in again
+            changed = await kubectl(cluster, "apply", "-f", "-",
+                                    stdin=json.dumps({**gadget, "spec": {"size": 2}}))
+            assert f"gadget.{group}/g1 configured" in changed
+            listed = await kubectl(cluster, "get", "gd", "-n", namespace, "-o", "jsonpath={.items[*].spec.size}")
+            assert listed == "2"
+            bad = await kubectl(cluster, "apply", "-f", "-", check=False,
+                                stdin=json.dumps({**gadget, "metadata": {"name": "g2", "namespace": namespace},
+                                                  "spec": {"size": -1}}))
+            assert bad == ""
+            out = await kubectl(cluster, "delete", "gadget", "g1", "-n", namespace)
+            assert f'gadget.{group} "g1" deleted' in out
+            await wait_for(lambda: len(watching.lines) >= 3, timeout=30,
+                           message=lambda: f"kubectl get -w printed {watching.lines}")
+        finally:
+            await watching.stop()
+        assert set(watching.lines) == {f"gadget.{group}/g1"}
+    finally:
+        await kubectl(cluster, "delete", "crd", f"gadgets.{group}", "--wait=true", "--timeout=60s", check=False)
+    absent = await kubectl(cluster, "get", "crd", f"gadgets.{group}", "--ignore-not-found", "-o", "name")
+    assert absent == ""
+
+
+@needs_kubectl
+async def test_kubectl_on_a_deployment(cluster: ClusterHandle, namespace: str) -> None:
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "c", "image": "memcached:1.6"}]}},
+        },
+    }
+    watching = await Watching.start(cluster, "deployments", "-n", namespace, "-o", "name")
+    try:
+        out = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(manifest))
+        assert "deployment.apps/web created" in out
+        again = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(manifest))
+        assert "deployment.apps/web unchanged" in again
+        scaled = await kubectl(cluster, "scale", "deployment", "web", "-n", namespace, "--replicas=2")
+        assert "deployment.apps/web scaled" in scaled
+        got = json.loads(await kubectl(cluster, "get", "deploy", "web", "-n", namespace, "-o", "json"))
+        assert got["spec"]["replicas"] == 2
+        assert got["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+        assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+        out = await kubectl(cluster, "delete", "-f", "-", stdin=json.dumps(manifest))
+        assert 'deployment.apps "web" deleted' in out
+        await wait_for(lambda: len(watching.lines) >= 3, timeout=30,
+                       message=lambda: f"kubectl get -w printed {watching.lines}")
+    finally:
+        await watching.stop()
+    assert set(watching.lines) == {"deployment.apps/web"}
+    names = await kubectl(cluster, "get", "deployments", "-n", namespace, "-o", "name")
+    assert names == ""

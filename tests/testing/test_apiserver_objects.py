@@ -1,0 +1,481 @@
+"""Object lifecycle over HTTP: server-set metadata, validation, optimistic concurrency, status
+subresources, server-side defaults and deletion, as kube-apiserver does them.
+
+Every test here runs against the in-memory server and, with USE_EXISTING_CLUSTER=true, against
+a real cluster; the ones that need the fake's control over time or garbage collection say so.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.conftest import ClusterHandle, Http
+
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+UID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def cm_path(ns: str, name: str = "") -> str:
+    return f"/api/v1/namespaces/{ns}/configmaps" + (f"/{name}" if name else "")
+
+
+def deploy_path(ns: str, name: str = "") -> str:
+    return f"/apis/apps/v1/namespaces/{ns}/deployments" + (f"/{name}" if name else "")
+
+
+def deployment(name: str, image: str = "memcached:1.6.21", replicas: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [{"name": "memcached", "image": image, "ports": [{"containerPort": 11211}]}]
+                },
+            },
+        },
+    }
+
+
+async def test_create_sets_server_metadata(http: Http, namespace: str) -> None:
+    reply = await http.post(
+        cm_path(namespace),
+        {"metadata": {"name": "a"}, "data": {"k": "v"}},
+        query={"fieldManager": "memop-test"},
+    )
+    assert reply.status == 201, reply.body
+    meta = reply.body["metadata"]
+    assert reply.body["kind"] == "ConfigMap"
+    assert reply.body["apiVersion"] == "v1"
+    assert UID.match(meta["uid"])
+    assert RFC3339.match(meta["creationTimestamp"])
+    assert meta["resourceVersion"].isdigit()
+    assert "generation" not in meta  # ConfigMaps have no generation
+    [entry] = meta["managedFields"]
+    assert entry["manager"] == "memop-test"
+    assert entry["operation"] == "Update"
+    assert entry["fieldsType"] == "FieldsV1"
+    assert entry["fieldsV1"]["f:data"] == {"f:k": {}}
+
+
+async def test_manager_defaults_to_the_user_agent_product(http: Http, namespace: str) -> None:
+    reply = await http.post(cm_path(namespace), {"metadata": {"name": "a"}, "data": {"k": "v"}})
+    # kubernetes_asyncio sends "OpenAPI-Generator/<version>/python".
+    assert reply.body["metadata"]["managedFields"][0]["manager"] == "OpenAPI-Generator"
+
+
+async def test_resource_versions_increase_across_kinds(http: Http, namespace: str) -> None:
+    first = await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
+    second = await http.post(deploy_path(namespace), deployment("web"))
+    third = await http.put(cm_path(namespace, "a"), {"metadata": {"name": "a"}, "data": {"x": "1"}})
+    versions = [int(r.body["metadata"]["resourceVersion"]) for r in (first, second, third)]
+    assert versions == sorted(versions)
+    assert len(set(versions)) == 3
+
+
+async def test_generate_name_appends_five_characters(http: Http, namespace: str) -> None:
+    reply = await http.post(cm_path(namespace), {"metadata": {"generateName": "web-"}})
+    assert reply.status == 201
+    assert re.fullmatch(r"web-[bcdfghjklmnpqrstvwxz2456789]{5}", reply.body["metadata"]["name"])
+    assert reply.body["metadata"]["generateName"] == "web-"
+
+
+async def test_invalid_name_is_422_with_causes(http: Http, namespace: str) -> None:
+    reply = await http.post(cm_path(namespace), {"metadata": {"name": "Bad_Name"}})
+    assert reply.status == 422
+    body = reply.body
+    assert body["kind"] == "Status"
+    assert body["reason"] == "Invalid"
+    assert body["message"].startswith(
+        'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain'
+    )
+    assert body["details"]["name"] == "Bad_Name"
+    assert body["details"]["kind"] == "ConfigMap"
+    [cause] = body["details"]["causes"]
+    assert cause["reason"] == "FieldValueInvalid"
+    assert cause["field"] == "metadata.name"
+    assert cause["message"].startswith('Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain')
+
+
+async def test_missing_name_is_required(http: Http, namespace: str) -> None:
+    reply = await http.post(cm_path(namespace), {"metadata": {}})
+    assert reply.status == 422
+    assert reply.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueRequired",
+            "message": "Required value: name or generateName is required",
+            "field": "metadata.name",
+        }
+    ]
+
+
+async def test_create_in_a_missing_namespace_is_404(http: Http, cluster: ClusterHandle) -> None:
+    reply = await http.post(cm_path("no-such-namespace-x1"), {"metadata": {"name": "a"}})
+    assert reply.status == 404
+    assert reply.body["reason"] == "NotFound"
+    assert reply.body["message"] == 'namespaces "no-such-namespace-x1" not found'
+    assert reply.body["details"] == {"name": "no-such-namespace-x1", "kind": "namespaces"}
+
+
+async def test_create_of_an_existing_name_is_409_already_exists(http: Http, namespace: str) -> None:
+    await http.post(deploy_path(namespace), deployment("web"))
+    reply = await http.post(deploy_path(namespace), deployment("web"))
+    assert reply.status == 409
+    assert reply.body["reason"] == "AlreadyExists"
+    assert reply.body["message"] == 'deployments.apps "web" already exists'
+    assert reply.body["details"] == {"name": "web", "group": "apps", "kind": "deployments"}
+
+
+async def test_update_with_a_stale_resource_version_is_409_conflict(http: Http, namespace: str) -> None:
+    created = (await http.post(deploy_path(namespace), deployment("web"))).body
+    stale = dict(created)
+    await http.put(deploy_path(namespace, "web"), {**created, "spec": {**created["spec"], "replicas": 2}})
+    reply = await http.put(deploy_path(namespace, "web"), {**stale, "spec": {**stale["spec"], "replicas": 3}})
+    assert reply.status == 409
+    assert reply.body["reason"] == "Conflict"
+    assert reply.body["message"] == (
+        'Operation cannot be fulfilled on deployments.apps "web": the object has been modified; please apply '
+        "your changes to the latest version and try again"
+    )
+    assert reply.body["details"] == {"name": "web", "group": "apps", "kind": "deployments"}
+
+
+async def test_update_without_resource_version(http: Http, namespace: str) -> None:
+    await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
+    unconditional = await http.put(cm_path(namespace, "a"), {"metadata": {"name": "a"}, "data": {"x": "1"}})
+    assert unconditional.status == 200
+    assert unconditional.body["data"] == {"x": "1"}
+
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    await http.post(lease_path, {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}})
+    reply = await http.put(f"{lease_path}/l", {"metadata": {"name": "l"}, "spec": {"holderIdentity": "b"}})
+    assert reply.status == 422
+    assert reply.body["message"] == (
+        'leases.coordination.k8s.io "l" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be '
+        "specified for an update"
+    )
+
+
+async def test_update_of_a_missing_object_is_404(http: Http, namespace: str) -> None:
+    reply = await http.put(cm_path(namespace, "nope"), {"metadata": {"name": "nope"}})
+    assert reply.status == 404
+    assert reply.body["message"] == 'configmaps "nope" not found'
+
+
+async def test_update_with_another_name_is_400(http: Http, namespace: str) -> None:
+    await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
+    reply = await http.put(cm_path(namespace, "a"), {"metadata": {"name": "b"}})
+    assert reply.status == 400
+    assert reply.body["reason"] == "BadRequest"
+    assert reply.body["message"] == "the name of the object (b) does not match the name on the URL (a)"
+
+
+async def test_identical_update_is_a_no_op(http: Http, namespace: str) -> None:
+    created = (await http.post(deploy_path(namespace), deployment("web"))).body
+    again = await http.put(deploy_path(namespace, "web"), created)
+    assert again.status == 200
+    assert again.body["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert again.body["metadata"]["generation"] == 1
+
+
+async def test_generation_counts_spec_changes_only(http: Http, namespace: str) -> None:
+    created = (await http.post(deploy_path(namespace), deployment("web"))).body
+    assert created["metadata"]["generation"] == 1
+    labelled = await http.patch(deploy_path(namespace, "web"), {"metadata": {"labels": {"extra": "1"}}})
+    assert labelled.body["metadata"]["generation"] == 1
+    scaled = await http.patch(deploy_path(namespace, "web"), {"spec": {"replicas": 2}})
+    assert scaled.body["metadata"]["generation"] == 2
+    # Deployments also count annotation changes (they are copied to ReplicaSets).
+    annotated = await http.patch(deploy_path(namespace, "web"), {"metadata": {"annotations": {"a": "b"}}})
+    assert annotated.body["metadata"]["generation"] == 3
+    status = await http.patch(
+        deploy_path(namespace, "web") + "/status", {"status": {"observedGeneration": 3}}
+    )
+    assert status.status == 200
+    assert status.body["metadata"]["generation"] == 3
+
+
+async def test_status_subresource_splits_spec_and_status(http: Http, namespace: str) -> None:
+    body = deployment("web")
+    body["status"] = {"replicas": 5}
+    created = (await http.post(deploy_path(namespace), body)).body
+    assert created["status"] == {}  # dropped on create
+    with_status = {**created, "status": {"replicas": 7}}
+    main = await http.put(deploy_path(namespace, "web"), with_status)
+    assert main.body["status"] == {}  # the main resource ignores status
+    current = main.body
+    status_write = {**current, "spec": {**current["spec"], "replicas": 9}, "status": {"replicas": 3}}
+    via_status = await http.put(deploy_path(namespace, "web") + "/status", status_write)
+    assert via_status.status == 200
+    assert via_status.body["status"] == {"replicas": 3}
+    assert via_status.body["spec"]["replicas"] == 1  # /status ignores spec
+
+
+async def test_status_of_a_kind_without_status_subresource_is_404(http: Http, namespace: str) -> None:
+    await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
+    reply = await http.get(cm_path(namespace, "a") + "/status")
+    assert reply.status == 404
+
+
+async def test_deployment_defaults(http: Http, namespace: str) -> None:
+    spec = (await http.post(deploy_path(namespace), deployment("web", image="memcached"))).body["spec"]
+    assert spec["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+    }
+    assert spec["revisionHistoryLimit"] == 10
+    assert spec["progressDeadlineSeconds"] == 600
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Always"
+    assert pod["dnsPolicy"] == "ClusterFirst"
+    assert pod["schedulerName"] == "default-scheduler"
+    assert pod["terminationGracePeriodSeconds"] == 30
+    assert pod["securityContext"] == {}
+    [container] = pod["containers"]
+    assert container["terminationMessagePath"] == "/dev/termination-log"
+    assert container["terminationMessagePolicy"] == "File"
+    assert container["imagePullPolicy"] == "Always"  # untagged image means :latest
+    assert container["ports"] == [{"containerPort": 11211, "protocol": "TCP"}]
+    assert container["resources"] == {}
+
+
+async def test_image_pull_policy_follows_the_tag(http: Http, namespace: str) -> None:
+    tagged = (await http.post(deploy_path(namespace), deployment("a", image="memcached:1.6"))).body
+    latest = (await http.post(deploy_path(namespace), deployment("b", image="memcached:latest"))).body
+    assert tagged["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    assert latest["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] == "Always"
+
+
+async def test_deployment_validation(http: Http, namespace: str) -> None:
+    body = deployment("web")
+    body["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    reply = await http.post(deploy_path(namespace), body)
+    assert reply.status == 422
+    assert reply.body["message"] == (
+        'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: '
+        'map[string]string{"app":"other"}: `selector` does not match template `labels`'
+    )
+    assert reply.body["details"]["group"] == "apps"
+    assert reply.body["details"]["kind"] == "Deployment"
+
+
+async def test_pod_defaults(http: Http, namespace: str) -> None:
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}
+    created = (await http.post(f"/api/v1/namespaces/{namespace}/pods", pod)).body
+    assert created["spec"]["enableServiceLinks"] is True
+    assert created["spec"]["restartPolicy"] == "Always"
+    assert created["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    assert created["status"]["phase"] == "Pending"
+    assert created["status"]["qosClass"] == "BestEffort"
+
+
+async def test_delete_answers_status_or_object(http: Http, namespace: str) -> None:
+    cm = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body
+    reply = await http.delete(cm_path(namespace, "a"))
+    assert reply.status == 200
+    assert reply.body == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": "a", "kind": "configmaps", "uid": cm["metadata"]["uid"]},
+    }
+    assert (await http.get(cm_path(namespace, "a"))).status == 404
+    assert (await http.delete(cm_path(namespace, "a"))).status == 404
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}
+    await http.post(f"/api/v1/namespaces/{namespace}/pods", pod)
+    deleted_pod = await http.delete(f"/api/v1/namespaces/{namespace}/pods/p")
+    assert deleted_pod.status == 200
+    assert deleted_pod.body["kind"] == "Pod"  # pods answer with the object
+
+
+async def test_finalizers_hold_deletion(http: Http, namespace: str) -> None:
+    created = (
+        await http.post(cm_path(namespace), {"metadata": {"name": "a", "finalizers": ["example.com/hold"]}})
+    ).body
+    reply = await http.delete(cm_path(namespace, "a"))
+    assert reply.status == 200
+    held = reply.body
+    assert held["kind"] == "ConfigMap"
+    assert RFC3339.match(held["metadata"]["deletionTimestamp"])
+    assert held["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert int(held["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+    assert (await http.get(cm_path(namespace, "a"))).status == 200
+
+    adding = await http.patch(
+        cm_path(namespace, "a"), {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}
+    )
+    assert adding.status == 422
+    assert adding.body["message"] == (
+        'ConfigMap "a" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is '
+        'being deleted, found new finalizers []string{"example.com/more"}'
+    )
+    released = await http.patch(cm_path(namespace, "a"), {"metadata": {"finalizers": None}})
+    assert released.status == 200
+    assert (await http.get(cm_path(namespace, "a"))).status == 404
+
+
+async def test_delete_preconditions(http: Http, namespace: str) -> None:
+    created = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body
+    wrong_uid = await http.delete(
+        cm_path(namespace, "a"), {"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}
+    )
+    assert wrong_uid.status == 409
+    assert wrong_uid.body["reason"] == "Conflict"
+    assert wrong_uid.body["message"] == (
+        'Operation cannot be fulfilled on ConfigMap "a": the UID in the precondition '
+        f"(00000000-0000-0000-0000-000000000000) does not match the UID in record ({created['metadata']['uid']}). "
+        "The object might have been deleted and then recreated"
+    )
+    wrong_rv = await http.delete(cm_path(namespace, "a"), {"preconditions": {"resourceVersion": "1"}})
+    assert wrong_rv.status == 409
+    right = await http.delete(
+        cm_path(namespace, "a"),
+        {
+            "preconditions": {
+                "uid": created["metadata"]["uid"],
+                "resourceVersion": created["metadata"]["resourceVersion"],
+            }
+        },
+    )
+    assert right.status == 200
+
+
+@pytest.mark.fake_only
+async def test_propagation_policies_add_gc_finalizers(http: Http, namespace: str) -> None:
+    # A real cluster's garbage collector removes these finalizers at once.
+    for name, policy, finalizer in (("f", "Foreground", "foregroundDeletion"), ("o", "Orphan", "orphan")):
+        await http.post(deploy_path(namespace), deployment(name))
+        reply = await http.delete(deploy_path(namespace, name), query={"propagationPolicy": policy})
+        assert reply.status == 200
+        assert reply.body["metadata"]["finalizers"] == [finalizer]
+        assert reply.body["metadata"]["deletionTimestamp"]
+        assert reply.body["metadata"]["generation"] == 2  # marking for deletion bumps it
+    await http.post(deploy_path(namespace), deployment("b"))
+    background = await http.delete(deploy_path(namespace, "b"), {"propagationPolicy": "Background"})
+    assert background.body["kind"] == "Status"
+    bad = await http.delete(deploy_path(namespace, "f"), query={"propagationPolicy": "Sometimes"})
+    assert bad.status == 422
+
+
+async def test_deletecollection_with_a_label_selector(http: Http, namespace: str) -> None:
+    for name, tier in (("a", "x"), ("b", "x"), ("c", "y")):
+        await http.post(cm_path(namespace), {"metadata": {"name": name, "labels": {"tier": tier}}})
+    reply = await http.delete(cm_path(namespace), query={"labelSelector": "tier=x"})
+    assert reply.status == 200
+    assert reply.body["kind"] == "ConfigMapList"
+    remaining = (await http.get(cm_path(namespace), query={"labelSelector": "tier"})).body["items"]
+    assert [i["metadata"]["name"] for i in remaining] == ["c"]
+
+
+async def test_initial_namespaces_exist(http: Http) -> None:
+    names = {i["metadata"]["name"] for i in (await http.get("/api/v1/namespaces")).body["items"]}
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
+
+
+async def test_default_namespace_cannot_be_deleted(http: Http) -> None:
+    reply = await http.delete("/api/v1/namespaces/default")
+    assert reply.status == 403
+    assert reply.body["message"] == 'namespaces "default" is forbidden: this namespace may not be deleted'
+
+
+@pytest.mark.fake_only
+async def test_namespace_deletion_terminates(http: Http, namespace: str) -> None:
+    # Without the simulated namespace controller the namespace stays Terminating.
+    reply = await http.delete(f"/api/v1/namespaces/{namespace}")
+    assert reply.status == 200
+    assert reply.body["status"]["phase"] == "Terminating"
+    assert reply.body["metadata"]["deletionTimestamp"]
+    assert reply.body["spec"]["finalizers"] == ["kubernetes"]
+    create = await http.post(cm_path(namespace), {"metadata": {"name": "late"}})
+    assert create.status == 403
+    assert create.body["message"] == (
+        f'configmaps "late" is forbidden: unable to create new content in namespace {namespace} because it is '
+        "being terminated"
+    )
+    again = await http.delete(f"/api/v1/namespaces/{namespace}")
+    assert again.status == 409
+    finalize = await http.put(
+        f"/api/v1/namespaces/{namespace}/finalize", {**reply.body, "spec": {"finalizers": []}}
+    )
+    assert finalize.status == 200
+    assert (await http.get(f"/api/v1/namespaces/{namespace}")).status == 404
+
+
+async def test_events_share_storage_across_versions(http: Http, namespace: str) -> None:
+    core_event = {
+        "metadata": {"name": "e1"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace},
+        "reason": "Started",
+        "message": "hello",
+        "type": "Normal",
+        "source": {"component": "memop"},
+        "count": 3,
+        "firstTimestamp": "2024-01-01T00:00:00Z",
+        "lastTimestamp": "2024-01-01T00:00:05Z",
+    }
+    assert (await http.post(f"/api/v1/namespaces/{namespace}/events", core_event)).status == 201
+    new = (await http.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/e1")).body
+    assert new["apiVersion"] == "events.k8s.io/v1"
+    assert new["regarding"]["name"] == "p"
+    assert new["note"] == "hello"
+    assert new["reason"] == "Started"
+    assert new["deprecatedSource"] == {"component": "memop"}
+    assert new["deprecatedCount"] == 3
+
+    events_v1 = {
+        "metadata": {"name": "e2"},
+        "eventTime": "2024-01-01T00:00:00.000000Z",
+        "reportingController": "memop.example.com/operator",
+        "reportingInstance": "memop-0",
+        "action": "Reconcile",
+        "reason": "Scaled",
+        "regarding": {"kind": "Deployment", "name": "d", "namespace": namespace},
+        "note": "scaled to 3",
+        "type": "Normal",
+        "series": {"count": 2, "lastObservedTime": "2024-01-01T00:01:00.000000Z"},
+    }
+    created = await http.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", events_v1)
+    assert created.status == 201, created.body
+    core = (await http.get(f"/api/v1/namespaces/{namespace}/events/e2")).body
+    assert core["involvedObject"]["name"] == "d"
+    assert core["message"] == "scaled to 3"
+    assert core["reportingComponent"] == "memop.example.com/operator"
+    assert core["series"]["count"] == 2
+    selected = await http.get(
+        f"/api/v1/namespaces/{namespace}/events", query={"fieldSelector": "involvedObject.name=d"}
+    )
+    assert [e["metadata"]["name"] for e in selected.body["items"]] == ["e2"]
+
+
+async def test_events_k8s_io_requires_its_fields(http: Http, namespace: str) -> None:
+    reply = await http.post(
+        f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+        {"metadata": {"name": "e"}, "regarding": {"namespace": namespace}, "type": "Normal"},
+    )
+    assert reply.status == 422
+    fields = {c["field"] for c in reply.body["details"]["causes"]}
+    assert {"eventTime"} <= fields
+
+
+async def test_status_writes_are_owned_separately(http: Http, namespace: str) -> None:
+    await http.post(deploy_path(namespace), deployment("web"), query={"fieldManager": "creator"})
+    await http.patch(
+        deploy_path(namespace, "web") + "/status",
+        {"status": {"replicas": 1}},
+        query={"fieldManager": "status-writer"},
+    )
+    managed = (await http.get(deploy_path(namespace, "web"))).body["metadata"]["managedFields"]
+    by_manager = {(m["manager"], m.get("subresource")): m for m in managed}
+    assert ("creator", None) in by_manager
+    status_entry = by_manager[("status-writer", "status")]
+    assert status_entry["fieldsV1"] == {"f:status": {"f:replicas": {}}}
+    assert "f:status" not in by_manager[("creator", None)]["fieldsV1"]

@@ -1,0 +1,135 @@
+"""PATCH over HTTP: merge, JSON and strategic merge patches, their failures and concurrency."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from tests.conftest import Http
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+
+
+def cm_path(ns: str, name: str = "") -> str:
+    return f"/api/v1/namespaces/{ns}/configmaps" + (f"/{name}" if name else "")
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {"name": "main", "image": "memcached:1.6", "env": [{"name": "A", "value": "1"}]},
+                        {"name": "side", "image": "busybox:1.36"},
+                    ]
+                },
+            },
+        },
+    }
+
+
+async def test_merge_patch_sets_and_removes(http: Http, namespace: str) -> None:
+    await http.post(cm_path(namespace), {"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v", "j": "w"}})
+    reply = await http.patch(cm_path(namespace, "a"), {"metadata": {"labels": {"y": "2"}}, "data": {"j": None}})
+    assert reply.status == 200
+    assert reply.body["metadata"]["labels"] == {"x": "1", "y": "2"}
+    assert reply.body["data"] == {"k": "v"}
+
+
+async def test_json_patch_and_its_failures(http: Http, namespace: str) -> None:
+    await http.post(cm_path(namespace), {"metadata": {"name": "a"}, "data": {"k": "v"}})
+    ok = await http.patch(
+        cm_path(namespace, "a"),
+        [{"op": "test", "path": "/data/k", "value": "v"}, {"op": "add", "path": "/data/n", "value": "1"}],
+        content_type=JSON_PATCH,
+    )
+    assert ok.status == 200
+    assert ok.body["data"] == {"k": "v", "n": "1"}
+    failed_test = await http.patch(
+        cm_path(namespace, "a"), [{"op": "test", "path": "/data/k", "value": "other"}], content_type=JSON_PATCH
+    )
+    assert failed_test.status == 422
+    assert failed_test.body["reason"] == "Invalid"
+    assert failed_test.body["message"] == "the server rejected our request due to an error in our request"
+    missing = await http.patch(cm_path(namespace, "a"), [{"op": "remove", "path": "/data/nope"}],
+                               content_type=JSON_PATCH)
+    assert missing.status == 422
+    malformed = await http.patch(cm_path(namespace, "a"), {"op": "add"}, content_type=JSON_PATCH)
+    assert malformed.status == 400
+    assert malformed.body["reason"] == "BadRequest"
+
+
+async def test_strategic_merge_patch_merges_containers_by_name(http: Http, namespace: str) -> None:
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    assert (await http.post(path, deployment("web"))).status == 201
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "memcached:1.6.22"}]}}}}
+    reply = await http.patch(f"{path}/web", patch, content_type=STRATEGIC)
+    assert reply.status == 200
+    containers = reply.body["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["main", "side"]
+    assert containers[0]["image"] == "memcached:1.6.22"
+    assert containers[0]["env"] == [{"name": "A", "value": "1"}]
+    merge = await http.patch(f"{path}/web", patch, content_type=MERGE)
+    assert [c["name"] for c in merge.body["spec"]["template"]["spec"]["containers"]] == ["main"]
+
+
+async def test_unsupported_patch_type_is_415(http: Http, namespace: str) -> None:
+    await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
+    reply = await http.request("PATCH", cm_path(namespace, "a"), body=b"data: {}", content_type="text/plain")
+    assert reply.status == 415
+    assert reply.body["reason"] == "UnsupportedMediaType"
+    assert reply.body["message"].startswith(
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
+    )
+
+
+@pytest.mark.fake_only
+async def test_server_side_apply_is_not_served(http: Http, namespace: str) -> None:
+    await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
+    reply = await http.request(
+        "PATCH", cm_path(namespace, "a"), body={}, content_type="application/apply-patch+yaml",
+        query={"fieldManager": "x"},
+    )
+    assert reply.status == 415
+
+
+async def test_patch_carrying_a_resource_version_is_conditional(http: Http, namespace: str) -> None:
+    created = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body
+    rv = created["metadata"]["resourceVersion"]
+    first = await http.patch(cm_path(namespace, "a"), {"metadata": {"resourceVersion": rv}, "data": {"x": "1"}})
+    assert first.status == 200
+    stale = await http.patch(cm_path(namespace, "a"), {"metadata": {"resourceVersion": rv}, "data": {"x": "2"}})
+    assert stale.status == 409
+    assert stale.body["reason"] == "Conflict"
+    assert stale.body["message"].startswith('Operation cannot be fulfilled on configmaps "a": the object has been')
+
+
+async def test_patch_of_a_missing_object_is_404(http: Http, namespace: str) -> None:
+    reply = await http.patch(cm_path(namespace, "nope"), {"data": {"x": "1"}})
+    assert reply.status == 404
+    assert reply.body["message"] == 'configmaps "nope" not found'
+
+
+async def test_no_op_patch_keeps_the_resource_version(http: Http, namespace: str) -> None:
+    created = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}, "data": {"x": "1"}})).body
+    reply = await http.patch(cm_path(namespace, "a"), {"data": {"x": "1"}})
+    assert reply.status == 200
+    assert reply.body["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_status_patch_ignores_spec(http: Http, namespace: str) -> None:
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    await http.post(path, deployment("web"))
+    reply = await http.patch(f"{path}/web/status", {"spec": {"replicas": 5}, "status": {"replicas": 2}})
+    assert reply.status == 200
+    assert reply.body["spec"]["replicas"] == 1
+    assert reply.body["status"] == {"replicas": 2}

@@ -1,0 +1,235 @@
+"""WATCH over HTTP: replay from a resourceVersion, initial events, selectors, bookmarks, expiry
+and timeouts, read both raw and through kubernetes_asyncio's Watch."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from kubernetes_asyncio import client, watch
+
+from memop.testing.server import ApiServer
+
+if TYPE_CHECKING:
+    from tests.conftest import ClusterHandle, Http
+
+
+def cm_path(ns: str, name: str = "") -> str:
+    return f"/api/v1/namespaces/{ns}/configmaps" + (f"/{name}" if name else "")
+
+
+def summary(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(e["type"], e["object"]["metadata"]["name"]) for e in events]
+
+
+async def test_watch_replays_changes_after_a_resource_version(http: Http, namespace: str) -> None:
+    start = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body["metadata"]["resourceVersion"]
+    await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
+    await http.put(cm_path(namespace, "a"), {"metadata": {"name": "a"}, "data": {"x": "1"}})
+    b_last = (await http.get(cm_path(namespace, "b"))).body
+    await http.delete(cm_path(namespace, "b"))
+    async with http.watch(cm_path(namespace), {"resourceVersion": start}) as stream:
+        assert stream.status == 200
+        events = await stream.take(3)
+        assert summary(events) == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
+        assert events[1]["object"]["data"] == {"x": "1"}
+        assert events[0]["object"]["kind"] == "ConfigMap"
+        assert events[0]["object"]["apiVersion"] == "v1"
+        deleted = events[2]["object"]
+        assert int(deleted["metadata"]["resourceVersion"]) > int(b_last["metadata"]["resourceVersion"])
+        assert deleted["metadata"]["uid"] == b_last["metadata"]["uid"]
+        await http.post(cm_path(namespace), {"metadata": {"name": "c"}})
+        live = await stream.next_not_bookmark()
+        assert live is not None
+        assert summary([live]) == [("ADDED", "c")]
+
+
+async def test_watch_without_a_version_starts_with_the_current_objects(http: Http, namespace: str) -> None:
+    for name in ("a", "b"):
+        await http.post(cm_path(namespace), {"metadata": {"name": name}})
+    async with http.watch(cm_path(namespace)) as stream:
+        initial = await stream.take(2)
+        assert sorted(summary(initial)) == [("ADDED", "a"), ("ADDED", "b")]
+        await http.delete(cm_path(namespace, "a"))
+        event = await stream.next_not_bookmark()
+        assert event is not None
+        assert summary([event]) == [("DELETED", "a")]
+
+
+async def test_watch_is_scoped_to_its_namespace(http: Http, namespace: str, cluster: ClusterHandle) -> None:
+    other = f"{namespace}-other"
+    await http.post("/api/v1/namespaces", {"metadata": {"name": other}})
+    try:
+        rv = (await http.get(cm_path(namespace))).body["metadata"]["resourceVersion"]
+        async with http.watch(cm_path(namespace), {"resourceVersion": rv}) as scoped, http.watch(
+            "/api/v1/configmaps", {"resourceVersion": rv, "fieldSelector": f"metadata.namespace={other}"}
+        ) as everywhere:
+            await http.post(cm_path(other), {"metadata": {"name": "elsewhere"}})
+            await http.post(cm_path(namespace), {"metadata": {"name": "here"}})
+            mine = await scoped.next_not_bookmark()
+            assert mine is not None
+            assert summary([mine]) == [("ADDED", "here")]
+            theirs = await everywhere.next_not_bookmark()
+            assert theirs is not None
+            assert summary([theirs]) == [("ADDED", "elsewhere")]
+    finally:
+        if cluster.real:
+            await http.delete(f"/api/v1/namespaces/{other}")
+
+
+async def test_label_selector_watch_sees_objects_enter_and_leave(http: Http, namespace: str) -> None:
+    rv = (await http.get(cm_path(namespace))).body["metadata"]["resourceVersion"]
+    async with http.watch(cm_path(namespace), {"resourceVersion": rv, "labelSelector": "app=x"}) as stream:
+        await http.post(cm_path(namespace), {"metadata": {"name": "m", "labels": {"app": "x"}}})
+        await http.post(cm_path(namespace), {"metadata": {"name": "ignored", "labels": {"app": "y"}}})
+        await http.patch(cm_path(namespace, "m"), {"data": {"k": "v"}})
+        left = await http.patch(cm_path(namespace, "m"), {"metadata": {"labels": {"app": "y"}}})
+        await http.patch(cm_path(namespace, "m"), {"metadata": {"labels": {"app": "x"}}})
+        await http.delete(cm_path(namespace, "m"))
+        events = [await stream.next_not_bookmark() for _ in range(5)]
+        assert summary([e for e in events if e is not None]) == [
+            ("ADDED", "m"), ("MODIFIED", "m"), ("DELETED", "m"), ("ADDED", "m"), ("DELETED", "m"),
+        ]
+        stopped = events[2]
+        assert stopped is not None
+        # The object that stopped matching arrives with its previous content and the change's version.
+        assert stopped["object"]["metadata"]["labels"] == {"app": "x"}
+        assert stopped["object"]["metadata"]["resourceVersion"] == left.body["metadata"]["resourceVersion"]
+
+
+async def test_watch_of_one_object_by_name(http: Http, namespace: str) -> None:
+    rv = (await http.get(cm_path(namespace))).body["metadata"]["resourceVersion"]
+    query = {"resourceVersion": rv, "fieldSelector": "metadata.name=target"}
+    async with http.watch(cm_path(namespace), query) as stream:
+        await http.post(cm_path(namespace), {"metadata": {"name": "other"}})
+        await http.post(cm_path(namespace), {"metadata": {"name": "target"}})
+        event = await stream.next_not_bookmark()
+        assert event is not None
+        assert summary([event]) == [("ADDED", "target")]
+
+
+async def test_timeout_seconds_ends_the_stream_cleanly(http: Http, namespace: str) -> None:
+    rv = (await http.get(cm_path(namespace))).body["metadata"]["resourceVersion"]
+    started = time.monotonic()
+    async with http.watch(cm_path(namespace), {"resourceVersion": rv, "timeoutSeconds": 1}) as stream:
+        assert await stream.next_not_bookmark(timeout=10) is None
+    assert time.monotonic() - started < 5
+
+
+async def test_kubernetes_asyncio_watch_reads_the_stream(cluster: ClusterHandle, namespace: str) -> None:
+    api = cluster.api_client()
+    core = client.CoreV1Api(api)
+    await core.create_namespaced_config_map(namespace, {"metadata": {"name": "a"}})
+    listed = await core.list_namespaced_config_map(namespace)
+    seen: list[tuple[str, str]] = []
+
+    async def consume() -> None:
+        async with watch.Watch() as w:
+            async for event in w.stream(core.list_namespaced_config_map, namespace,
+                                        resource_version=listed.metadata.resource_version, timeout_seconds=5,
+                                        _request_timeout=10):
+                seen.append((event["type"], event["object"].metadata.name))
+                if len(seen) == 2:
+                    w.stop()
+
+    task = asyncio.create_task(consume())
+    await core.create_namespaced_config_map(namespace, {"metadata": {"name": "b"}})
+    await core.delete_namespaced_config_map("a", namespace)
+    await asyncio.wait_for(task, 10)
+    assert seen == [("ADDED", "b"), ("DELETED", "a")]
+
+
+@pytest.mark.fake_only
+async def test_a_version_older_than_the_history_gets_an_expired_error_event(
+    http: Http, namespace: str, cluster: ClusterHandle
+) -> None:
+    old = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body["metadata"]["resourceVersion"]
+    await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
+    cluster.fake.compact()
+    current = cluster.fake.store.resource_version
+    async with http.watch(cm_path(namespace), {"resourceVersion": old}) as stream:
+        assert stream.status == 200
+        event = await stream.next()
+        assert event is not None
+        assert event["type"] == "ERROR"
+        assert event["object"] == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": f"too old resource version: {old} ({current})",
+            "reason": "Expired",
+            "code": 410,
+        }
+        assert await stream.next() is None
+    # Watching from the newest version still works after a compaction.
+    async with http.watch(cm_path(namespace), {"resourceVersion": str(current)}) as stream:
+        await http.post(cm_path(namespace), {"metadata": {"name": "c"}})
+        event = await stream.next_not_bookmark()
+        assert event is not None
+        assert summary([event]) == [("ADDED", "c")]
+
+
+async def test_history_size_bounds_the_replay() -> None:
+    async with ApiServer(history_size=3) as server:
+        store = server.store
+        cms = store.resource("", "v1", "configmaps")
+        first = store.create(cms, "default", {"metadata": {"name": "a"}})
+        for name in ("b", "c", "d", "e"):
+            store.create(cms, "default", {"metadata": {"name": name}})
+        api = client.ApiClient(server.client_configuration())
+        try:
+            from tests.conftest import Http  # noqa: PLC0415 - the conftest module is importable here
+
+            http = Http(api)
+            async with http.watch(cm_path("default"), {"resourceVersion": first["metadata"]["resourceVersion"]}) as s:
+                event = await s.next()
+                assert event is not None
+                assert event["type"] == "ERROR"
+                assert event["object"]["code"] == 410
+        finally:
+            await api.close()
+
+
+async def test_bookmarks_arrive_periodically() -> None:
+    async with ApiServer(bookmark_interval=0.05) as server:
+        api = client.ApiClient(server.client_configuration())
+        try:
+            from tests.conftest import Http  # noqa: PLC0415
+
+            http = Http(api)
+            rv = server.store.resource_version
+            async with http.watch(cm_path("default"), {"resourceVersion": rv, "allowWatchBookmarks": True}) as s:
+                server.store.create(server.store.resource("", "v1", "configmaps"), "default",
+                                    {"metadata": {"name": "a"}})
+                added = await s.next()
+                assert added is not None
+                assert added["type"] == "ADDED"
+                bookmark = await s.next()
+                assert bookmark == {
+                    "type": "BOOKMARK",
+                    "object": {"kind": "ConfigMap", "apiVersion": "v1",
+                               "metadata": {"resourceVersion": added["object"]["metadata"]["resourceVersion"]}},
+                }
+            async with http.watch(cm_path("default"), {"resourceVersion": rv}) as s:
+                # Without allowWatchBookmarks no bookmark is sent; the stream ends at its timeout.
+                await s.next()  # the ADDED replayed from history
+                with pytest.raises(TimeoutError):
+                    await s.next(timeout=0.3)
+        finally:
+            await api.close()
+
+
+@pytest.mark.fake_only
+async def test_send_initial_events_ends_with_a_marked_bookmark(http: Http, namespace: str) -> None:
+    await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
+    query = {"sendInitialEvents": True, "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": True}
+    async with http.watch(cm_path(namespace), query) as stream:
+        added, bookmark = await stream.take(2)
+        assert summary([added]) == [("ADDED", "a")]
+        assert bookmark["type"] == "BOOKMARK"
+        assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    bad = await http.get(cm_path(namespace), query={"watch": "true", "sendInitialEvents": "true"})
+    assert bad.status == 422

@@ -1,0 +1,164 @@
+"""``python -m memop.testing serve`` as a real process, driven by kubectl."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+"""
+
+
+def widget(name: str, size: int) -> str:
+    return f"apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\nspec:\n  size: {size}\n"
+
+
+def read_line_containing(proc: subprocess.Popen[str], needle: str, timeout: float) -> str:
+    """The first line ``proc`` prints that contains ``needle``, read with a deadline."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    seen: list[str] = []
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if not sel.select(left):
+                break
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if needle in line:
+                return line
+    raise AssertionError(f"no line containing {needle!r} within {timeout} s; got {seen!r}")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memop.testing",
+            "serve",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--simulate-controllers",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not kubeconfig.exists():
+            assert proc.poll() is None, f"the server exited early: {proc.communicate()}"
+            assert time.monotonic() < deadline, "the kubeconfig was never written"
+            time.sleep(0.05)
+        yield proc, kubeconfig
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_serve_help_lists_the_options() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "memop.testing", "serve", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for flag in (
+        "--kubeconfig",
+        "--port",
+        "--simulate-controllers",
+        "--pod-ready-delay",
+        "--bookmark-interval",
+        "--history-size",
+    ):
+        assert flag in out
+
+
+def test_serve_requires_a_kubeconfig_path() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "memop.testing", "serve"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2
+    assert "--kubeconfig" in result.stderr
+
+
+def test_sigint_stops_the_server_cleanly(served: tuple[subprocess.Popen[str], Path]) -> None:
+    proc, kubeconfig = served
+    assert "current-context" in kubeconfig.read_text()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 0
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
+def test_kubectl_drives_the_served_api(served: tuple[subprocess.Popen[str], Path], tmp_path: Path) -> None:
+    proc, kubeconfig = served
+    banner = read_line_containing(proc, "listening", timeout=10)
+    assert "http://127.0.0.1:" in banner
+    assert str(kubeconfig) in banner
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+
+    def kubectl(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["kubectl", *args], input=stdin, capture_output=True, text=True, env=env, timeout=60, check=check
+        )
+
+    kubectl("apply", "-f", "-", stdin=CRD)
+    kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=30s")
+    kubectl("apply", "-f", "-", stdin=widget("first", 1))
+    assert kubectl("get", "widget", "first", "-o", "jsonpath={.spec.size}").stdout == "1"
+
+    watcher = subprocess.Popen(
+        ["kubectl", "get", "widgets", "-w", "-o", "name"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        read_line_containing(watcher, "widget.example.com/first", timeout=30)
+        kubectl("apply", "-f", "-", stdin=widget("second", 2))
+        read_line_containing(watcher, "widget.example.com/second", timeout=30)
+    finally:
+        watcher.terminate()
+        watcher.communicate(timeout=10)
+
+    kubectl("delete", "widget", "first")
+    missing = kubectl("get", "widget", "first", check=False)
+    assert missing.returncode != 0
+    assert "NotFound" in missing.stderr
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
