@@ -36,7 +36,7 @@ async def install_crd(client: Client, definition: dict[str, Any] | None = None) 
         conditions = (current.get("status") or {}).get("conditions") or []
         return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
-    await wait_for(established, timeout=30)  # type: ignore[arg-type]  # mypy cannot infer T from a coroutine function
+    await wait_for(established, timeout=30)
 
 
 class RunningOperator:

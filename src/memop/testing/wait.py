@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -15,13 +15,33 @@ class WaitTimeout(AssertionError):
     """The condition did not hold before the deadline (an AssertionError, so pytest shows it)."""
 
 
+@overload
 async def wait_for(
-    predicate: Callable[[], T | Awaitable[T]],
+    predicate: Callable[[], Awaitable[T]],
     timeout: float = 10.0,
     *,
     interval: float = 0.01,
     message: str | Callable[[], str] | None = None,
-) -> T:
+) -> T: ...
+
+
+@overload
+async def wait_for(
+    predicate: Callable[[], T],
+    timeout: float = 10.0,
+    *,
+    interval: float = 0.01,
+    message: str | Callable[[], str] | None = None,
+) -> T: ...
+
+
+async def wait_for(
+    predicate: Callable[[], Any],
+    timeout: float = 10.0,
+    *,
+    interval: float = 0.01,
+    message: str | Callable[[], str] | None = None,
+) -> Any:
     """Poll ``predicate`` (sync or async) until it returns something truthy, and return that.
 
     Exceptions raised by the predicate propagate at once. At the deadline, raise
@@ -29,7 +49,7 @@ async def wait_for(
     (a string, or a callable producing one, for state worth showing).
     """
     deadline = time.monotonic() + timeout
-    last: T | None = None
+    last: Any = None
     while True:
         result = predicate()
         if inspect.isawaitable(result):

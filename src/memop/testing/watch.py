@@ -47,6 +47,7 @@ class Watcher:
     """One open watch: what it selects and the encoded lines waiting to be written."""
 
     __slots__ = (
+        "_waiter",
         "bookmarks",
         "closing",
         "dropped",
@@ -58,7 +59,6 @@ class Watcher:
         "served",
         "transport",
         "unfiltered",
-        "_waiter",
     )
 
     def __init__(

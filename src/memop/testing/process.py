@@ -1,0 +1,176 @@
+"""Run ``python -m memop`` as a real subprocess, for tests and benchmarks.
+
+Probes and metrics bind to free loopback ports (``127.0.0.1:0``); the real ports are read
+from memop's own "serving ... on host:port" log lines, so there is no port race. Output (JSON
+log lines) is collected as it comes and can be waited on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from memop.testing.wait import wait_for
+
+
+class MemopProcess:
+    """One memop process; start with :meth:`start`, end with :meth:`terminate` or :meth:`kill`."""
+
+    def __init__(
+        self,
+        kubeconfig: str | Path,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        metrics: bool = True,
+        probes: bool = True,
+    ) -> None:
+        self.kubeconfig = str(kubeconfig)
+        self.args = list(args)
+        self.env = dict(env or {})
+        self.metrics = metrics
+        self.probes = probes
+        self.lines: list[str] = []
+        self.records: list[dict[str, Any]] = []
+        self.process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    @property
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "memop",
+            "--kubeconfig",
+            self.kubeconfig,
+            "--log-format",
+            "json",
+            "--metrics-bind-address",
+            "127.0.0.1:0" if self.metrics else "0",
+            "--health-probe-bind-address",
+            "127.0.0.1:0" if self.probes else "0",
+            *self.args,
+        ]
+
+    async def start(self) -> MemopProcess:
+        env = {**os.environ, **self.env}
+        env.pop("KUBECONFIG", None) if "KUBECONFIG" not in self.env else None
+        self.process = await asyncio.create_subprocess_exec(
+            *self.command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=env,
+        )
+        self._reader = asyncio.create_task(self._read())
+        return self
+
+    async def _read(self) -> None:
+        assert self.process is not None
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            text = line.decode(errors="replace").rstrip("\n")
+            self.lines.append(text)
+            with contextlib.suppress(ValueError):
+                record = json.loads(text)
+                if isinstance(record, dict):
+                    self.records.append(record)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
+
+    def find(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+        return next((r for r in self.records if predicate(r)), None)
+
+    def identity(self) -> str | None:
+        """The leader-election identity memop logged at start."""
+        record = self.find(lambda r: r.get("msg", "").startswith("starting memop"))
+        return None if record is None else record.get("identity")
+
+    def address(self, path: str) -> str | None:
+        """``host:port`` memop serves ``path`` on, once it has logged it."""
+        for record in self.records:
+            msg = record.get("msg", "")
+            if msg.startswith("serving ") and path in msg:
+                return str(msg.rsplit(" on ", 1)[1])
+        return None
+
+    async def wait_log(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30
+    ) -> dict[str, Any]:
+        """The first log record matching ``predicate``, waiting for it up to ``timeout``."""
+        found: dict[str, Any] | None = await wait_for(
+            lambda: self.find(predicate), timeout=timeout, message=self._tail
+        )
+        assert found is not None
+        return found
+
+    async def url(self, path: str, timeout: float = 30) -> str:
+        address = await wait_for(lambda: self.address(path), timeout=timeout, message=self._tail)
+        return f"http://{address}{path}"
+
+    async def get(self, path: str, **headers: str) -> tuple[int, str]:
+        url = await self.url(path)
+        async with aiohttp.ClientSession() as http, http.get(url, headers=headers) as response:
+            return response.status, await response.text()
+
+    async def wait_ready(self, timeout: float = 30) -> None:
+        async def ready() -> bool:
+            if self.returncode is not None:
+                raise AssertionError(f"memop exited with {self.returncode}:\n{self._tail()}")
+            try:
+                status, _ = await self.get("/readyz")
+            except aiohttp.ClientError:
+                return False
+            return status == 200
+
+        await wait_for(ready, timeout=timeout, message=self._tail)
+
+    def send(self, signum: int) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.send_signal(signum)
+
+    async def wait(self, timeout: float = 30) -> int:
+        assert self.process is not None
+        code = await asyncio.wait_for(self.process.wait(), timeout)
+        if self._reader is not None:
+            await self._reader
+        return code
+
+    async def terminate(self, timeout: float = 30) -> int:
+        self.send(signal.SIGTERM)
+        return await self.wait(timeout)
+
+    async def kill(self) -> int:
+        self.send(signal.SIGKILL)
+        return await self.wait()
+
+    async def stop(self) -> None:
+        """End the process however it is (for fixture teardown)."""
+        if self.process is None:
+            return
+        if self.process.returncode is None:
+            try:
+                await self.terminate(timeout=15)
+            except TimeoutError:
+                await self.kill()
+        elif self._reader is not None:
+            await self._reader
+
+    def _tail(self) -> str:
+        return "\n".join(self.lines[-30:])
