@@ -390,3 +390,39 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after("Tue, 14 Nov 2023 22:13:30 GMT", now) == 10.0
     assert parse_retry_after("soon", now) is None
     assert parse_retry_after("nan", now) is None
+
+
+async def test_list_all_relists_in_full_when_a_continue_token_expires() -> None:
+    expired = {
+        "kind": "Status",
+        "status": "Failure",
+        "reason": "Expired",
+        "code": 410,
+        "message": "The provided continue parameter is too old to display a consistent list result.",
+    }
+
+    async def pages(request: web.Request) -> web.StreamResponse:
+        query = request.query
+        if "continue" in query:
+            return web.json_response(expired, status=410)
+        if "limit" in query:
+            page = {"metadata": {"resourceVersion": "10", "continue": "c1"}, "items": [cm("a")]}
+            return web.json_response({"kind": "ConfigMapList", "apiVersion": "v1", **page})
+        items = [{"metadata": {"name": n, "namespace": "ns"}} for n in ("a", "b", "c")]
+        return web.json_response(
+            {
+                "kind": "ConfigMapList",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": "12"},
+                "items": items,
+            }
+        )
+
+    raw = Raw()
+    raw.route("GET", CM_PATH, pages)
+    async with serve(raw), client_for(raw.url) as client:
+        items, rv = await client.list_all(CONFIGMAPS, "ns", page_size=1)
+    assert [i["metadata"]["name"] for i in items] == ["a", "b", "c"]
+    assert all((i["apiVersion"], i["kind"]) == ("v1", "ConfigMap") for i in items)
+    assert rv == "12"
+    assert [dict(r.query) for r in raw.received] == [{"limit": "1"}, {"limit": "1", "continue": "c1"}, {}]

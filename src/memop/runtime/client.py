@@ -114,8 +114,8 @@ class Client:
     - ``timeout``: seconds a normal call may take in total (30 s, a generous bound for a
       single object write; large lists are paginated).
     - ``qps`` / ``burst``: a client-side token bucket in front of every request but watches;
-      None disables it (the default: API Priority and Fairness protects the server, as
-      client-go does since 1.29 when the server supports it). ``burst`` defaults to 10 and
+      None disables it (the default: the server's API Priority and Fairness answers 429 when
+      we ask too much, which is retried). ``burst`` defaults to 10 (client-go's default) and
       means nothing without ``qps``.
     - ``max_retries``: retries after the first attempt (so at most ``max_retries + 1``
       attempts); 0 disables retrying.

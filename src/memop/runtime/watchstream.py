@@ -51,7 +51,8 @@ def parse_event(line: bytes, where: str = "") -> dict[str, Any] | None:
     try:
         event = json.loads(text)
     except ValueError as error:
-        raise
+        log.warning("skipping a malformed watch line%s (%s): %.*r", _on(where), error, _EXCERPT, text)
+        return None
     if not isinstance(event, dict):
         log.warning("skipping a watch line that is not an event%s: %.*r", _on(where), _EXCERPT, text)
         return None
