@@ -11,7 +11,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from memop import __version__, app, manifests
+from memop import __version__, app, demo, manifests
 from memop.options import UsageError, parse_run_args
 
 EXIT_USAGE = 2
@@ -25,11 +25,13 @@ def _tools_parser() -> argparse.ArgumentParser:
     return parser
 
 
-SUBCOMMANDS = frozenset({"manifests"})
+SUBCOMMANDS = frozenset({"manifests", "demo"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "demo":
+        return demo.main(args[1:])
     if args and args[0] in SUBCOMMANDS:
         tool_args = _tools_parser().parse_args(args)
         if tool_args.command == "manifests":
