@@ -1,0 +1,37 @@
+"""The code stays what the project promises: ruff clean, and mypy --strict clean on src/."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]' installs it)")
+    return path
+
+
+def test_ruff_is_clean() -> None:
+    result = subprocess.run(
+        [_tool("ruff"), "check", "src", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_is_clean_on_src() -> None:
+    result = subprocess.run(
+        [_tool("mypy"), "--strict", "src"], cwd=ROOT, capture_output=True, text=True, check=False, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
