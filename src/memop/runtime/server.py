@@ -13,16 +13,24 @@ event loop, so a wedged loop fails the liveness probe by timing out, which is th
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from aiohttp import web
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from memop.runtime.authn import Decision
+
 log = logging.getLogger("memop.server")
 
 Check = Callable[[], str | None]
+
+
+class Authorizer(Protocol):
+    async def decide(self, authorization: str | None, path: str, verb: str = "get") -> Decision: ...
 
 
 @dataclass(frozen=True)
@@ -55,10 +63,14 @@ class ProbeServer:
         probe_address: Address | None,
         metrics_address: Address | None,
         registry: CollectorRegistry = REGISTRY,
+        metrics_tls: ssl.SSLContext | None = None,
+        metrics_authorizer: Authorizer | None = None,
     ) -> None:
         self.probe_address = probe_address
         self.metrics_address = metrics_address
         self.registry = registry
+        self.metrics_tls = metrics_tls
+        self.metrics_authorizer = metrics_authorizer
         self.bound: dict[str, Address] = {}
         self._liveness: dict[str, Check] = {}
         self._readiness: dict[str, Check] = {}
@@ -78,6 +90,8 @@ class ProbeServer:
         # Equal addresses share a server; two ":0" requests are two free ports unless they are
         # the same object (a test asking for one shared server on a free port).
         if probe is not None and (probe is metrics or (probe == metrics and probe.port != 0)):
+            if self.metrics_tls is not None:
+                raise ValueError("secure metrics need their own address, apart from the probes")
             servers.append((probe, probe_routes + metrics_routes))
         else:
             if probe is not None:
@@ -89,7 +103,8 @@ class ProbeServer:
             app.add_routes(app_routes)
             runner = web.AppRunner(app, access_log=None, handle_signals=False)
             await runner.setup()
-            site = web.TCPSite(runner, address.host, address.port)
+            tls = self.metrics_tls if app_routes is metrics_routes else None
+            site = web.TCPSite(runner, address.host, address.port, ssl_context=tls)
             await site.start()
             self._runners.append(runner)
             port = int(runner.addresses[0][1]) if runner.addresses else address.port
@@ -111,6 +126,12 @@ class ProbeServer:
         return _check_response(self._readiness, request)
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        if self.metrics_authorizer is not None:
+            decision = await self.metrics_authorizer.decide(
+                request.headers.get("Authorization"), request.path
+            )
+            if decision.status != 200:
+                return web.Response(status=decision.status, text=decision.reason + "\n")
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
         body = encoder(self.registry)
         return web.Response(body=body, headers={"Content-Type": content_type})
