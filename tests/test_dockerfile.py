@@ -1,0 +1,362 @@
+"""The Dockerfile, checked by parsing it (no container engine here): two stages on
+python:3.11-slim, a runtime stage that installs memop the way the README does and nothing to
+build with, a non-root numeric user, the exact entrypoint, OCI labels from setup.cfg, and a
+.dockerignore that keeps the build context to what the build reads."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import memop
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKERFILE = REPO / "Dockerfile"
+DOCKERIGNORE = REPO / ".dockerignore"
+BASE_IMAGE = "python:3.11-slim"
+BUILD_TOOLS = re.compile(r"\b(apt-get|apt|apk|dnf|yum|gcc|g\+\+|cc|make|build-essential|python3-dev)\b")
+
+
+@dataclass
+class Instruction:
+    keyword: str  # upper case
+    args: str  # the rest of the logical line, continuations joined
+    flags: list[str] = field(default_factory=list)  # leading --flag=value options (RUN --mount=...)
+
+
+@dataclass
+class Stage:
+    base: str
+    name: str
+    instructions: list[Instruction] = field(default_factory=list)
+
+    def all(self, keyword: str) -> list[Instruction]:
+        return [i for i in self.instructions if i.keyword == keyword]
+
+
+def instructions(text: str) -> list[Instruction]:
+    """The Dockerfile's instructions: comments dropped, ``\\`` continuations joined."""
+    result: list[Instruction] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if pending and line.startswith("#"):
+            continue  # a comment inside a continued instruction is skipped by Docker too
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        logical = pending + line
+        pending = ""
+        keyword, _, rest = logical.partition(" ")
+        flags: list[str] = []
+        rest = rest.strip()
+        while keyword.upper() in ("RUN", "COPY", "ADD", "FROM") and rest.startswith("--"):
+            flag, _, rest = rest.partition(" ")
+            flags.append(flag)
+            rest = rest.strip()
+        result.append(Instruction(keyword.upper(), rest, flags))
+    assert not pending, "the Dockerfile ends inside a continued line"
+    return result
+
+
+def substitute(text: str, variables: dict[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), text)
+
+
+def arg_defaults(items: list[Instruction]) -> dict[str, str]:
+    defaults: dict[str, str] = {}
+    for item in items:
+        if item.keyword == "ARG":
+            name, _, value = item.args.partition("=")
+            defaults[name] = shlex.split(value)[0] if value.strip() else ""
+    return defaults
+
+
+def stages() -> list[Stage]:
+    items = instructions(DOCKERFILE.read_text())
+    global_args = arg_defaults(items[: next(i for i, x in enumerate(items) if x.keyword == "FROM")])
+    result: list[Stage] = []
+    for item in items:
+        if item.keyword == "FROM":
+            words = item.args.split()
+            assert len(words) == 3, f"every stage is named: FROM image AS name, not {item.args!r}"
+            assert words[1].upper() == "AS"
+            result.append(Stage(substitute(words[0], global_args), words[2]))
+        elif result:
+            result[-1].instructions.append(item)
+    return result
+
+
+def final() -> Stage:
+    return stages()[-1]
+
+
+def build() -> Stage:
+    [stage] = [s for s in stages() if s.name == "build"]
+    return stage
+
+
+def labels(stage: Stage) -> dict[str, str]:
+    variables = arg_defaults(stage.instructions)
+    result: dict[str, str] = {}
+    for item in stage.all("LABEL"):
+        for pair in shlex.split(item.args):
+            key, _, value = pair.partition("=")
+            result[key] = substitute(value, variables)
+    return result
+
+
+def env(stage: Stage) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for item in stage.all("ENV"):
+        for pair in shlex.split(item.args):
+            key, _, value = pair.partition("=")
+            result[key] = value
+    return result
+
+
+def pip_commands(stage: Stage) -> list[list[str]]:
+    """Every ``pip ...`` command in the stage's RUN lines, as argument lists after ``pip``."""
+    commands: list[list[str]] = []
+    for item in stage.all("RUN"):
+        for command in re.split(r"&&|;", item.args):
+            words = shlex.split(command)
+            while words and "=" in words[0] and not words[0].startswith("-"):
+                words = words[1:]  # VAR=value prefixes
+            if words[:3] == ["python", "-m", "pip"]:
+                words = words[2:]
+            if words and words[0] == "pip":
+                commands.append(words[1:])
+    return commands
+
+
+def positional(args: list[str]) -> list[str]:
+    """The requirement arguments of a pip command (its options all use the --opt=value form)."""
+    return [a for a in args[1:] if not a.startswith("-")]
+
+
+def setup_cfg() -> configparser.ConfigParser:
+    parser = configparser.ConfigParser()
+    parser.read(REPO / "setup.cfg")
+    return parser
+
+
+def readme_install_args() -> list[str]:
+    """The arguments of ``pip install`` in the README's first set-up command."""
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"```sh\n(.*?)```", readme, re.S)
+    assert block is not None, "the README has no sh code block"
+    for line in block.group(1).splitlines():
+        if line.startswith("#") or "pip install" not in line:
+            continue
+        for command in line.split("&&"):
+            words = shlex.split(command)
+            if len(words) > 2 and words[0].endswith("pip") and words[1] == "install":
+                return words[1:]
+    raise AssertionError("no pip install in the README's first code block")
+
+
+# --- structure ---------------------------------------------------------------------------------
+
+
+def test_two_named_stages_on_the_slim_python_311_image() -> None:
+    assert [(s.base, s.name) for s in stages()] == [(BASE_IMAGE, "build"), (BASE_IMAGE, "runtime")]
+
+
+def test_runs_as_a_numeric_non_root_user() -> None:
+    users = final().all("USER")
+    assert users, "the runtime stage sets no USER: it would run as root"
+    uid, _, gid = users[-1].args.partition(":")
+    assert uid.isdigit()
+    assert gid.isdigit()
+    assert (int(uid), int(gid)) == (65532, 65532)
+    for stage in stages():
+        for user in stage.all("USER"):
+            assert user.args.split(":")[0] not in ("0", "root"), f"stage {stage.name} switches to root"
+    # Nothing after the USER runs as root again.
+    last_user = final().instructions.index(users[-1])
+    assert not [i for i in final().instructions[last_user:] if i.keyword in ("RUN", "COPY", "ADD")]
+
+
+def test_entrypoint_is_exactly_python_m_memop() -> None:
+    [entrypoint] = final().all("ENTRYPOINT")
+    assert json.loads(entrypoint.args) == ["python", "-m", "memop"]
+    assert not final().all("CMD")
+
+
+def test_oci_labels_come_from_the_package_metadata() -> None:
+    meta = setup_cfg()["metadata"]
+    found = labels(final())
+    prefix = "org.opencontainers.image."
+    for key in ("title", "description", "source", "licenses", "version"):
+        assert prefix + key in found, f"missing label {prefix}{key}"
+    assert found[prefix + "title"] == meta["name"]
+    assert found[prefix + "description"] == meta["description"]
+    assert found[prefix + "licenses"] == meta["license"]
+    assert found[prefix + "version"] == memop.__version__
+    # The source has no fixed URL yet: it is a build argument.
+    assert "SOURCE_URL" in arg_defaults(final().instructions)
+
+
+def test_runtime_stage_has_no_build_tools_and_no_caches() -> None:
+    for item in final().all("RUN"):
+        assert not BUILD_TOOLS.search(item.args), f"build tooling in the runtime stage: {item.args}"
+    # The wheels are mounted from the build stage for the install, not copied into a layer.
+    assert not final().all("COPY")
+    assert not final().all("ADD")
+    [install] = final().all("RUN")
+    assert any(f.startswith("--mount=type=bind,from=build,") for f in install.flags)
+    removed = [c for c in pip_commands(final()) if c[0] == "uninstall"]
+    assert removed
+    assert {"pip", "setuptools", "wheel"} <= set(positional(removed[0]))
+
+
+@pytest.mark.parametrize("stage", ["build", "runtime"])
+def test_every_pip_install_or_wheel_uses_no_cache_dir(stage: str) -> None:
+    [chosen] = [s for s in stages() if s.name == stage]
+    commands = [c for c in pip_commands(chosen) if c[0] in ("install", "wheel")]
+    assert commands
+    for command in commands:
+        assert "--no-cache-dir" in command, command
+
+
+def test_read_only_root_filesystem_needs_no_writes() -> None:
+    variables = env(final())
+    assert variables["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert variables["HOME"] == "/tmp"  # the Deployment mounts an emptyDir there
+    # Bytecode is compiled while installing (as root), so imports never try to write it later.
+    install = next(c for c in pip_commands(final()) if c[0] == "install")
+    assert "--no-compile" not in install
+
+
+# --- the same install as the README ------------------------------------------------------------
+
+
+def test_installs_memop_the_way_the_readme_does() -> None:
+    """README: ``pip install .`` (the project directory, no extras). The image: ``pip wheel .``
+    in the build stage, then only those wheels, no index, in the runtime stage: the same
+    package, its declared dependencies, no extras."""
+    readme_targets = positional(readme_install_args())
+    assert readme_targets == ["."]
+
+    [wheel] = [c for c in pip_commands(build()) if c[0] == "wheel"]
+    assert positional(wheel) == readme_targets
+    wheel_dir = next(a.split("=", 1)[1] for a in wheel if a.startswith("--wheel-dir="))
+    assert not [a for a in wheel if a.startswith(("--no-deps", "--extra", "-e", "--editable"))]
+
+    [install] = [c for c in pip_commands(final()) if c[0] == "install"]
+    name = setup_cfg()["metadata"]["name"]
+    requirements = [substitute(r, arg_defaults(final().instructions)) for r in positional(install)]
+    assert requirements == [f"{name}=={memop.__version__}"]  # no [extras]
+    assert "--no-index" in install
+    [install_run] = final().all("RUN")
+    mount = next(f for f in install_run.flags if f.startswith("--mount="))
+    mount_target = dict(part.split("=", 1) for part in mount.removeprefix("--mount=").split(","))
+    assert mount_target["source"] == wheel_dir
+    assert f"--find-links={mount_target['target']}" in install
+
+
+def test_build_stage_copies_everything_the_build_reads() -> None:
+    copied: set[str] = set()
+    for item in build().all("COPY"):
+        *sources, _ = item.args.split()
+        copied.update(s.rstrip("/") for s in sources)
+    needed = {"pyproject.toml", "setup.cfg", "src"}
+    # Files setup.cfg pulls in with "file:" (the long description).
+    for section in setup_cfg().values():
+        for value in section.values():
+            needed.update(m.strip() for m in re.findall(r"file:\s*([^\s,]+)", value))
+    assert needed <= copied, f"the build also reads {sorted(needed - copied)}"
+    assert "README.md" in needed
+
+
+# --- .dockerignore -----------------------------------------------------------------------------
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """A .dockerignore pattern (Go filepath.Match plus ``**``) as a regex on slash paths."""
+    out = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out += "(?:.*/)?"
+            i += 3
+        elif pattern.startswith("**", i):
+            out += ".*"
+            i += 2
+        elif pattern[i] == "*":
+            out += "[^/]*"
+            i += 1
+        elif pattern[i] == "?":
+            out += "[^/]"
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.index("]", i)
+            out += pattern[i : end + 1]
+            i = end + 1
+        else:
+            out += re.escape(pattern[i])
+            i += 1
+    return re.compile(out + "$")
+
+
+def ignored(path: str) -> bool:
+    """Whether Docker leaves ``path`` out of the build context: the last matching rule wins,
+    and a rule matching a parent directory matches everything below it."""
+    rules: list[tuple[bool, re.Pattern[str]]] = []
+    for raw in DOCKERIGNORE.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        rules.append((negate, _pattern_regex(line.lstrip("!").strip("/"))))
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    verdict = False
+    for negate, regex in rules:
+        if any(regex.match(prefix) for prefix in prefixes):
+            verdict = not negate
+    return verdict
+
+
+def test_dockerignore_keeps_what_the_build_reads() -> None:
+    sources = sorted(str(p.relative_to(REPO)) for p in (REPO / "src/memop").rglob("*.py"))
+    assert sources
+    for path in ["pyproject.toml", "setup.cfg", "README.md", "src/memop/py.typed", *sources]:
+        assert not ignored(path), f".dockerignore leaves out {path}, which the build needs"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/HEAD",
+        ".venv/bin/python",
+        "tests/test_dockerfile.py",
+        "manifests/default/kustomization.yaml",
+        "bench/workqueue.py",
+        "src/memop/__pycache__/cli.cpython-311.pyc",
+        "src/memop/runtime/__pycache__/client.cpython-311.pyc",
+        "src/memop.egg-info/PKG-INFO",
+        ".mypy_cache/3.11/memop/cli.data.json",
+    ],
+)
+def test_dockerignore_keeps_everything_else_out(path: str) -> None:
+    assert ignored(path)
+
+
+def test_the_ignore_matcher_follows_docker_rules() -> None:
+    """The matcher above, on patterns whose meaning Docker documents."""
+    assert _pattern_regex("*.md").match("README.md")
+    assert not _pattern_regex("*.md").match("docs/README.md")
+    assert _pattern_regex("**/*.go").match("a/b/c.go")
+    assert _pattern_regex("**/*.go").match("c.go")
+    assert _pattern_regex("temp?").match("temp1")
+    assert not _pattern_regex("temp?").match("temp12")
