@@ -26,7 +26,9 @@ from kubernetes_asyncio.client.rest import ApiException
 
 from memop.testing.server import ApiServer
 
-FAKE_ONLY_REASON = "needs the in-memory API server's fault injection; USE_EXISTING_CLUSTER=true"
+FAKE_ONLY_REASON = (
+    "needs the in-memory API server (fault injection or its test controls); USE_EXISTING_CLUSTER=true"
+)
 
 
 def use_existing_cluster() -> bool:

@@ -440,7 +440,7 @@ def test_not_quantity_types() -> None:
 def test_absurd_exponent_is_refused_quickly() -> None:
     with pytest.raises(ValueError, match="exponent"):
         parse_quantity("1e999999999")
-    assert "exponent" in errors_of(mc({"resources": {"limits": {"cpu": "1e99999"}}}))[0]
+    assert "1e99999" in errors_of(mc({"resources": {"limits": {"cpu": "1e99999"}}}))[0]
 
 
 @given(st.text(alphabet="0123456789.+-eEnumkKMGTPi ", max_size=8))

@@ -32,7 +32,9 @@ SCHEMA = {
 }
 
 
-def crd_body(group: str, *, scope: str = "Namespaced", schema: dict[str, Any] | None = None) -> dict[str, Any]:
+def crd_body(
+    group: str, *, scope: str = "Namespaced", schema: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -40,8 +42,13 @@ def crd_body(group: str, *, scope: str = "Namespaced", schema: dict[str, Any] | 
         "spec": {
             "group": group,
             "scope": scope,
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wg"],
-                      "categories": ["memop-test"]},
+            "names": {
+                "plural": "widgets",
+                "singular": "widget",
+                "kind": "Widget",
+                "shortNames": ["wg"],
+                "categories": ["memop-test"],
+            },
             "versions": [
                 {
                     "name": "v1",
@@ -50,11 +57,19 @@ def crd_body(group: str, *, scope: str = "Namespaced", schema: dict[str, Any] | 
                     "schema": {"openAPIV3Schema": schema or SCHEMA},
                     "subresources": {
                         "status": {},
-                        "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
-                                  "labelSelectorPath": ".status.selector"},
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas",
+                            "labelSelectorPath": ".status.selector",
+                        },
                     },
                 },
-                {"name": "v1beta1", "served": True, "storage": False, "schema": {"openAPIV3Schema": schema or SCHEMA}},
+                {
+                    "name": "v1beta1",
+                    "served": True,
+                    "storage": False,
+                    "schema": {"openAPIV3Schema": schema or SCHEMA},
+                },
             ],
         },
     }
@@ -127,8 +142,15 @@ async def test_a_crd_becomes_established_and_served(http: Http, widgets: Widgets
 
 
 async def test_custom_resource_lifecycle(http: Http, widgets: Widgets) -> None:
-    created = await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                               "metadata": {"name": "w"}, "spec": {"size": 2}})
+    created = await http.post(
+        widgets.path(),
+        {
+            "apiVersion": f"{widgets.group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 2},
+        },
+    )
     assert created.status == 201, created.body
     assert created.body["metadata"]["generation"] == 1
     listed = (await http.get(widgets.path())).body
@@ -136,8 +158,15 @@ async def test_custom_resource_lifecycle(http: Http, widgets: Widgets) -> None:
     [item] = listed["items"]
     assert item["kind"] == "Widget"  # custom resource list items keep their type fields
     assert item["apiVersion"] == f"{widgets.group}/v1"
-    unconditional = await http.put(widgets.path("w"), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                                       "metadata": {"name": "w"}, "spec": {"size": 3}})
+    unconditional = await http.put(
+        widgets.path("w"),
+        {
+            "apiVersion": f"{widgets.group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 3},
+        },
+    )
     assert unconditional.status == 422
     assert unconditional.body["message"] == (
         f'widgets.{widgets.group} "w" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be '
@@ -146,13 +175,21 @@ async def test_custom_resource_lifecycle(http: Http, widgets: Widgets) -> None:
     deleted = await http.delete(widgets.path("w"))
     assert deleted.status == 200
     assert deleted.body["kind"] == "Status"
-    assert deleted.body["details"] == {"name": "w", "group": widgets.group, "kind": "widgets",
-                                       "uid": created.body["metadata"]["uid"]}
+    assert deleted.body["details"] == {
+        "name": "w",
+        "group": widgets.group,
+        "kind": "widgets",
+        "uid": created.body["metadata"]["uid"],
+    }
 
 
 async def test_schema_validation_rejects_with_422(http: Http, widgets: Widgets) -> None:
-    body = {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "w"},
-            "spec": {"size": -1, "mode": "c"}}
+    body = {
+        "apiVersion": f"{widgets.group}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"size": -1, "mode": "c"},
+    }
     reply = await http.post(widgets.path(), body)
     assert reply.status == 422
     assert reply.body["reason"] == "Invalid"
@@ -161,27 +198,41 @@ async def test_schema_validation_rejects_with_422(http: Http, widgets: Widgets) 
     assert reply.body["message"].startswith(f'Widget.{widgets.group} "w" is invalid: ')
     causes = {c["field"]: c for c in reply.body["details"]["causes"]}
     assert causes["spec.size"]["reason"] == "FieldValueInvalid"
-    assert causes["spec.size"]["message"] == "Invalid value: -1: spec.size in body should be greater than or equal to 0"
+    assert (
+        causes["spec.size"]["message"]
+        == "Invalid value: -1: spec.size in body should be greater than or equal to 0"
+    )
     assert causes["spec.mode"]["reason"] == "FieldValueNotSupported"
     assert causes["spec.mode"]["message"] == 'Unsupported value: "c": supported values: "a", "b"'
 
 
 async def test_unknown_fields_are_pruned_and_defaults_filled(http: Http, widgets: Widgets) -> None:
-    body = {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "w"},
-            "spec": {"mode": "a", "bogus": True}}
+    body = {
+        "apiVersion": f"{widgets.group}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"mode": "a", "bogus": True},
+    }
     reply = await http.post(widgets.path(), body)
     assert reply.status == 201
     assert reply.body["spec"] == {"mode": "a", "size": 1}
     assert 'unknown field \\"spec.bogus\\"' in reply.headers.get("Warning", "")
-    strict = await http.post(widgets.path(), {**body, "metadata": {"name": "w2"}}, query={"fieldValidation": "Strict"})
+    strict = await http.post(
+        widgets.path(), {**body, "metadata": {"name": "w2"}}, query={"fieldValidation": "Strict"}
+    )
     assert strict.status == 400
     assert strict.body["reason"] == "BadRequest"
     assert strict.body["message"].endswith('strict decoding error: unknown field "spec.bogus"')
 
 
 async def test_status_subresource_of_a_custom_resource(http: Http, widgets: Widgets) -> None:
-    body = {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "w"},
-            "spec": {"size": 1}, "status": {"ready": True}}
+    body = {
+        "apiVersion": f"{widgets.group}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"size": 1},
+        "status": {"ready": True},
+    }
     created = (await http.post(widgets.path(), body)).body
     assert "status" not in created
     status = await http.patch(widgets.path("w") + "/status", {"status": {"ready": True}, "spec": {"size": 5}})
@@ -195,8 +246,15 @@ async def test_status_subresource_of_a_custom_resource(http: Http, widgets: Widg
 
 
 async def test_versions_share_one_storage(http: Http, widgets: Widgets) -> None:
-    await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                     "metadata": {"name": "w"}, "spec": {"size": 2}})
+    await http.post(
+        widgets.path(),
+        {
+            "apiVersion": f"{widgets.group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 2},
+        },
+    )
     beta = (await http.get(widgets.path("w", version="v1beta1"))).body
     assert beta["apiVersion"] == f"{widgets.group}/v1beta1"
     assert beta["spec"] == {"size": 2}
@@ -210,10 +268,13 @@ async def test_versions_share_one_storage(http: Http, widgets: Widgets) -> None:
 
 
 async def test_strategic_merge_patch_is_415_for_custom_resources(http: Http, widgets: Widgets) -> None:
-    await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                     "metadata": {"name": "w"}, "spec": {}})
-    reply = await http.patch(widgets.path("w"), {"spec": {"size": 2}},
-                             content_type="application/strategic-merge-patch+json")
+    await http.post(
+        widgets.path(),
+        {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}},
+    )
+    reply = await http.patch(
+        widgets.path("w"), {"spec": {"size": 2}}, content_type="application/strategic-merge-patch+json"
+    )
     assert reply.status == 415
     assert reply.body["reason"] == "UnsupportedMediaType"
     assert reply.body["message"].startswith(
@@ -224,8 +285,15 @@ async def test_strategic_merge_patch_is_415_for_custom_resources(http: Http, wid
 
 
 async def test_scale_subresource_of_a_custom_resource(http: Http, widgets: Widgets) -> None:
-    await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                     "metadata": {"name": "w"}, "spec": {"replicas": 1}})
+    await http.post(
+        widgets.path(),
+        {
+            "apiVersion": f"{widgets.group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"replicas": 1},
+        },
+    )
     await http.patch(widgets.path("w") + "/status", {"status": {"replicas": 1, "selector": "app=w"}})
     scale = (await http.get(widgets.path("w") + "/scale")).body
     assert scale["kind"] == "Scale"
@@ -240,8 +308,16 @@ async def test_scale_subresource_of_a_custom_resource(http: Http, widgets: Widge
 
 async def test_a_crd_update_changes_the_schema(http: Http, widgets: Widgets) -> None:
     crd = (await http.get(widgets.crd)).body
-    tighter = {**SCHEMA, "properties": {**SCHEMA["properties"], "spec": {
-        "type": "object", "properties": {"size": {"type": "integer", "minimum": 0, "maximum": 3}}}}}
+    tighter = {
+        **SCHEMA,
+        "properties": {
+            **SCHEMA["properties"],
+            "spec": {
+                "type": "object",
+                "properties": {"size": {"type": "integer", "minimum": 0, "maximum": 3}},
+            },
+        },
+    }
     for version in crd["spec"]["versions"]:
         version["schema"] = {"openAPIV3Schema": tighter}
     updated = await http.put(widgets.crd, crd)
@@ -249,8 +325,15 @@ async def test_a_crd_update_changes_the_schema(http: Http, widgets: Widgets) -> 
     assert updated.body["metadata"]["generation"] == 2
 
     async def rejects() -> bool:
-        reply = await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                                 "metadata": {"generateName": "w-"}, "spec": {"size": 5}})
+        reply = await http.post(
+            widgets.path(),
+            {
+                "apiVersion": f"{widgets.group}/v1",
+                "kind": "Widget",
+                "metadata": {"generateName": "w-"},
+                "spec": {"size": 5},
+            },
+        )
         if reply.status == 201:
             await http.delete(widgets.path(reply.body["metadata"]["name"]))
         return reply.status == 422
@@ -260,8 +343,10 @@ async def test_a_crd_update_changes_the_schema(http: Http, widgets: Widgets) -> 
 
 async def test_deleting_a_crd_deletes_its_objects_and_stops_serving(http: Http, widgets: Widgets) -> None:
     for name in ("a", "b"):
-        await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                         "metadata": {"name": name}, "spec": {}})
+        await http.post(
+            widgets.path(),
+            {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {}},
+        )
     async with http.watch(widgets.path(), {"resourceVersion": "0"}) as stream:
         assert len(await stream.take(2)) == 2
         reply = await http.delete(widgets.crd)
@@ -275,7 +360,9 @@ async def test_deleting_a_crd_deletes_its_objects_and_stops_serving(http: Http, 
         while (event := await stream.next(timeout=30)) is not None:
             events.append(event)
         assert {(e["type"], e["object"]["metadata"]["name"]) for e in events if e["type"] == "DELETED"} == {
-            ("DELETED", "a"), ("DELETED", "b")}
+            ("DELETED", "a"),
+            ("DELETED", "b"),
+        }
 
     async def not_served() -> bool:
         return (await http.get(widgets.path())).status == 404
@@ -284,8 +371,15 @@ async def test_deleting_a_crd_deletes_its_objects_and_stops_serving(http: Http, 
 
 
 async def test_a_finalizer_on_a_custom_resource_holds_its_crd(http: Http, widgets: Widgets) -> None:
-    await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                     "metadata": {"name": "held", "finalizers": ["memop.test/hold"]}, "spec": {}})
+    await http.post(
+        widgets.path(),
+        {
+            "apiVersion": f"{widgets.group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "held", "finalizers": ["memop.test/hold"]},
+            "spec": {},
+        },
+    )
     await http.delete(widgets.crd)
 
     async def terminating() -> bool:
@@ -295,8 +389,10 @@ async def test_a_finalizer_on_a_custom_resource_holds_its_crd(http: Http, widget
         return conditions.get("Terminating") == "True" and bool(held["metadata"].get("deletionTimestamp"))
 
     await wait_for(terminating, timeout=30)
-    create = await http.post(widgets.path(), {"apiVersion": f"{widgets.group}/v1", "kind": "Widget",
-                                              "metadata": {"name": "late"}, "spec": {}})
+    create = await http.post(
+        widgets.path(),
+        {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "late"}, "spec": {}},
+    )
     assert create.status in (403, 405)
     await http.patch(widgets.path("held"), {"metadata": {"finalizers": None}})
 
@@ -313,8 +409,10 @@ async def test_cluster_scoped_custom_resources(http: Http, cluster: ClusterHandl
     try:
         await established(http, f"widgets.{group}")
         await wait_for(lambda: _served(http, group), timeout=30)
-        created = await http.post(f"/apis/{group}/v1/widgets", {"apiVersion": f"{group}/v1", "kind": "Widget",
-                                                                "metadata": {"name": "w"}, "spec": {}})
+        created = await http.post(
+            f"/apis/{group}/v1/widgets",
+            {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}},
+        )
         assert created.status == 201
         assert "namespace" not in created.body["metadata"]
         resources = {r["name"]: r for r in (await http.get(f"/apis/{group}/v1")).body["resources"]}
@@ -331,6 +429,8 @@ async def test_an_invalid_crd_is_rejected(http: Http) -> None:
     assert reply.status == 422
     assert reply.body["details"]["kind"] == "CustomResourceDefinition"
     assert reply.body["details"]["group"] == "apiextensions.k8s.io"
-    assert {"field": "metadata.name", "reason": "FieldValueInvalid",
-            "message": 'Invalid value: "wrong.memop.test": must be spec.names.plural+"."+spec.group'} in (
-        reply.body["details"]["causes"])
+    assert {
+        "field": "metadata.name",
+        "reason": "FieldValueInvalid",
+        "message": 'Invalid value: "wrong.memop.test": must be spec.names.plural+"."+spec.group',
+    } in (reply.body["details"]["causes"])

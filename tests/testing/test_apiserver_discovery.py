@@ -51,8 +51,16 @@ async def test_core_and_group_discovery(http: Http) -> None:
     apps = {r["name"]: r for r in (await http.get("/apis/apps/v1")).body["resources"]}
     assert apps["deployments"]["singularName"] == "deployment"
     assert "all" in apps["deployments"]["categories"]
-    assert set(apps["deployments"]["verbs"]) >= {"create", "delete", "deletecollection", "get", "list", "patch",
-                                                  "update", "watch"}
+    assert set(apps["deployments"]["verbs"]) >= {
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch",
+    }
     scale = apps["deployments/scale"]
     assert (scale["group"], scale["version"], scale["kind"]) == ("autoscaling", "v1", "Scale")
     group = (await http.get("/apis/apps")).body
@@ -62,8 +70,16 @@ async def test_core_and_group_discovery(http: Http) -> None:
 
 async def test_the_deployment_scale_subresource(http: Http, namespace: str) -> None:
     path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
-    body = {"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
-        "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
+    body = {
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+            },
+        },
+    }
     await http.post(path, body)
     scale = (await http.get(f"{path}/web/scale")).body
     assert scale["spec"] == {"replicas": 1}
@@ -83,7 +99,11 @@ async def test_openapi_v3_declares_server_side_field_validation(http: Http) -> N
     assert url.startswith("/openapi/v3/apis/apps/v1?hash=")
     spec = (await http.get("/openapi/v3/apis/apps/v1")).body
     patch = spec["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
-    assert patch["x-kubernetes-group-version-kind"] == {"group": "apps", "kind": "Deployment", "version": "v1"}
+    assert patch["x-kubernetes-group-version-kind"] == {
+        "group": "apps",
+        "kind": "Deployment",
+        "version": "v1",
+    }
     assert "fieldValidation" in {p["name"] for p in patch["parameters"]}
 
 
@@ -110,9 +130,13 @@ async def test_the_kubeconfig_works_for_kubernetes_asyncio(tmp_path: Path) -> No
 async def kubectl(cluster: ClusterHandle, *args: str, stdin: str | None = None, check: bool = True) -> str:
     assert KUBECTL is not None
     process = await asyncio.create_subprocess_exec(
-        KUBECTL, "--kubeconfig", str(cluster.kubeconfig), *args,
+        KUBECTL,
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        *args,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(process.communicate(stdin.encode() if stdin is not None else None), 60)
     if check and process.returncode != 0:
@@ -132,8 +156,14 @@ class Watching:
     async def start(cls, cluster: ClusterHandle, *args: str) -> Watching:
         assert KUBECTL is not None
         process = await asyncio.create_subprocess_exec(
-            KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "get", "-w", *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            KUBECTL,
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "get",
+            "-w",
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
         )
         return cls(process)
 
@@ -158,11 +188,25 @@ def widget_crd(group: str) -> dict[str, Any]:
             "group": group,
             "scope": "Namespaced",
             "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "shortNames": ["gd"]},
-            "versions": [{
-                "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
-                    "type": "object", "properties": {"size": {"type": "integer", "minimum": 0}}}}}},
-            }],
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {"size": {"type": "integer", "minimum": 0}},
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
         },
     }
 
@@ -174,7 +218,9 @@ async def test_kubectl_on_a_crd_and_its_custom_resources(cluster: ClusterHandle,
     out = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(crd))
     assert f"customresourcedefinition.apiextensions.k8s.io/gadgets.{group} created" in out
     try:
-        await kubectl(cluster, "wait", "--for", "condition=Established", f"crd/gadgets.{group}", "--timeout=30s")
+        await kubectl(
+            cluster, "wait", "--for", "condition=Established", f"crd/gadgets.{group}", "--timeout=30s"
+        )
         got = json.loads(await kubectl(cluster, "get", "crd", f"gadgets.{group}", "-o", "json"))
         assert got["status"]["acceptedNames"]["kind"] == "Gadget"
 
@@ -182,32 +228,51 @@ async def test_kubectl_on_a_crd_and_its_custom_resources(cluster: ClusterHandle,
             return "gd" in await kubectl(cluster, "api-resources", f"--api-group={group}", check=False)
 
         await wait_for(served, timeout=30)
-        gadget = {"apiVersion": f"{group}/v1", "kind": "Gadget", "metadata": {"name": "g1", "namespace": namespace},
-                  "spec": {"size": 1}}
+        gadget = {
+            "apiVersion": f"{group}/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g1", "namespace": namespace},
+            "spec": {"size": 1},
+        }
         watching = await Watching.start(cluster, "gadgets", "-n", namespace, "-o", "name")
         try:
             out = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(gadget))
             assert f"gadget.{group}/g1 created" in out
             again = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(gadget))
             assert f"gadget.{group}/g1 unchanged" in again
-            changed = await kubectl(cluster, "apply", "-f", "-",
-                                    stdin=json.dumps({**gadget, "spec": {"size": 2}}))
+            changed = await kubectl(
+                cluster, "apply", "-f", "-", stdin=json.dumps({**gadget, "spec": {"size": 2}})
+            )
             assert f"gadget.{group}/g1 configured" in changed
-            listed = await kubectl(cluster, "get", "gd", "-n", namespace, "-o", "jsonpath={.items[*].spec.size}")
+            listed = await kubectl(
+                cluster, "get", "gd", "-n", namespace, "-o", "jsonpath={.items[*].spec.size}"
+            )
             assert listed == "2"
-            bad = await kubectl(cluster, "apply", "-f", "-", check=False,
-                                stdin=json.dumps({**gadget, "metadata": {"name": "g2", "namespace": namespace},
-                                                  "spec": {"size": -1}}))
+            bad = await kubectl(
+                cluster,
+                "apply",
+                "-f",
+                "-",
+                check=False,
+                stdin=json.dumps(
+                    {**gadget, "metadata": {"name": "g2", "namespace": namespace}, "spec": {"size": -1}}
+                ),
+            )
             assert bad == ""
             out = await kubectl(cluster, "delete", "gadget", "g1", "-n", namespace)
             assert f'gadget.{group} "g1" deleted' in out
-            await wait_for(lambda: len(watching.lines) >= 3, timeout=30,
-                           message=lambda: f"kubectl get -w printed {watching.lines}")
+            await wait_for(
+                lambda: len(watching.lines) >= 3,
+                timeout=30,
+                message=lambda: f"kubectl get -w printed {watching.lines}",
+            )
         finally:
             await watching.stop()
         assert set(watching.lines) == {f"gadget.{group}/g1"}
     finally:
-        await kubectl(cluster, "delete", "crd", f"gadgets.{group}", "--wait=true", "--timeout=60s", check=False)
+        await kubectl(
+            cluster, "delete", "crd", f"gadgets.{group}", "--wait=true", "--timeout=60s", check=False
+        )
     absent = await kubectl(cluster, "get", "crd", f"gadgets.{group}", "--ignore-not-found", "-o", "name")
     assert absent == ""
 
@@ -221,8 +286,10 @@ async def test_kubectl_on_a_deployment(cluster: ClusterHandle, namespace: str) -
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}},
-                         "spec": {"containers": [{"name": "c", "image": "memcached:1.6"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "memcached:1.6"}]},
+            },
         },
     }
     watching = await Watching.start(cluster, "deployments", "-n", namespace, "-o", "name")
@@ -239,8 +306,11 @@ async def test_kubectl_on_a_deployment(cluster: ClusterHandle, namespace: str) -
         assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
         out = await kubectl(cluster, "delete", "-f", "-", stdin=json.dumps(manifest))
         assert 'deployment.apps "web" deleted' in out
-        await wait_for(lambda: len(watching.lines) >= 3, timeout=30,
-                       message=lambda: f"kubectl get -w printed {watching.lines}")
+        await wait_for(
+            lambda: len(watching.lines) >= 3,
+            timeout=30,
+            message=lambda: f"kubectl get -w printed {watching.lines}",
+        )
     finally:
         await watching.stop()
     assert set(watching.lines) == {"deployment.apps/web"}

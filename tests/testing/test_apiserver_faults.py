@@ -55,13 +55,14 @@ async def test_forbidden_carries_the_rbac_message(http: Http, cluster: ClusterHa
     faults.forbid(verb="get", resource="deployments", user="u")
     named = await http.get("/apis/apps/v1/namespaces/default/deployments/web")
     assert named.body["message"] == (
-        'deployments.apps "web" is forbidden: User "u" cannot get resource "deployments" in API group "apps" in '
-        'the namespace "default"'
+        'deployments.apps "web" is forbidden: User "u" cannot get resource "deployments" in API group '
+        '"apps" in the namespace "default"'
     )
     faults.forbid(verb="list", resource="namespaces", user="u")
     cluster_scope = await http.get("/api/v1/namespaces")
     assert cluster_scope.body["message"] == (
-        'namespaces is forbidden: User "u" cannot list resource "namespaces" in API group "" at the cluster scope'
+        'namespaces is forbidden: User "u" cannot list resource "namespaces" in API group "" at the '
+        "cluster scope"
     )
     faults.forbid(verb="update", resource="deployments", subresource="status", user="u")
     status = await http.put("/apis/apps/v1/namespaces/default/deployments/web/status", {"metadata": {}})
@@ -133,8 +134,13 @@ async def test_drop_watches_breaks_the_stream(cluster: ClusterHandle) -> None:
 
     async def consume() -> None:
         async with watch.Watch() as w:
-            async for _ in w.stream(core.list_namespaced_config_map, "default", resource_version=rv,
-                                    timeout_seconds=30, _request_timeout=60):
+            async for _ in w.stream(
+                core.list_namespaced_config_map,
+                "default",
+                resource_version=rv,
+                timeout_seconds=30,
+                _request_timeout=60,
+            ):
                 pass
 
     task = asyncio.create_task(consume())
@@ -186,11 +192,20 @@ async def test_compaction_makes_the_client_relist(cluster: ClusterHandle) -> Non
     rv = (await core.list_namespaced_config_map("default")).metadata.resource_version
     await core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
     cluster.fake.compact()
-    with pytest.raises(ApiException) as raised:
+
+    async def consume() -> None:
         async with watch.Watch() as w:
-            async for _ in w.stream(core.list_namespaced_config_map, "default", resource_version=rv,
-                                    timeout_seconds=5, _request_timeout=10):
+            async for _ in w.stream(
+                core.list_namespaced_config_map,
+                "default",
+                resource_version=rv,
+                timeout_seconds=5,
+                _request_timeout=10,
+            ):
                 pass
+
+    with pytest.raises(ApiException) as raised:
+        await consume()
     assert raised.value.status == 410
 
 
@@ -216,14 +231,24 @@ async def test_the_request_log(http: Http, cluster: ClusterHandle) -> None:
     log = cluster.fake.log
     log.clear()
     base = "/apis/apps/v1/namespaces/default/deployments"
-    body = {"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
-        "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}
+    body = {
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "x:1"}]},
+            },
+        },
+    }
     await http.post(base, body)
     current = (await http.get(f"{base}/web")).body
     await http.get(base)
     await http.put(f"{base}/web", current)
     await http.patch(f"{base}/web/status", {"status": {"replicas": 1}})
-    async with http.watch(base, {"resourceVersion": current["metadata"]["resourceVersion"], "timeoutSeconds": 1}) as s:
+    async with http.watch(
+        base, {"resourceVersion": current["metadata"]["resourceVersion"], "timeoutSeconds": 0.2}
+    ) as s:
         while await s.next() is not None:
             pass
     await http.delete(f"{base}/web")

@@ -65,10 +65,15 @@ async def test_field_selectors(http: Http, namespace: str) -> None:
 
 
 async def test_unknown_field_selectors_are_400(http: Http, namespace: str) -> None:
-    apps = await http.get(f"/apis/apps/v1/namespaces/{namespace}/deployments", query={"fieldSelector": "spec.x=1"})
+    apps = await http.get(
+        f"/apis/apps/v1/namespaces/{namespace}/deployments", query={"fieldSelector": "spec.x=1"}
+    )
     assert apps.status == 400
     assert apps.body["reason"] == "BadRequest"
-    assert apps.body["message"] == '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    assert (
+        apps.body["message"]
+        == '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
     pods = await http.get(f"/api/v1/namespaces/{namespace}/pods", query={"fieldSelector": "spec.x=1"})
     assert pods.status == 400
     assert pods.body["message"] == "field label not supported: spec.x"
@@ -80,9 +85,13 @@ async def test_pod_field_selectors(http: Http, namespace: str) -> None:
         if node:
             spec["nodeName"] = node
         await http.post(f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": name}, "spec": spec})
-    reply = await http.get(f"/api/v1/namespaces/{namespace}/pods", query={"fieldSelector": "spec.nodeName=n1"})
+    reply = await http.get(
+        f"/api/v1/namespaces/{namespace}/pods", query={"fieldSelector": "spec.nodeName=n1"}
+    )
     assert [i["metadata"]["name"] for i in reply.body["items"]] == ["a"]
-    unscheduled = await http.get(f"/api/v1/namespaces/{namespace}/pods", query={"fieldSelector": "spec.nodeName="})
+    unscheduled = await http.get(
+        f"/api/v1/namespaces/{namespace}/pods", query={"fieldSelector": "spec.nodeName="}
+    )
     assert [i["metadata"]["name"] for i in unscheduled.body["items"]] == ["b"]
 
 
@@ -98,7 +107,9 @@ async def test_pagination(http: Http, namespace: str) -> None:
     second = await http.get(cm_path(namespace), query={"limit": 2, "continue": token})
     assert [i["metadata"]["name"] for i in second.body["items"]] == ["cm-02", "cm-03"]
     assert second.body["metadata"]["resourceVersion"] == first.body["metadata"]["resourceVersion"]
-    third = await http.get(cm_path(namespace), query={"limit": 2, "continue": second.body["metadata"]["continue"]})
+    third = await http.get(
+        cm_path(namespace), query={"limit": 2, "continue": second.body["metadata"]["continue"]}
+    )
     assert [i["metadata"]["name"] for i in third.body["items"]] == ["cm-04"]
     assert "continue" not in third.body["metadata"]
 
@@ -108,8 +119,10 @@ async def test_pagination_with_a_selector(http: Http, namespace: str) -> None:
     first = await http.get(cm_path(namespace), query={"limit": 2, "labelSelector": "parity=odd"})
     assert [i["metadata"]["name"] for i in first.body["items"]] == ["cm-01", "cm-03"]
     assert "remainingItemCount" not in first.body["metadata"]
-    rest = await http.get(cm_path(namespace), query={"limit": 2, "labelSelector": "parity=odd",
-                                                     "continue": first.body["metadata"]["continue"]})
+    rest = await http.get(
+        cm_path(namespace),
+        query={"limit": 2, "labelSelector": "parity=odd", "continue": first.body["metadata"]["continue"]},
+    )
     assert [i["metadata"]["name"] for i in rest.body["items"]] == ["cm-05"]
 
 
@@ -125,7 +138,9 @@ async def test_expired_continue_is_410(http: Http, namespace: str, cluster: Clus
     first = await http.get(cm_path(namespace), query={"limit": 1})
     await http.post(cm_path(namespace), {"metadata": {"name": "newer"}})
     cluster.fake.compact()  # the first page's resourceVersion is now older than the oldest kept
-    reply = await http.get(cm_path(namespace), query={"limit": 1, "continue": first.body["metadata"]["continue"]})
+    reply = await http.get(
+        cm_path(namespace), query={"limit": 1, "continue": first.body["metadata"]["continue"]}
+    )
     assert reply.status == 410
     assert reply.body["reason"] == "Expired"
     assert reply.body["message"].startswith("The provided continue parameter is too old")
@@ -136,7 +151,9 @@ async def test_exact_resource_version_lists_the_past(http: Http, namespace: str)
     before = (await http.get(cm_path(namespace))).body["metadata"]["resourceVersion"]
     await http.post(cm_path(namespace), {"metadata": {"name": "later"}})
     await http.put(cm_path(namespace, "cm-00"), {"metadata": {"name": "cm-00"}, "data": {"changed": "yes"}})
-    then = await http.get(cm_path(namespace), query={"resourceVersion": before, "resourceVersionMatch": "Exact"})
+    then = await http.get(
+        cm_path(namespace), query={"resourceVersion": before, "resourceVersionMatch": "Exact"}
+    )
     assert then.status == 200
     assert [i["metadata"]["name"] for i in then.body["items"]] == ["cm-00", "cm-01"]
     assert "data" not in then.body["items"][0]
@@ -150,5 +167,7 @@ async def test_resource_version_zero_is_accepted(http: Http, namespace: str) -> 
     reply = await http.get(cm_path(namespace), query={"resourceVersion": "0"})
     assert reply.status == 200
     assert len(reply.body["items"]) == 3
-    newer = await http.get(cm_path(namespace), query={"resourceVersion": "1", "resourceVersionMatch": "NotOlderThan"})
+    newer = await http.get(
+        cm_path(namespace), query={"resourceVersion": "1", "resourceVersionMatch": "NotOlderThan"}
+    )
     assert newer.status == 200

@@ -95,7 +95,8 @@ async def test_invalid_name_is_422_with_causes(http: Http, namespace: str) -> No
     assert body["kind"] == "Status"
     assert body["reason"] == "Invalid"
     assert body["message"].startswith(
-        'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain'
+        'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": '
+        "a lowercase RFC 1123 subdomain"
     )
     assert body["details"]["name"] == "Bad_Name"
     assert body["details"]["kind"] == "ConfigMap"
@@ -275,6 +276,22 @@ async def test_pod_defaults(http: Http, namespace: str) -> None:
     assert created["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
     assert created["status"]["phase"] == "Pending"
     assert created["status"]["qosClass"] == "BestEffort"
+    limited = {
+        "metadata": {"name": "q"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "busybox:1.36",
+                    "resources": {"limits": {"cpu": "1", "memory": "64Mi"}},
+                }
+            ]
+        },
+    }
+    guaranteed = (await http.post(f"/api/v1/namespaces/{namespace}/pods", limited)).body
+    # On pods (not templates) limits default the requests.
+    assert guaranteed["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1", "memory": "64Mi"}
+    assert guaranteed["status"]["qosClass"] == "Guaranteed"
 
 
 async def test_delete_answers_status_or_object(http: Http, namespace: str) -> None:
@@ -315,8 +332,8 @@ async def test_finalizers_hold_deletion(http: Http, namespace: str) -> None:
     )
     assert adding.status == 422
     assert adding.body["message"] == (
-        'ConfigMap "a" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is '
-        'being deleted, found new finalizers []string{"example.com/more"}'
+        'ConfigMap "a" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the '
+        'object is being deleted, found new finalizers []string{"example.com/more"}'
     )
     released = await http.patch(cm_path(namespace, "a"), {"metadata": {"finalizers": None}})
     assert released.status == 200
@@ -332,8 +349,8 @@ async def test_delete_preconditions(http: Http, namespace: str) -> None:
     assert wrong_uid.body["reason"] == "Conflict"
     assert wrong_uid.body["message"] == (
         'Operation cannot be fulfilled on ConfigMap "a": the UID in the precondition '
-        f"(00000000-0000-0000-0000-000000000000) does not match the UID in record ({created['metadata']['uid']}). "
-        "The object might have been deleted and then recreated"
+        "(00000000-0000-0000-0000-000000000000) does not match the UID in record "
+        f"({created['metadata']['uid']}). The object might have been deleted and then recreated"
     )
     wrong_rv = await http.delete(cm_path(namespace, "a"), {"preconditions": {"resourceVersion": "1"}})
     assert wrong_rv.status == 409
@@ -398,8 +415,8 @@ async def test_namespace_deletion_terminates(http: Http, namespace: str) -> None
     create = await http.post(cm_path(namespace), {"metadata": {"name": "late"}})
     assert create.status == 403
     assert create.body["message"] == (
-        f'configmaps "late" is forbidden: unable to create new content in namespace {namespace} because it is '
-        "being terminated"
+        f'configmaps "late" is forbidden: unable to create new content in namespace {namespace} because it '
+        "is being terminated"
     )
     again = await http.delete(f"/api/v1/namespaces/{namespace}")
     assert again.status == 409
@@ -479,3 +496,54 @@ async def test_status_writes_are_owned_separately(http: Http, namespace: str) ->
     status_entry = by_manager[("status-writer", "status")]
     assert status_entry["fieldsV1"] == {"f:status": {"f:replicas": {}}}
     assert "f:status" not in by_manager[("creator", None)]["fieldsV1"]
+
+
+async def test_quantities_come_back_canonical(http: Http, namespace: str) -> None:
+    body = deployment("web")
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "1000m", "memory": "2048Ki"},
+        "requests": {"cpu": 0.5, "memory": "1.5Gi"},
+    }
+    created = await http.post(deploy_path(namespace), body)
+    assert created.status == 201, created.body
+    resources = created.body["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert resources == {
+        "limits": {"cpu": "1", "memory": "2Mi"},
+        "requests": {"cpu": "500m", "memory": "1536Mi"},
+    }
+    body["metadata"]["name"] = "bad"
+    body["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"memory": "lots"}}
+    bad = await http.post(deploy_path(namespace), body)
+    assert bad.status == 400
+    assert bad.body["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: quantities must match the regular '
+        "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
+
+
+async def test_times_come_back_in_their_typed_form(http: Http, namespace: str) -> None:
+    lease = {
+        "metadata": {"name": "leader"},
+        "spec": {
+            "holderIdentity": "a",
+            "leaseDurationSeconds": 15,
+            "renewTime": "2024-01-01T01:00:00.5+01:00",
+        },
+    }
+    created = await http.post(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", lease)
+    assert created.status == 201, created.body
+    assert created.body["spec"]["renewTime"] == "2024-01-01T00:00:00.500000Z"  # MicroTime
+    event = {
+        "metadata": {"name": "e"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace},
+        "reason": "R",
+        "firstTimestamp": "2024-01-01T00:00:00.750Z",
+    }
+    made = await http.post(f"/api/v1/namespaces/{namespace}/events", event)
+    assert made.body["firstTimestamp"] == "2024-01-01T00:00:00Z"  # Time: whole seconds
+    bad = await http.post(
+        f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+        {"metadata": {"name": "x"}, "spec": {"renewTime": "yesterday"}},
+    )
+    assert bad.status == 400
+    assert bad.body["message"].startswith('Lease in version "v1" cannot be handled as a Lease: parsing time')

@@ -37,8 +37,12 @@ def deployment(name: str) -> dict[str, Any]:
 
 
 async def test_merge_patch_sets_and_removes(http: Http, namespace: str) -> None:
-    await http.post(cm_path(namespace), {"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v", "j": "w"}})
-    reply = await http.patch(cm_path(namespace, "a"), {"metadata": {"labels": {"y": "2"}}, "data": {"j": None}})
+    await http.post(
+        cm_path(namespace), {"metadata": {"name": "a", "labels": {"x": "1"}}, "data": {"k": "v", "j": "w"}}
+    )
+    reply = await http.patch(
+        cm_path(namespace, "a"), {"metadata": {"labels": {"y": "2"}}, "data": {"j": None}}
+    )
     assert reply.status == 200
     assert reply.body["metadata"]["labels"] == {"x": "1", "y": "2"}
     assert reply.body["data"] == {"k": "v"}
@@ -54,13 +58,16 @@ async def test_json_patch_and_its_failures(http: Http, namespace: str) -> None:
     assert ok.status == 200
     assert ok.body["data"] == {"k": "v", "n": "1"}
     failed_test = await http.patch(
-        cm_path(namespace, "a"), [{"op": "test", "path": "/data/k", "value": "other"}], content_type=JSON_PATCH
+        cm_path(namespace, "a"),
+        [{"op": "test", "path": "/data/k", "value": "other"}],
+        content_type=JSON_PATCH,
     )
     assert failed_test.status == 422
     assert failed_test.body["reason"] == "Invalid"
     assert failed_test.body["message"] == "the server rejected our request due to an error in our request"
-    missing = await http.patch(cm_path(namespace, "a"), [{"op": "remove", "path": "/data/nope"}],
-                               content_type=JSON_PATCH)
+    missing = await http.patch(
+        cm_path(namespace, "a"), [{"op": "remove", "path": "/data/nope"}], content_type=JSON_PATCH
+    )
     assert missing.status == 422
     malformed = await http.patch(cm_path(namespace, "a"), {"op": "add"}, content_type=JSON_PATCH)
     assert malformed.status == 400
@@ -96,7 +103,10 @@ async def test_unsupported_patch_type_is_415(http: Http, namespace: str) -> None
 async def test_server_side_apply_is_not_served(http: Http, namespace: str) -> None:
     await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
     reply = await http.request(
-        "PATCH", cm_path(namespace, "a"), body={}, content_type="application/apply-patch+yaml",
+        "PATCH",
+        cm_path(namespace, "a"),
+        body={},
+        content_type="application/apply-patch+yaml",
         query={"fieldManager": "x"},
     )
     assert reply.status == 415
@@ -105,12 +115,18 @@ async def test_server_side_apply_is_not_served(http: Http, namespace: str) -> No
 async def test_patch_carrying_a_resource_version_is_conditional(http: Http, namespace: str) -> None:
     created = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body
     rv = created["metadata"]["resourceVersion"]
-    first = await http.patch(cm_path(namespace, "a"), {"metadata": {"resourceVersion": rv}, "data": {"x": "1"}})
+    first = await http.patch(
+        cm_path(namespace, "a"), {"metadata": {"resourceVersion": rv}, "data": {"x": "1"}}
+    )
     assert first.status == 200
-    stale = await http.patch(cm_path(namespace, "a"), {"metadata": {"resourceVersion": rv}, "data": {"x": "2"}})
+    stale = await http.patch(
+        cm_path(namespace, "a"), {"metadata": {"resourceVersion": rv}, "data": {"x": "2"}}
+    )
     assert stale.status == 409
     assert stale.body["reason"] == "Conflict"
-    assert stale.body["message"].startswith('Operation cannot be fulfilled on configmaps "a": the object has been')
+    assert stale.body["message"].startswith(
+        'Operation cannot be fulfilled on configmaps "a": the object has been'
+    )
 
 
 async def test_patch_of_a_missing_object_is_404(http: Http, namespace: str) -> None:

@@ -42,11 +42,16 @@ def test_subscribers_see_every_change_in_order() -> None:
     store.update(CMS, "default", "a", {**current, "data": {"k": "v"}})
     store.delete(CMS, "default", "a")
     assert [(e.type, e.rtype, e.obj["metadata"]["name"]) for e in events] == [
-        ("ADDED", CMS, "a"), ("MODIFIED", CMS, "a"), ("DELETED", CMS, "a")]
+        ("ADDED", CMS, "a"),
+        ("MODIFIED", CMS, "a"),
+        ("DELETED", CMS, "a"),
+    ]
     versions = [int(e.obj["metadata"]["resourceVersion"]) for e in events]
-    assert versions == sorted(versions) and len(set(versions)) == 3
+    assert versions == sorted(versions)
+    assert len(set(versions)) == 3
     assert events[0].old is None
-    assert events[1].old is not None and "data" not in events[1].old
+    assert events[1].old is not None
+    assert "data" not in events[1].old
     assert events[2].obj["data"] == {"k": "v"}  # the last state, stamped with the deleting version
     events[1].obj["data"]["k"] = "mutated"  # subscribers get copies
     unsubscribe()
@@ -109,14 +114,31 @@ def test_resource_lookup() -> None:
 
 def test_a_crd_created_in_the_store_is_served() -> None:
     store = Store()
-    store.create(CRDS, None, {
-        "metadata": {"name": "things.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "things", "kind": "Thing"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {"type": "object",
-                                                              "x-kubernetes-preserve-unknown-fields": True}}}]},
-    })
+    store.create(
+        CRDS,
+        None,
+        {
+            "metadata": {"name": "things.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "things", "kind": "Thing"},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                ],
+            },
+        },
+    )
     things = store.resource("example.com", "v1", "things")
     assert (things.kind, things.singular, things.namespaced) == ("Thing", "thing", True)
     created = store.create(things, "default", {"metadata": {"name": "t"}, "spec": {"anything": 1}})
@@ -135,12 +157,27 @@ def test_history_is_bounded() -> None:
     with pytest.raises(ApiError) as expired:
         list(store.history_since(start))
     assert expired.value.code == 410
-    assert [c.entry.obj["metadata"]["name"] for c in store.history_since(store.resource_version - 2)] == ["b", "c"]
+    assert [c.entry.obj["metadata"]["name"] for c in store.history_since(store.resource_version - 2)] == [
+        "b",
+        "c",
+    ]
+
+
+def _attempt(store: Store, op: str, name: str) -> None:
+    if op == "create":
+        store.create(CMS, "default", {"metadata": {"name": name}})
+    elif op == "update":
+        store.update(CMS, "default", name, {"metadata": {"name": name}})
+    else:
+        store.delete(CMS, "default", name)
 
 
 _ops = st.lists(
-    st.tuples(st.sampled_from(["create", "update", "delete"]), st.sampled_from(["a", "b", "c"]),
-              st.sampled_from(["1", "2"])),
+    st.tuples(
+        st.sampled_from(["create", "update", "delete"]),
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(["1", "2"]),
+    ),
     max_size=25,
 )
 
@@ -161,16 +198,18 @@ def test_events_replay_to_the_listed_state(ops: list[tuple[str, str, str]]) -> N
     store.subscribe(apply)
     last_rv = store.resource_version
     for op, name, value in ops:
-        try:
-            if op == "create":
-                store.create(CMS, "default", {"metadata": {"name": name}, "data": {"v": value}})
-            elif op == "update":
-                current = store.get(CMS, "default", name)
-                store.update(CMS, "default", name, {**current, "data": {"v": value}})
-            else:
-                store.delete(CMS, "default", name)
-        except ApiError as error:
-            assert error.code in (404, 409)
+        exists = name in replayed
+        if op == "create" and not exists:
+            store.create(CMS, "default", {"metadata": {"name": name}, "data": {"v": value}})
+        elif op == "update" and exists:
+            current = store.get(CMS, "default", name)
+            store.update(CMS, "default", name, {**current, "data": {"v": value}})
+        elif op == "delete" and exists:
+            store.delete(CMS, "default", name)
+        else:
+            with pytest.raises(ApiError) as failed:
+                _attempt(store, op, name)
+            assert failed.value.code == (409 if op == "create" else 404)
         assert store.resource_version >= last_rv
         last_rv = store.resource_version
     items, rv = store.list(CMS, "default")

@@ -25,7 +25,9 @@ def summary(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 async def test_watch_replays_changes_after_a_resource_version(http: Http, namespace: str) -> None:
-    start = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body["metadata"]["resourceVersion"]
+    start = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body["metadata"][
+        "resourceVersion"
+    ]
     await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
     await http.put(cm_path(namespace, "a"), {"metadata": {"name": "a"}, "data": {"x": "1"}})
     b_last = (await http.get(cm_path(namespace, "b"))).body
@@ -63,9 +65,12 @@ async def test_watch_is_scoped_to_its_namespace(http: Http, namespace: str, clus
     await http.post("/api/v1/namespaces", {"metadata": {"name": other}})
     try:
         rv = (await http.get(cm_path(namespace))).body["metadata"]["resourceVersion"]
-        async with http.watch(cm_path(namespace), {"resourceVersion": rv}) as scoped, http.watch(
-            "/api/v1/configmaps", {"resourceVersion": rv, "fieldSelector": f"metadata.namespace={other}"}
-        ) as everywhere:
+        async with (
+            http.watch(cm_path(namespace), {"resourceVersion": rv}) as scoped,
+            http.watch(
+                "/api/v1/configmaps", {"resourceVersion": rv, "fieldSelector": f"metadata.namespace={other}"}
+            ) as everywhere,
+        ):
             await http.post(cm_path(other), {"metadata": {"name": "elsewhere"}})
             await http.post(cm_path(namespace), {"metadata": {"name": "here"}})
             mine = await scoped.next_not_bookmark()
@@ -90,7 +95,11 @@ async def test_label_selector_watch_sees_objects_enter_and_leave(http: Http, nam
         await http.delete(cm_path(namespace, "m"))
         events = [await stream.next_not_bookmark() for _ in range(5)]
         assert summary([e for e in events if e is not None]) == [
-            ("ADDED", "m"), ("MODIFIED", "m"), ("DELETED", "m"), ("ADDED", "m"), ("DELETED", "m"),
+            ("ADDED", "m"),
+            ("MODIFIED", "m"),
+            ("DELETED", "m"),
+            ("ADDED", "m"),
+            ("DELETED", "m"),
         ]
         stopped = events[2]
         assert stopped is not None
@@ -127,9 +136,13 @@ async def test_kubernetes_asyncio_watch_reads_the_stream(cluster: ClusterHandle,
 
     async def consume() -> None:
         async with watch.Watch() as w:
-            async for event in w.stream(core.list_namespaced_config_map, namespace,
-                                        resource_version=listed.metadata.resource_version, timeout_seconds=5,
-                                        _request_timeout=10):
+            async for event in w.stream(
+                core.list_namespaced_config_map,
+                namespace,
+                resource_version=listed.metadata.resource_version,
+                timeout_seconds=5,
+                _request_timeout=10,
+            ):
                 seen.append((event["type"], event["object"].metadata.name))
                 if len(seen) == 2:
                     w.stop()
@@ -145,7 +158,9 @@ async def test_kubernetes_asyncio_watch_reads_the_stream(cluster: ClusterHandle,
 async def test_a_version_older_than_the_history_gets_an_expired_error_event(
     http: Http, namespace: str, cluster: ClusterHandle
 ) -> None:
-    old = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body["metadata"]["resourceVersion"]
+    old = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body["metadata"][
+        "resourceVersion"
+    ]
     await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
     cluster.fake.compact()
     current = cluster.fake.store.resource_version
@@ -184,7 +199,9 @@ async def test_history_size_bounds_the_replay() -> None:
             from tests.conftest import Http  # noqa: PLC0415 - the conftest module is importable here
 
             http = Http(api)
-            async with http.watch(cm_path("default"), {"resourceVersion": first["metadata"]["resourceVersion"]}) as s:
+            async with http.watch(
+                cm_path("default"), {"resourceVersion": first["metadata"]["resourceVersion"]}
+            ) as s:
                 event = await s.next()
                 assert event is not None
                 assert event["type"] == "ERROR"
@@ -201,17 +218,23 @@ async def test_bookmarks_arrive_periodically() -> None:
 
             http = Http(api)
             rv = server.store.resource_version
-            async with http.watch(cm_path("default"), {"resourceVersion": rv, "allowWatchBookmarks": True}) as s:
-                server.store.create(server.store.resource("", "v1", "configmaps"), "default",
-                                    {"metadata": {"name": "a"}})
+            async with http.watch(
+                cm_path("default"), {"resourceVersion": rv, "allowWatchBookmarks": True}
+            ) as s:
+                server.store.create(
+                    server.store.resource("", "v1", "configmaps"), "default", {"metadata": {"name": "a"}}
+                )
                 added = await s.next()
                 assert added is not None
                 assert added["type"] == "ADDED"
                 bookmark = await s.next()
                 assert bookmark == {
                     "type": "BOOKMARK",
-                    "object": {"kind": "ConfigMap", "apiVersion": "v1",
-                               "metadata": {"resourceVersion": added["object"]["metadata"]["resourceVersion"]}},
+                    "object": {
+                        "kind": "ConfigMap",
+                        "apiVersion": "v1",
+                        "metadata": {"resourceVersion": added["object"]["metadata"]["resourceVersion"]},
+                    },
                 }
             async with http.watch(cm_path("default"), {"resourceVersion": rv}) as s:
                 # Without allowWatchBookmarks no bookmark is sent; the stream ends at its timeout.
@@ -233,3 +256,9 @@ async def test_send_initial_events_ends_with_a_marked_bookmark(http: Http, names
         assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
     bad = await http.get(cm_path(namespace), query={"watch": "true", "sendInitialEvents": "true"})
     assert bad.status == 422
+    no_initial = {**query, "sendInitialEvents": False}
+    async with http.watch(cm_path(namespace), no_initial) as stream:
+        await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
+        event = await stream.next_not_bookmark()
+        assert event is not None
+        assert summary([event]) == [("ADDED", "b")]

@@ -67,7 +67,9 @@ NAME_MAX_LENGTH = 63
 # --- quantities ---------------------------------------------------------------------------------
 
 # <quantity> ::= <signedNumber><suffix>; <suffix> ::= <binarySI> | <decimalExponent> | <decimalSI>
-QUANTITY_PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+# The exponent is limited to ±1000 (leading zeros allowed), as parse_quantity refuses larger
+# ones: the schema and the parser must accept exactly the same strings.
+QUANTITY_PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?0*([0-9]{1,3}|1000))?$"
 _QUANTITY_PARTS = re.compile(
     r"^(?P<sign>[+-]?)(?P<whole>[0-9]*)(?:\.(?P<frac>[0-9]*))?"
     r"(?:(?P<binary>[KMGTPE]i)|(?P<decimal>[numkMGTPE])|[eE](?P<exponent>[+-]?[0-9]+))?$"

@@ -9,10 +9,13 @@ owns exclusively (decoded request bodies or fresh copies).
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from memop.runtime.labels import InvalidSelectorError, Selector
+from memop.testing.errors import bad_request
 from memop.testing.objects import (
     JsonDict,
     go_quote,
@@ -22,6 +25,8 @@ from memop.testing.objects import (
     required,
     validate_name,
 )
+from memop.testing.quantity import QuantityError
+from memop.testing.quantity import canonical as canonical_quantity
 from memop.testing.resources import ResourceType
 from memop.testing.schema import FieldError
 from memop.testing.strategy import Strategy
@@ -31,6 +36,50 @@ class BuiltinStrategy(Strategy):
     """A kind compiled into kube-apiserver (typed: list items carry no kind/apiVersion)."""
 
     builtin = True
+
+
+def _decoding(rtype: ResourceType, default: Callable[[], None]) -> None:
+    """Run typed defaulting; a malformed quantity or time fails decoding with 400, as in Kubernetes."""
+    try:
+        default()
+    except (QuantityError, TimeFormatError) as error:
+        kind, version = rtype.kind, rtype.version
+        raise bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {error}') from None
+
+
+class TimeFormatError(ValueError):
+    """A metav1.Time/MicroTime field that is not RFC 3339; the message is Go's parse error."""
+
+
+_RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
+def canonical_time(value: Any, *, micro: bool) -> Any:
+    """A timestamp as the typed field serialises it: UTC, whole seconds (metav1.Time) or six
+    fractional digits (metav1.MicroTime). None stays None."""
+    if value is None:
+        return None
+    match = _RFC3339.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise TimeFormatError(
+            f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse "{value}" as "2006"'
+        )
+    base, fraction, zone = match.groups()
+    stamp = datetime.datetime.fromisoformat(base + (zone if zone != "Z" else "+00:00"))
+    micros = int(((fraction or ".0")[1:] + "000000")[:6])
+    stamp = stamp.astimezone(datetime.UTC).replace(microsecond=micros)
+    if micro:
+        return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _normalize_times(obj: JsonDict, paths: tuple[tuple[str, ...], ...], *, micro: bool) -> None:
+    for path in paths:
+        parent: Any = obj
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and path[-1] in parent:
+            parent[path[-1]] = canonical_time(parent[path[-1]], micro=micro)
 
 
 NAMESPACES = ResourceType("", "v1", "namespaces", "Namespace", False, "namespace", ("ns",), has_status=True)
@@ -94,10 +143,22 @@ def _default_handler(handler: Any) -> None:
         http_get.setdefault("scheme", "HTTP")
 
 
+def _canonical_resources(resources: Any) -> None:
+    """Quantities in requests/limits come back in canonical form (``1000m`` -> ``1``)."""
+    if not isinstance(resources, dict):
+        return
+    for key in ("requests", "limits"):
+        amounts = resources.get(key)
+        if isinstance(amounts, dict):
+            resources[key] = {name: canonical_quantity(str(value)) for name, value in amounts.items()}
+
+
 def default_container(container: Any) -> None:
+    """``SetDefaults_Container`` and friends; raises QuantityError for a malformed quantity."""
     if not isinstance(container, dict):
         return
     container.setdefault("resources", {})
+    _canonical_resources(container["resources"])
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
     if "imagePullPolicy" not in container:
@@ -332,8 +393,16 @@ class PodStrategy(BuiltinStrategy):
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         spec = obj.setdefault("spec", {})
-        default_pod_spec(spec)
+        _decoding(rtype, lambda: default_pod_spec(spec))
         if isinstance(spec, dict):
+            # Pods only (not templates): limits without requests default the requests.
+            for key in ("initContainers", "containers"):
+                for container in spec.get(key) or ():
+                    resources = container.get("resources") if isinstance(container, dict) else None
+                    limits = resources.get("limits") if isinstance(resources, dict) else None
+                    if isinstance(limits, dict) and limits:
+                        assert isinstance(resources, dict)
+                        resources["requests"] = {**limits, **(resources.get("requests") or {})}
             spec.setdefault("enableServiceLinks", True)
             # What the ServiceAccount, Priority and DefaultTolerationSeconds admission plugins add.
             spec.setdefault("serviceAccountName", "default")
@@ -377,6 +446,12 @@ class LeaseStrategy(BuiltinStrategy):
     unconditional_update = False
     strategic_merge = True
 
+    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        _decoding(
+            rtype, lambda: _normalize_times(obj, (("spec", "acquireTime"), ("spec", "renewTime")), micro=True)
+        )
+        return obj
+
 
 class DeploymentStrategy(BuiltinStrategy):
     unconditional_update = True
@@ -400,7 +475,8 @@ class DeploymentStrategy(BuiltinStrategy):
                     rolling.setdefault("maxSurge", "25%")
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
-        default_pod_template(spec.setdefault("template", {}))
+        template = spec.setdefault("template", {})
+        _decoding(rtype, lambda: default_pod_template(template))
         return obj
 
     def initial_status(self, obj: JsonDict) -> Any:
@@ -435,7 +511,8 @@ class ReplicaSetStrategy(BuiltinStrategy):
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
             spec.setdefault("replicas", 1)
-            default_pod_template(spec.setdefault("template", {}))
+            template = spec.setdefault("template", {})
+            _decoding(rtype, lambda: default_pod_template(template))
         return obj
 
     def initial_status(self, obj: JsonDict) -> Any:
@@ -523,6 +600,11 @@ class EventStrategy(BuiltinStrategy):
         return labels
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        def times() -> None:
+            _normalize_times(obj, (("eventTime",), ("series", "lastObservedTime")), micro=True)
+            _normalize_times(obj, (("firstTimestamp",), ("lastTimestamp",)), micro=False)
+
+        _decoding(rtype, times)
         # Non-omitempty fields of the typed core/v1 Event.
         obj.setdefault("involvedObject", {})
         obj.setdefault("source", {})

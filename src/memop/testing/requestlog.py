@@ -8,7 +8,7 @@ method in lower case and an empty resource. Tests assert exactly which calls a c
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -71,10 +71,11 @@ class RequestRecord:
 
 
 class RequestLog:
-    """Every request the server answered (watches when their stream starts)."""
+    """Every request the server answered (watches when their stream starts), the newest
+    ``max_records`` of them: a long load run does not grow memory without bound."""
 
-    def __init__(self) -> None:
-        self._records: list[RequestRecord] = []
+    def __init__(self, max_records: int = 200_000) -> None:
+        self._records: deque[RequestRecord] = deque(maxlen=max_records)
 
     def append(self, record: RequestRecord) -> None:
         self._records.append(record)

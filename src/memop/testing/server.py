@@ -96,7 +96,6 @@ class ApiServer:
         self.controllers: SimulatedControllers | None = None
         self._runner: web.AppRunner | None = None
         self._bookmarks: asyncio.Task[None] | None = None
-        self._streams: set[asyncio.Task[Any]] = set()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -307,15 +306,15 @@ class ApiServer:
 
     async def _body(self, request: web.Request) -> Any:
         content_type = request.content_type
-        if content_type not in ("application/json", "application/yaml", "application/apply-patch+yaml", ""):
-            # Protobuf and CBOR bodies are not decoded; clients retry with JSON on 415, as with a
-            # server that does not serve those encodings.
+        if content_type not in ("application/json", "application/yaml"):
+            # Protobuf and CBOR bodies are not decoded (kubectl create of a built-in kind sends
+            # protobuf and gets this 415; kubectl apply sends JSON).
             raise unsupported_media_type(["application/json", "application/yaml"])
         raw = await request.read()
         if not raw:
             raise bad_request("the body of the request was empty")
         try:
-            if content_type in ("application/yaml", "application/apply-patch+yaml"):
+            if content_type == "application/yaml":
                 return yaml.safe_load(raw)
             return json.loads(raw)
         except (ValueError, yaml.YAMLError) as error:

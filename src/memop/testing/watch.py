@@ -154,7 +154,7 @@ class WatchHub:
             namespace = None
         rv_text = resource_version or ""
         initial = rv_text in ("", "0") if send_initial_events is None else send_initial_events
-        start = 0
+        start = store.resource_version  # no version and no initial events: from now on
         if rv_text not in ("", "0"):
             try:
                 start = int(rv_text)
