@@ -210,7 +210,7 @@ class ApiServer:
         """A kubernetes_asyncio Configuration pointing at this server."""
         configuration = Configuration()
         configuration.host = self.url
-        configuration.api_key = {"authorization": f"Bearer {TOKEN}"}
+        configuration.api_key = {"BearerToken": f"Bearer {TOKEN}"}  # what load_kube_config sets
         return configuration
 
     # --- request handling ---------------------------------------------------------------------------
