@@ -39,6 +39,7 @@ from memop.testing.errors import (
 from memop.testing.faults import Faults
 from memop.testing.objects import forbidden, required
 from memop.testing.requestlog import RequestInfo, RequestLog, RequestRecord
+from memop.testing.reviews import REVIEW_RESOURCES, Reviews
 from memop.testing.routing import is_true, parse_request
 from memop.testing.store import DEFAULT_MANAGER, Entry, Served, Store
 from memop.testing.watch import Watcher, WatchHub, error_line
@@ -91,6 +92,7 @@ class ApiServer:
         self._clock: Clock = clock or RealClock()
         self.store = Store(history_size=history_size, clock=self._clock)
         self.faults = Faults()
+        self.reviews = Reviews()
         self.log = RequestLog()
         self.watches = WatchHub(self.store)
         self.controllers: SimulatedControllers | None = None
@@ -252,6 +254,9 @@ class ApiServer:
             elif info.verb == "watch":
                 logged = True
                 return await self._watch(request, info, user_agent, started)
+            elif (info.group, info.resource) in REVIEW_RESOURCES and info.verb == "create":
+                answer = self.reviews.answer(info.group, await self._body(request))
+                response = _json_response(_dumps(answer), 201)
             else:
                 response = await self._resource(request, info, user_agent)
             status = response.status
