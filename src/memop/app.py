@@ -11,13 +11,14 @@ import logging
 import os
 import signal
 import socket
+import sys
 
 from kubernetes_asyncio.client import ApiClient
 
 from memop import __version__
 from memop.memcached import controller as memcached
 from memop.options import RunConfig
-from memop.runtime import logs
+from memop.runtime import logs, metrics
 from memop.runtime.client import Client
 from memop.runtime.kubeconfig import KubeConfigError, in_cluster_namespace, load_configuration
 from memop.runtime.leaderelection import LeaderElectionConfig, default_identity
@@ -37,7 +38,7 @@ def leader_election_config(config: RunConfig, identity: str) -> LeaderElectionCo
         raise ValueError(
             "--leader-election-namespace is required with --leader-elect when not running in a cluster"
         )
-    return LeaderElectionConfig(
+    election = LeaderElectionConfig(
         lease_name=config.leader_election_id,
         namespace=namespace,
         identity=identity,
@@ -46,6 +47,10 @@ def leader_election_config(config: RunConfig, identity: str) -> LeaderElectionCo
         retry_period=config.retry_period,
         release_on_cancel=config.release_on_cancel,
     )
+    # Here rather than in the elector, which the manager builds after connecting: a bad
+    # setting is a usage error, reported before anything starts.
+    election.validate()
+    return election
 
 
 def _install_signal_handlers(stop: asyncio.Event) -> None:
@@ -64,13 +69,15 @@ def _install_signal_handlers(stop: asyncio.Event) -> None:
 
 async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     """Run the operator until stopped; returns the process exit code."""
-    logs.configure(config.log_level, config.log_format)
     identity = default_identity()
     try:
         election = leader_election_config(config, identity)
     except ValueError as error:
-        log.error("%s", error)
+        # A usage error like those of memop.options: one plain line, whatever the log format.
+        print(f"memop: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    logs.configure(config.log_level, config.log_format)
+    metrics.set_build_info(__version__)
     try:
         configuration = await load_configuration(config.kubeconfig)
     except KubeConfigError as error:

@@ -10,6 +10,8 @@ it into exit code 2.
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -19,6 +21,8 @@ from memop import __version__
 from memop.runtime.server import Address
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -32,9 +36,13 @@ def parse_duration(text: str) -> float:
     """Seconds in a Go duration (``15s``, ``1m30s``, ``500ms``, ``10h``) or a plain number."""
     text = text.strip()
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds):
+            raise ValueError(f"invalid duration {text!r} (examples: 15s, 1m30s, 500ms, 10h)")
+        return seconds
     position, total = 0, 0.0
     for match in _DURATION_PART.finditer(text):
         if match.start() != position:
@@ -85,13 +93,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _env_name(flag: str) -> str:
+def env_name(flag: str) -> str:
+    """The environment variable of a flag: ``--watch-namespace`` → ``WATCH_NAMESPACE``."""
     return flag.lstrip("-").upper().replace("-", "_")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="memop",
+        # Go's flag package has no abbreviations: "--watch" must not silently mean
+        # "--watch-namespace" (nor an unknown flag be taken for a known one).
+        allow_abbrev=False,
         description=(
             "The Memcached operator: keeps a memcached Deployment for every Memcached resource "
             "(cache.example.com/v1alpha1). Every flag can also be set by the environment variable "
@@ -102,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memop {__version__}")
 
     def flag(name: str, help_text: str, **kwargs: object) -> None:
-        parser.add_argument(name, help=f"{help_text} [{_env_name(name)}]", **kwargs)  # type: ignore[arg-type]
+        parser.add_argument(name, help=f"{help_text} [{env_name(name)}]", **kwargs)  # type: ignore[arg-type]
 
     flag("--kubeconfig", "kubeconfig file; default: in-cluster config, else ~/.kube/config", default=None)
     flag("--watch-namespace", "comma-separated namespaces to watch; empty means all namespaces", default="")
@@ -130,10 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _with_env(argv: Sequence[str], env: Mapping[str, str], parser: argparse.ArgumentParser) -> list[str]:
-    """argv with each flag that is not on the command line taken from its environment variable."""
+def _with_env(
+    argv: Sequence[str], env: Mapping[str, str], parser: argparse.ArgumentParser
+) -> tuple[list[str], dict[str, str]]:
+    """argv with each flag that is not on the command line taken from its environment variable,
+    and which flags (by their ``dest``) came from which variable, for error messages."""
     given = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
     extra: list[str] = []
+    from_env: dict[str, str] = {}
     for action in parser._actions:
         names = [o for o in action.option_strings if o.startswith("--")]
         if not names or names[0] in ("--help", "--version"):
@@ -141,9 +157,11 @@ def _with_env(argv: Sequence[str], env: Mapping[str, str], parser: argparse.Argu
         name = names[0]
         if any(n in given or f"--no-{n[2:]}" in given for n in names):
             continue
-        value = env.get(_env_name(name))
+        variable = env_name(name)
+        value = env.get(variable)
         if value is None:
             continue
+        from_env[action.dest] = variable
         if isinstance(action, argparse._StoreTrueAction | argparse.BooleanOptionalAction):
             truth = value.strip().lower()
             if truth in ("1", "true", "yes", "on"):
@@ -152,71 +170,116 @@ def _with_env(argv: Sequence[str], env: Mapping[str, str], parser: argparse.Argu
                 if isinstance(action, argparse.BooleanOptionalAction):
                     extra.append(f"--no-{name[2:]}")
             else:
-                raise UsageError(f"{_env_name(name)}={value!r}: expected true or false")
+                raise UsageError(f"{variable}={value!r}: expected true or false")
         else:
             extra.append(f"{name}={value}")
-    return [*extra, *argv]
+    return [*extra, *argv], from_env
+
+
+def _check_host(host: str) -> None:
+    """Raise ValueError unless ``host`` is empty, an IP address or a host name."""
+    if not host:
+        return
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if len(host) > 253 or not _HOSTNAME.match(host):
+            raise ValueError(f"invalid host {host!r}: expected an IP address or a host name") from None
 
 
 def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> RunConfig:
-    """Validate flags (and environment) into a RunConfig, or raise UsageError."""
+    """Validate flags (and environment) into a RunConfig, or raise UsageError.
+
+    ``env`` defaults to ``os.environ``. An error about a value that came from the environment
+    names the variable as well as the flag.
+    """
     parser = build_parser()
     env = os.environ if env is None else env
-    args = parser.parse_args(_with_env(list(argv), env, parser))
+    full_argv, from_env = _with_env(list(argv), env, parser)
+    args = parser.parse_args(full_argv)
+
+    def label(flag_name: str) -> str:
+        """How an error names the setting: the flag, and the variable when it came from there."""
+        variable = from_env.get(flag_name.replace("-", "_"))
+        return f"--{flag_name}" if variable is None else f"--{flag_name} (from {variable})"
 
     def number(flag_name: str, text: str, kind: type[int] | type[float], minimum: float) -> float:
         try:
             value = kind(text)
         except ValueError:
-            raise UsageError(f"--{flag_name}: {text!r} is not a number") from None
+            what = "a whole number" if kind is int else "a number"
+            raise UsageError(f"{label(flag_name)}: {text!r} is not {what}") from None
+        if not math.isfinite(value):
+            raise UsageError(f"{label(flag_name)}: must be a finite number, got {text!r}")
         if value < minimum:
-            raise UsageError(f"--{flag_name}: must be at least {minimum:g}, got {text}")
+            raise UsageError(f"{label(flag_name)}: must be at least {minimum:g}, got {text}")
         return value
 
     def duration(flag_name: str, text: str, allow_zero: bool = False) -> float:
         try:
             value = parse_duration(text)
         except ValueError as error:
-            raise UsageError(f"--{flag_name}: {error}") from None
+            raise UsageError(f"{label(flag_name)}: {error}") from None
         if value < 0 or (value == 0 and not allow_zero):
-            raise UsageError(f"--{flag_name}: must be positive, got {text!r}")
+            raise UsageError(f"{label(flag_name)}: must be positive, got {text!r}")
         return value
 
     def address(flag_name: str, text: str) -> Address | None:
         try:
-            return Address.parse(text)
+            parsed = Address.parse(text)
+            if parsed is not None:
+                _check_host(text.strip().rpartition(":")[0].strip("[]"))
         except ValueError as error:
-            raise UsageError(f"--{flag_name}: {error}") from None
+            raise UsageError(f"{label(flag_name)}: {error}") from None
+        return parsed
 
     try:
         namespaces = parse_namespaces(args.watch_namespace)
     except ValueError as error:
-        raise UsageError(f"--watch-namespace: {error}") from None
+        raise UsageError(f"{label('watch-namespace')}: {error}") from None
     lease = duration("leader-elect-lease-duration", args.leader_elect_lease_duration)
     renew = duration("leader-elect-renew-deadline", args.leader_elect_renew_deadline)
     retry = duration("leader-elect-retry-period", args.leader_elect_retry_period)
+    if lease < 1:
+        # A Lease stores whole seconds: a shorter duration would be written as 1 s anyway.
+        raise UsageError(
+            f"{label('leader-elect-lease-duration')}: must be at least 1s, got "
+            f"{args.leader_elect_lease_duration!r}"
+        )
     if renew >= lease:
         raise UsageError(
-            f"--leader-elect-renew-deadline ({args.leader_elect_renew_deadline}) must be shorter than "
-            f"--leader-elect-lease-duration ({args.leader_elect_lease_duration})"
+            f"{label('leader-elect-renew-deadline')} ({args.leader_elect_renew_deadline}) must be "
+            f"shorter than {label('leader-elect-lease-duration')} ({args.leader_elect_lease_duration})"
         )
     if retry * 1.2 >= renew:
         raise UsageError(
-            f"--leader-elect-retry-period ({args.leader_elect_retry_period}) times 1.2 (jitter) must be "
-            f"shorter than --leader-elect-renew-deadline ({args.leader_elect_renew_deadline})"
+            f"{label('leader-elect-retry-period')} ({args.leader_elect_retry_period}) times 1.2 "
+            f"(jitter) must be shorter than {label('leader-elect-renew-deadline')} "
+            f"({args.leader_elect_renew_deadline})"
         )
     if args.log_format not in (None, "json", "console"):
-        raise UsageError(f"--log-format: expected json or console, got {args.log_format!r}")
+        raise UsageError(f"{label('log-format')}: expected json or console, got {args.log_format!r}")
     if args.log_level.lower() not in _LOG_LEVELS:
-        raise UsageError(f"--log-level: expected one of {', '.join(_LOG_LEVELS)}, got {args.log_level!r}")
+        raise UsageError(
+            f"{label('log-level')}: expected one of {', '.join(_LOG_LEVELS)}, got {args.log_level!r}"
+        )
     election_namespace = args.leader_election_namespace or None
     if election_namespace is not None:
         try:
-            parse_namespaces(election_namespace)
+            election_namespaces = parse_namespaces(election_namespace)
+            election_namespace = election_namespace.strip()
         except ValueError as error:
-            raise UsageError(f"--leader-election-namespace: {error}") from None
-    if not args.leader_election_id.strip():
-        raise UsageError("--leader-election-id: must not be empty")
+            raise UsageError(f"{label('leader-election-namespace')}: {error}") from None
+        if len(election_namespaces) != 1 or "," in election_namespace:
+            raise UsageError(
+                f"{label('leader-election-namespace')}: expected one namespace, got {election_namespace!r}"
+            )
+    election_id = args.leader_election_id.strip()
+    if len(election_id) > 253 or not _DNS1123_SUBDOMAIN.match(election_id):
+        raise UsageError(
+            f"{label('leader-election-id')}: invalid Lease name {election_id!r}: must be a DNS-1123 "
+            "subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)"
+        )
     qps = number("kube-api-qps", args.kube_api_qps, float, 0)
     burst = int(number("kube-api-burst", args.kube_api_burst, int, 0))
     sync_period = duration("sync-period", args.sync_period, allow_zero=True)
@@ -227,7 +290,7 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
             number("max-concurrent-reconciles", args.max_concurrent_reconciles, int, 1)
         ),
         leader_elect=bool(args.leader_elect),
-        leader_election_id=args.leader_election_id.strip(),
+        leader_election_id=election_id,
         leader_election_namespace=election_namespace,
         lease_duration=lease,
         renew_deadline=renew,
@@ -240,5 +303,7 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         sync_period=sync_period or None,
         kube_api_qps=qps or None,
         kube_api_burst=(burst or max(1, int(qps * 1.5))) if qps else None,
-        graceful_shutdown_timeout=duration("graceful-shutdown-timeout", args.graceful_shutdown_timeout, True),
+        graceful_shutdown_timeout=duration(
+            "graceful-shutdown-timeout", args.graceful_shutdown_timeout, allow_zero=True
+        ),
     )

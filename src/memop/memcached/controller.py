@@ -35,7 +35,7 @@ from memop.runtime.errors import AlreadyExists, ApiError, Conflict, Forbidden, N
 from memop.runtime.events import NORMAL, WARNING, EventRecorder
 from memop.runtime.reconcile import Request, Result
 from memop.runtime.resources import DEPLOYMENTS, PODS, Resource
-from memop.runtime.store import Obj
+from memop.runtime.store import Obj, Transform
 
 log = logging.getLogger("memop.memcached")
 
@@ -297,6 +297,11 @@ def pod_transform(pod: Obj) -> Obj:
     return {"metadata": kept_meta, "status": kept_status}
 
 
+# The transform of each cached resource that has one; setup installs them before any informer
+# of those resources exists (the first caller of Cache.informer fixes the transform).
+CACHE_TRANSFORMS: dict[Resource, Transform] = {PODS: pod_transform}
+
+
 def setup(
     cache: Cache,
     client: Client,
@@ -306,7 +311,8 @@ def setup(
     memcached_resource: Resource = MEMCACHEDS,
 ) -> Controller:
     """Declare the memcached controller on ``cache``; the caller runs it (a Manager)."""
-    cache.informer(PODS, transform=pod_transform)
+    for resource, transform in CACHE_TRANSFORMS.items():
+        cache.informer(resource, transform=transform)
     reconciler = MemcachedReconciler(client, cache, recorder)
     return (
         ControllerBuilder(cache, CONTROLLER_NAME)

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
@@ -119,7 +121,9 @@ class Manager:
                         else f"{res.plural}/{res.version}"
                     )
                     hint = (
-                        "" if _is_builtin_group(res.group) else "; is its CustomResourceDefinition installed?"
+                        ""
+                        if _is_builtin_group(res.group)
+                        else f"; is the CustomResourceDefinition {res.plural}.{res.group} installed?"
                     )
                     raise StartupError(
                         f"the API server does not serve {served} ({res.kind}){hint} ({error.message})"
@@ -130,44 +134,50 @@ class Manager:
                     ) from error
 
     async def run(self, stop: asyncio.Event) -> int:
-        """Run until ``stop`` is set (exit 0) or leadership is lost (exit 1)."""
-        await self.server.start()
+        """Run until ``stop`` is set (exit 0) or leadership is lost (exit 1).
+
+        ``stop`` is honoured at every stage, also while the API server is still being
+        checked or the cache is still syncing, so a SIGTERM never waits for a slow start.
+        A startup failure (listen address taken, API server unreachable, resource not
+        served) is logged as one line and returns exit 1.
+        """
         try:
-            await self.check_resources_served()
-        except (ApiError, TransportError) as error:
-            log.error("cannot reach the API server: %s", error)
+            await self.server.start()
+        except OSError as error:
+            log.error("cannot listen for probes and metrics: %s", error)
             await self.server.stop()
             return EXIT_FAILED
-        except StartupError as error:
-            log.error("%s", error)
-            await self.server.stop()
-            return EXIT_FAILED
-        await self.cache.start()
-        for recorder in self.recorders:
-            recorder.start()
         exit_code = EXIT_OK
         elector_task: asyncio.Task[None] | None = None
         stop_task = asyncio.create_task(stop.wait(), name="manager-stop")
         try:
+            try:
+                if not await _unless(self.check_resources_served(), stop_task):
+                    return EXIT_OK
+            except StartupError as error:
+                log.error("%s", error)
+                return EXIT_FAILED
+            except (ApiError, TransportError) as error:
+                log.error("cannot reach the API server: %s", error)
+                return EXIT_FAILED
+            await self.cache.start()
+            for recorder in self.recorders:
+                recorder.start()
+            interrupts: list[asyncio.Task[Any]] = [stop_task]
             if self.options.leader_election is not None:
                 self.elector = LeaderElector(self.client, self.options.leader_election)
                 elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
-                became_leader = asyncio.create_task(self.elector.leader_elected.wait())
-                await asyncio.wait(
-                    {stop_task, elector_task, became_leader}, return_when=asyncio.FIRST_COMPLETED
-                )
-                became_leader.cancel()
-                if stop_task.done():
-                    return EXIT_OK
-                if elector_task.done():
+                interrupts.append(elector_task)
+                if not await _unless(self.elector.leader_elected.wait(), *interrupts):
+                    if stop_task.done():
+                        return EXIT_OK
                     log.error("leader election ended before this replica led: %s", _task_error(elector_task))
                     exit_code = EXIT_FAILED
                     return exit_code
-            await self._start_controllers()
-            waits: set[asyncio.Task[object]] = {stop_task}
-            if elector_task is not None:
-                waits.add(elector_task)
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            # Raced against the interrupts too: workers must not start after leadership ended
+            # while the cache was still syncing.
+            if await _unless(self._start_controllers(), *interrupts):
+                await asyncio.wait(interrupts, return_when=asyncio.FIRST_COMPLETED)
             if elector_task is not None and elector_task.done() and not stop_task.done():
                 log.error(
                     "leader election lost, stopping at once: %s", _task_error(elector_task) or "lease lost"
@@ -199,6 +209,22 @@ class Manager:
             await recorder.stop()
         await self.cache.stop()
         await self.server.stop()
+
+
+async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future[Any]) -> bool:
+    """Run ``work`` until it finishes (True) or one of ``interrupts`` is done first (False:
+    ``work`` is cancelled and awaited). Exceptions from ``work`` propagate."""
+    task = asyncio.create_task(work)
+    try:
+        await asyncio.wait({task, *interrupts}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled():
+        return False
+    task.result()
+    return True
 
 
 def _is_builtin_group(group: str) -> bool:

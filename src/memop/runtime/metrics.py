@@ -168,3 +168,15 @@ def init_controller_series(controller: str, max_concurrent_reconciles: int) -> N
     RECONCILE_TIME.labels(controller)
     ACTIVE_WORKERS.labels(controller).set(0)
     MAX_CONCURRENT_RECONCILES.labels(controller).set(max_concurrent_reconciles)
+
+
+BUILD_INFO = Gauge(
+    "memop_build_info",
+    "A metric with a constant '1' value labeled by the version of memop that is running.",
+    ["version"],
+)
+
+
+def set_build_info(version: str) -> None:
+    """Publish ``memop_build_info{version}`` = 1, for joins in queries and dashboards."""
+    BUILD_INFO.labels(version).set(1)

@@ -3,6 +3,10 @@
 Probes and metrics bind to free loopback ports (``127.0.0.1:0``); the real ports are read
 from memop's own "serving ... on host:port" log lines, so there is no port race. Output (JSON
 log lines) is collected as it comes and can be waited on.
+
+The process inherits this process's environment except memop's own flag variables
+(WATCH_NAMESPACE, LEADER_ELECT, LOG_LEVEL, ...): only ``env`` sets those, so a developer's
+shell cannot change what a test runs.
 """
 
 from __future__ import annotations
@@ -18,8 +22,22 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
+from memop import __version__
+from memop.options import build_parser, env_name
 from memop.testing.wait import wait_for
+
+
+def _flag_variables() -> frozenset[str]:
+    """Every environment variable memop reads a flag from (WATCH_NAMESPACE, LOG_LEVEL, ...)."""
+    return frozenset(
+        env_name(option)
+        for action in build_parser()._actions
+        for option in action.option_strings
+        if option.startswith("--") and option not in ("--help", "--version")
+    )
 
 
 class MemopProcess:
@@ -62,8 +80,9 @@ class MemopProcess:
         ]
 
     async def start(self) -> MemopProcess:
-        env = {**os.environ, **self.env}
-        env.pop("KUBECONFIG", None) if "KUBECONFIG" not in self.env else None
+        inherited = _flag_variables()
+        env = {k: v for k, v in os.environ.items() if k not in inherited}
+        env.update(self.env)
         self.process = await asyncio.create_subprocess_exec(
             *self.command,
             stdin=asyncio.subprocess.DEVNULL,
@@ -102,6 +121,11 @@ class MemopProcess:
         record = self.find(lambda r: r.get("msg", "").startswith("starting memop"))
         return None if record is None else record.get("identity")
 
+    def user_agent(self) -> str | None:
+        """The User-Agent of this process's API requests, once it has logged its identity."""
+        identity = self.identity()
+        return None if identity is None else f"memop/{__version__} ({identity})"
+
     def address(self, path: str) -> str | None:
         """``host:port`` memop serves ``path`` on, once it has logged it."""
         for record in self.records:
@@ -128,6 +152,13 @@ class MemopProcess:
         url = await self.url(path)
         async with aiohttp.ClientSession() as http, http.get(url, headers=headers) as response:
             return response.status, await response.text()
+
+    async def samples(self) -> list[Sample]:
+        """Every sample ``/metrics`` serves right now (text format, parsed by prometheus_client)."""
+        status, text = await self.get("/metrics")
+        if status != 200:
+            raise AssertionError(f"/metrics answered {status}: {text[:200]}")
+        return [sample for family in text_string_to_metric_families(text) for sample in family.samples]
 
     async def wait_ready(self, timeout: float = 30) -> None:
         async def ready() -> bool:
@@ -174,3 +205,35 @@ class MemopProcess:
 
     def _tail(self) -> str:
         return "\n".join(self.lines[-30:])
+
+
+def sample_value(samples: Sequence[Sample], metric: str, /, **labels: str) -> float | None:
+    """The sum of the samples called ``metric`` whose labels include ``labels`` (any label,
+    ``name`` too); None when there is none."""
+    values = [
+        s.value for s in samples if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
+    return sum(values) if values else None
+
+
+class MemopProcesses:
+    """The memop processes one test starts against one kubeconfig; :meth:`stop` ends them all."""
+
+    def __init__(self, kubeconfig: str | Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.started: list[MemopProcess] = []
+
+    async def start(
+        self,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        metrics: bool = True,
+        probes: bool = True,
+    ) -> MemopProcess:
+        process = MemopProcess(self.kubeconfig, args, env=env, metrics=metrics, probes=probes)
+        self.started.append(process)
+        return await process.start()
+
+    async def stop(self) -> None:
+        """End every process still running (SIGTERM, then SIGKILL after 15 s)."""
+        await asyncio.gather(*(process.stop() for process in self.started))
