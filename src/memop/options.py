@@ -2,9 +2,10 @@
 
 Every flag has an environment variable (its name upper-cased, dashes to underscores, e.g.
 ``--watch-namespace`` / ``WATCH_NAMESPACE``) so a Deployment can set it; a flag given on the
-command line wins over the environment. Names follow Kubebuilder / controller-runtime.
-Anything invalid raises :class:`UsageError` with one line saying what and why; the CLI turns
-it into exit code 2.
+command line wins over the environment. Names follow Kubebuilder / controller-runtime, and
+as with Go's flag package a flag is never abbreviated.
+Anything invalid raises :class:`UsageError` with one line saying what and why (naming the
+variable too when the value came from the environment); the CLI turns it into exit code 2.
 """
 
 from __future__ import annotations

@@ -475,22 +475,27 @@ class LeaderElector:
 
     async def _write_release(self) -> bool:
         # Read first: our cached resourceVersion is stale if a renewal was cut short after
-        # the server applied it, and a lease someone else holds is not ours to clear.
-        self._lease = await self._client.get(LEASES, self.config.lease_name, self.config.namespace)
-        record = LeaderElectionRecord.from_lease(self._lease)
-        if record.holder_identity != self.config.identity:
-            return False
-        stamp = micro_time(self._clock.time())
-        await self._write(
-            LeaderElectionRecord(
-                holder_identity="",
-                lease_duration_seconds=1,
-                acquire_time=stamp,
-                renew_time=stamp,
-                leader_transitions=record.leader_transitions,
-            )
-        )
-        return True
+        # the server applied it, and a lease someone else holds is not ours to clear. A
+        # renewal cut short may also be applied after our read: its Conflict means read again.
+        while True:
+            self._lease = await self._client.get(LEASES, self.config.lease_name, self.config.namespace)
+            record = LeaderElectionRecord.from_lease(self._lease)
+            if record.holder_identity != self.config.identity:
+                return False
+            stamp = micro_time(self._clock.time())
+            try:
+                await self._write(
+                    LeaderElectionRecord(
+                        holder_identity="",
+                        lease_duration_seconds=1,
+                        acquire_time=stamp,
+                        renew_time=stamp,
+                        leader_transitions=record.leader_transitions,
+                    )
+                )
+            except Conflict:
+                continue
+            return True
 
     # State -----------------------------------------------------------------------------
 

@@ -145,7 +145,9 @@ class MemopProcess:
         return found
 
     async def url(self, path: str, timeout: float = 30) -> str:
-        address = await wait_for(lambda: self.address(path), timeout=timeout, message=self._tail)
+        """``http://host:port/path[?query]`` once memop serves ``path`` (the query is kept)."""
+        route = path.split("?", 1)[0]
+        address = await wait_for(lambda: self.address(route), timeout=timeout, message=self._tail)
         return f"http://{address}{path}"
 
     async def get(self, path: str, **headers: str) -> tuple[int, str]:

@@ -1,0 +1,252 @@
+"""``python -m memop`` as users run it: usage errors, --version/--help, and failures at start.
+
+Every case runs the real process and checks its exit code and what it printed: a usage error
+is exit 2 and one ``memop: error:`` line on stderr; a failure to start (no Kubernetes config,
+the CRD missing, the API server unreachable, a bind address taken) is exit 1 and one log line
+saying what is wrong, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from memop import __version__
+from memop.options import build_parser, env_name
+from memop.runtime.kubeconfig import SERVICE_ACCOUNT_DIR
+from memop.testing.process import _flag_variables
+from memop.testing.server import ApiServer
+
+TIMEOUT = 30
+
+
+async def run_memop(*args: str, env: Mapping[str, str] | None = None, home: Path) -> tuple[int, str, str]:
+    """Run memop to its end: (exit code, stdout, stderr). Outside any cluster, HOME=``home``,
+    and none of memop's variables inherited: only ``env`` sets them."""
+    inherited = _flag_variables() | {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
+    environment = {k: v for k, v in os.environ.items() if k not in inherited}
+    environment.update(HOME=str(home), **(env or {}))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memop",
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=environment,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), TIMEOUT)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def one_log_line(stderr: str) -> dict[str, object]:
+    """The single JSON log record on stderr (asserting there is exactly one line)."""
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    record = json.loads(lines[0])
+    assert isinstance(record, dict)
+    return record
+
+
+@pytest.fixture
+async def bare_server(tmp_path: Path) -> AsyncIterator[tuple[ApiServer, Path]]:
+    """An API server without the Memcached CRD, and a kubeconfig for it."""
+    async with ApiServer() as server:
+        path = tmp_path / "kubeconfig"
+        server.write_kubeconfig(path)
+        yield server, path
+
+
+# One of each kind; tests/test_options.py has every case, in-process.
+USAGE_ERRORS: list[tuple[list[str], dict[str, str], str]] = [
+    (["--bogus"], {}, "memop: error: unrecognized arguments: --bogus"),
+    (["--max-concurrent-reconciles", "-3"], {}, "--max-concurrent-reconciles: must be at least 1, got -3"),
+    (["--sync-period", "forever"], {}, "--sync-period: invalid duration 'forever'"),
+    (
+        ["--leader-elect-renew-deadline", "20s"],
+        {},
+        "--leader-elect-renew-deadline (20s) must be shorter than --leader-elect-lease-duration (15s)",
+    ),
+    (
+        ["--leader-elect-renew-deadline", "5s", "--leader-elect-retry-period", "5s"],
+        {},
+        "--leader-elect-retry-period (5s) times 1.2 (jitter) must be shorter than",
+    ),
+    (["--watch-namespace", "ns1,Not_A_Label"], {}, "--watch-namespace: invalid namespace 'Not_A_Label'"),
+    (["--log-level", "verbose"], {}, "--log-level: expected one of debug, info, warning, error"),
+    (["--metrics-bind-address", "nowhere"], {}, "--metrics-bind-address: invalid bind address 'nowhere'"),
+    ([], {"WATCH_NAMESPACE": "BAD"}, "--watch-namespace (from WATCH_NAMESPACE): invalid namespace 'BAD'"),
+    ([], {"LEADER_ELECT": "sometimes"}, "LEADER_ELECT='sometimes': expected true or false"),
+]
+
+
+async def test_usage_errors_exit_2_with_one_line_on_stderr(tmp_path: Path) -> None:
+    results = await asyncio.gather(
+        *(run_memop(*argv, env=env, home=tmp_path) for argv, env, _ in USAGE_ERRORS)
+    )
+    for (argv, env, expected), (code, out, err) in zip(USAGE_ERRORS, results, strict=True):
+        case = f"{argv} {env}"
+        assert code == 2, f"{case}: exit {code}\n{err}"
+        assert out == "", case
+        lines = err.splitlines()
+        assert len(lines) == 1, f"{case}: {err}"
+        assert lines[0].startswith("memop: error: "), f"{case}: {err}"
+        assert expected in lines[0], f"{case}: {err}"
+
+
+@pytest.mark.skipif(
+    (SERVICE_ACCOUNT_DIR / "namespace").exists(), reason="running in a cluster: the pod's namespace is used"
+)
+async def test_leader_election_outside_a_cluster_needs_a_namespace(
+    tmp_path: Path, bare_server: tuple[ApiServer, Path]
+) -> None:
+    _, kubeconfig = bare_server
+    code, out, err = await run_memop("--kubeconfig", str(kubeconfig), "--leader-elect", home=tmp_path)
+    assert (code, out) == (2, "")
+    assert err == (
+        "memop: error: --leader-election-namespace is required with --leader-elect when not running "
+        "in a cluster\n"
+    )
+    code, _, err = await run_memop(
+        "--kubeconfig", str(kubeconfig), home=tmp_path, env={"LEADER_ELECT": "true"}
+    )
+    assert code == 2
+    assert "--leader-election-namespace is required" in err
+
+
+async def test_version(tmp_path: Path) -> None:
+    assert await run_memop("--version", home=tmp_path) == (0, f"memop {__version__}\n", "")
+
+
+async def test_help_lists_every_flag_with_its_environment_variable(tmp_path: Path) -> None:
+    code, out, err = await run_memop("--help", home=tmp_path)
+    assert (code, err) == (0, "")
+    words = " ".join(out.split()).replace(",", " ").split()
+    for action in build_parser()._actions:
+        for flag in action.option_strings:
+            assert flag in words, flag
+        if action.option_strings[0] not in ("-h", "--version"):
+            assert f"[{env_name(action.option_strings[0])}]" in words, action.option_strings
+
+
+async def test_no_kubernetes_configuration_is_one_line_naming_what_was_tried(tmp_path: Path) -> None:
+    code, out, err = await run_memop(home=tmp_path)
+    assert (code, out) == (1, "")
+    record = one_log_line(err)
+    assert record["level"] == "error"
+    assert record["msg"] == (
+        "no Kubernetes configuration found; tried --kubeconfig/KUBECONFIG (not set), in-cluster config "
+        "(KUBERNETES_SERVICE_HOST unset or no service-account token), "
+        f"{tmp_path}/.kube/config (no such file)"
+    )
+
+
+async def test_a_kubeconfig_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    for args, env in (((), {"KUBECONFIG": str(missing)}), (("--kubeconfig", str(missing)), {})):
+        code, _, err = await run_memop(*args, env=env, home=tmp_path)
+        assert code == 1
+        assert "Traceback" not in err
+        # kubernetes_asyncio also logs a "Config not found" warning of its own.
+        errors = [r for r in map(json.loads, err.splitlines()) if r["level"] == "error"]
+        assert len(errors) == 1, err
+        assert errors[0]["msg"].startswith(f"cannot use kubeconfig {missing}:"), err
+
+
+async def test_home_kube_config_is_the_fallback(tmp_path: Path, bare_server: tuple[ApiServer, Path]) -> None:
+    """With ~/.kube/config (and nothing else) memop connects: here it then stops at the missing CRD."""
+    server, kubeconfig = bare_server
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text(kubeconfig.read_text())
+    code, _, err = await run_memop(
+        "--metrics-bind-address", "0", "--health-probe-bind-address", "0", home=tmp_path
+    )
+    assert code == 1
+    assert "CustomResourceDefinition memcacheds.cache.example.com" in err
+    assert server.log.count(resource="memcacheds", user_agent="memop/") >= 1
+
+
+async def test_a_missing_crd_is_one_clear_error(tmp_path: Path, bare_server: tuple[ApiServer, Path]) -> None:
+    _, kubeconfig = bare_server
+    code, out, err = await run_memop(
+        "--kubeconfig",
+        str(kubeconfig),
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+        "--health-probe-bind-address",
+        "127.0.0.1:0",
+        home=tmp_path,
+    )
+    assert (code, out) == (1, "")
+    assert "Traceback" not in err
+    records = [json.loads(line) for line in err.splitlines()]
+    errors = [r for r in records if r["level"] == "error"]
+    assert len(errors) == 1, err
+    assert errors[0]["msg"].startswith(
+        "the API server does not serve memcacheds.cache.example.com/v1alpha1 (Memcached); "
+        "is the CustomResourceDefinition memcacheds.cache.example.com installed?"
+    )
+    assert not [r for r in records if r["level"] == "warning"], err
+
+
+async def test_an_unreachable_api_server_is_one_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nobody listens on: bound, never listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                    "users": [{"name": "u", "user": {"token": "t"}}],
+                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                    "current-context": "x",
+                }
+            )
+        )
+        code, _, err = await run_memop(
+            "--kubeconfig", str(kubeconfig), "--metrics-bind-address=0", "--health-probe-bind-address=0",
+            home=tmp_path,
+        )  # fmt: skip
+    assert code == 1
+    assert "Traceback" not in err
+    errors = [r for r in map(json.loads, err.splitlines()) if r["level"] == "error"]
+    assert len(errors) == 1, err
+    assert errors[0]["msg"].startswith("cannot reach the API server: "), err
+    assert f"127.0.0.1:{port}" in errors[0]["msg"]
+
+
+async def test_a_bind_address_in_use_is_one_clear_error(
+    tmp_path: Path, bare_server: tuple[ApiServer, Path]
+) -> None:
+    _, kubeconfig = bare_server
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, _, err = await run_memop(
+            "--kubeconfig", str(kubeconfig), "--metrics-bind-address", f"127.0.0.1:{port}",
+            "--health-probe-bind-address", "0", home=tmp_path,
+        )  # fmt: skip
+    assert code == 1
+    assert "Traceback" not in err
+    errors = [r for r in map(json.loads, err.splitlines()) if r["level"] == "error"]
+    assert len(errors) == 1, err
+    assert errors[0]["msg"].startswith("cannot listen for probes and metrics: "), err
+    assert str(port) in errors[0]["msg"]

@@ -1,0 +1,172 @@
+"""Stopping the real process: SIGTERM finishes in-flight work and releases the lease; a second
+signal, or the graceful timeout, cuts it short; a slow start never delays a stop.
+
+A reconcile is held in flight by delaying memop's Deployment create on the in-memory server;
+the delay rule's hit count says when the request has arrived.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memop.memcached.api import MEMCACHEDS
+from memop.runtime.client import Client
+from memop.runtime.errors import NotFound
+from memop.runtime.resources import LEASES
+from memop.testing.envtest import Kube
+from memop.testing.faults import DelayRule
+from memop.testing.process import MemopProcess, MemopProcesses
+from memop.testing.wait import wait_for
+
+TIMEOUT = 30
+LEASE_NAME = "memop-leader.cache.example.com"
+LEADER_ARGS = (
+    "--leader-elect",
+    "--leader-election-namespace", "default",
+    "--leader-elect-lease-duration", "2s",
+    "--leader-elect-renew-deadline", "1.5s",
+    "--leader-elect-retry-period", "0.5s",
+)  # fmt: skip
+# Process scheduling on a loaded CI machine, on top of what memop itself may take.
+ALLOWANCE = 1.5
+
+
+@pytest.fixture
+async def memops(kube: Kube, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
+    path = tmp_path / "kubeconfig"
+    kube.fake.write_kubeconfig(path)
+    group = MemopProcesses(path)
+    yield group
+    await group.stop()
+
+
+def memcached(name: str, size: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {"name": name},
+        "spec": {"size": size},
+    }
+
+
+async def lease_spec(client: Client) -> dict[str, Any]:
+    try:
+        lease = await client.get(LEASES, LEASE_NAME, "default")
+    except NotFound:
+        return {}
+    return dict(lease.get("spec") or {})
+
+
+async def leading(client: Client, memop: MemopProcess) -> bool:
+    identity = memop.identity()
+    return identity is not None and (await lease_spec(client)).get("holderIdentity") == identity
+
+
+async def reconcile_in_flight(client: Client, namespace: str, rule: DelayRule) -> None:
+    """Create a Memcached and return once memop's Deployment create for it is held by ``rule``."""
+    await client.create(MEMCACHEDS, memcached("slow"), namespace)
+    await wait_for(lambda: rule.hits >= 1, timeout=TIMEOUT)
+
+
+def said(memop: MemopProcess, start: str) -> bool:
+    return memop.find(lambda r: str(r.get("msg", "")).startswith(start)) is not None
+
+
+async def test_sigterm_finishes_the_in_flight_reconcile_releases_the_lease_and_exits_0(
+    kube: Kube, client: Client, namespace: str, memops: MemopProcesses
+) -> None:
+    server = kube.fake
+    hold = 1.5
+    rule = server.faults.delay(hold, verb="create", resource="deployments", user_agent="memop/")
+    memop = await memops.start(*LEADER_ARGS)
+    await wait_for(lambda: leading(client, memop), timeout=TIMEOUT)
+    await reconcile_in_flight(client, namespace, rule)
+
+    memop.send(signal.SIGTERM)
+    assert await memop.wait(TIMEOUT) == 0
+    exited = time.time()
+
+    (create,) = server.log.filter(verb="create", resource="deployments", user_agent="memop/")
+    assert create.status == 201, "the in-flight create was not cut short"
+    assert exited >= create.time + hold
+    assert not said(memop, "cancelling"), "a reconcile was cancelled within the graceful timeout"
+    spec = await lease_spec(client)
+    assert spec["holderIdentity"] == "", "\n".join(memop.lines[-15:])
+    assert spec["leaseDurationSeconds"] == 1
+    # Released after the reconcile finished, not before: the lease covered the whole of it.
+    release = max(
+        r.time for r in server.log.filter(verb="update", resource="leases", user_agent="memop/", status=200)
+    )
+    assert release >= create.time + hold
+    assert said(memop, "received SIGTERM, shutting down gracefully")
+    assert said(memop, "released lease")
+
+
+async def test_the_graceful_timeout_cuts_a_slow_reconcile_short(
+    kube: Kube, client: Client, namespace: str, memops: MemopProcesses
+) -> None:
+    server = kube.fake
+    rule = server.faults.delay(20, verb="create", resource="deployments", user_agent="memop/")
+    memop = await memops.start("--graceful-shutdown-timeout", "0.5s")
+    await memop.wait_ready(TIMEOUT)
+    await reconcile_in_flight(client, namespace, rule)
+
+    started = time.monotonic()
+    memop.send(signal.SIGTERM)
+    assert await memop.wait(TIMEOUT) == 0
+    assert time.monotonic() - started < 0.5 + ALLOWANCE
+    assert said(memop, "cancelling 1 reconciles still running after the graceful shutdown timeout")
+
+
+async def test_a_second_signal_exits_at_once(
+    kube: Kube, client: Client, namespace: str, memops: MemopProcesses
+) -> None:
+    server = kube.fake
+    rule = server.faults.delay(20, verb="create", resource="deployments", user_agent="memop/")
+    memop = await memops.start()  # the graceful timeout is 30 s
+    await memop.wait_ready(TIMEOUT)
+    await reconcile_in_flight(client, namespace, rule)
+
+    memop.send(signal.SIGTERM)
+    await memop.wait_log(lambda r: r.get("msg") == "received SIGTERM, shutting down gracefully")
+    started = time.monotonic()
+    memop.send(signal.SIGINT)
+    assert await memop.wait(TIMEOUT) == 1
+    assert time.monotonic() - started < ALLOWANCE
+    assert said(memop, "second signal SIGINT, exiting at once")
+
+
+async def test_sigterm_during_a_slow_start_exits_at_once(
+    kube: Kube, client: Client, memops: MemopProcesses
+) -> None:
+    """A stop is not held up by the API server answering memop's start-up check slowly."""
+    kube.fake.faults.delay(60, verb="list", resource="memcacheds", user_agent="memop/")
+    memop = await memops.start()
+    await memop.url("/healthz")  # serving, and stuck in the start-up check
+    status, _ = await memop.get("/readyz")
+    assert status == 500
+    started = time.monotonic()
+    memop.send(signal.SIGTERM)
+    assert await memop.wait(TIMEOUT) == 0
+    assert time.monotonic() - started < ALLOWANCE
+
+
+async def test_a_standby_stops_at_once_and_leaves_the_lease_alone(
+    kube: Kube, client: Client, memops: MemopProcesses
+) -> None:
+    leader = await memops.start(*LEADER_ARGS)
+    await wait_for(lambda: leading(client, leader), timeout=TIMEOUT)
+    standby = await memops.start(*LEADER_ARGS)
+    await standby.wait_ready(TIMEOUT)
+    await standby.wait_log(lambda r: str(r.get("msg", "")).startswith("new leader elected"))
+    started = time.monotonic()
+    assert await standby.terminate() == 0
+    assert time.monotonic() - started < ALLOWANCE
+    assert await leading(client, leader)
+    assert not said(standby, "released lease")

@@ -1,0 +1,352 @@
+"""memop.options in-process: every flag, its environment variable, precedence and every usage error.
+
+The real-process checks (exit code 2, the one stderr line) are in tests/e2e/test_manager_cli.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memop.options import (
+    RunConfig,
+    UsageError,
+    build_parser,
+    env_name,
+    parse_duration,
+    parse_namespaces,
+    parse_run_args,
+)
+from memop.runtime.server import Address
+
+
+def parse(*argv: str, **env: str) -> RunConfig:
+    return parse_run_args(list(argv), env=env)
+
+
+def usage_error(*argv: str, **env: str) -> str:
+    """The message of the UsageError the arguments raise (asserting it is one line)."""
+    with pytest.raises(UsageError) as caught:
+        parse(*argv, **env)
+    message = str(caught.value)
+    assert message, "an empty usage error"
+    assert "\n" not in message, message
+    return message
+
+
+def long_flags() -> list[str]:
+    return [
+        action.option_strings[0]
+        for action in build_parser()._actions
+        if action.option_strings and action.option_strings[0] not in ("-h", "--version")
+    ]
+
+
+def test_defaults_are_controller_runtimes() -> None:
+    config = parse()
+    assert config == RunConfig(
+        kubeconfig=None,
+        namespaces=(),
+        max_concurrent_reconciles=1,
+        leader_elect=False,
+        leader_election_id="memop-leader.cache.example.com",
+        leader_election_namespace=None,
+        lease_duration=15.0,
+        renew_deadline=10.0,
+        retry_period=2.0,
+        release_on_cancel=True,
+        metrics_address=Address("0.0.0.0", 8080),
+        probe_address=Address("0.0.0.0", 8081),
+        log_format=None,
+        log_level="info",
+        sync_period=36000.0,
+        kube_api_qps=None,
+        kube_api_burst=None,
+        graceful_shutdown_timeout=30.0,
+    )
+
+
+# (flag, value, RunConfig field, expected value): one row per flag taking a value.
+VALUES = [
+    ("--kubeconfig", "/tmp/kc", "kubeconfig", "/tmp/kc"),
+    ("--watch-namespace", "a,b", "namespaces", ("a", "b")),
+    ("--max-concurrent-reconciles", "4", "max_concurrent_reconciles", 4),
+    ("--leader-election-id", "my-lease.example.com", "leader_election_id", "my-lease.example.com"),
+    ("--leader-election-namespace", "ops", "leader_election_namespace", "ops"),
+    ("--leader-elect-lease-duration", "1m", "lease_duration", 60.0),
+    ("--leader-elect-renew-deadline", "4.5s", "renew_deadline", 4.5),
+    ("--leader-elect-retry-period", "500ms", "retry_period", 0.5),
+    ("--metrics-bind-address", "127.0.0.1:9090", "metrics_address", Address("127.0.0.1", 9090)),
+    ("--health-probe-bind-address", "0", "probe_address", None),
+    ("--log-format", "console", "log_format", "console"),
+    ("--log-level", "DEBUG", "log_level", "debug"),
+    ("--sync-period", "1h30m", "sync_period", 5400.0),
+    ("--kube-api-qps", "20", "kube_api_qps", 20.0),
+    ("--graceful-shutdown-timeout", "0", "graceful_shutdown_timeout", 0.0),
+]
+
+
+def test_the_table_covers_every_flag() -> None:
+    covered = {row[0] for row in VALUES} | {
+        "--leader-elect",
+        "--leader-elect-release-on-cancel",
+        "--kube-api-burst",
+    }
+    assert covered == set(long_flags())
+
+
+@pytest.mark.parametrize(("flag", "value", "field", "expected"), VALUES)
+def test_each_flag_sets_its_setting(flag: str, value: str, field: str, expected: object) -> None:
+    assert getattr(parse(flag, value), field) == expected
+    assert getattr(parse(f"{flag}={value}"), field) == expected
+
+
+@pytest.mark.parametrize(("flag", "value", "field", "expected"), VALUES)
+def test_each_environment_variable_sets_its_setting(
+    flag: str, value: str, field: str, expected: object
+) -> None:
+    assert getattr(parse(**{env_name(flag): value}), field) == expected
+
+
+@pytest.mark.parametrize(("flag", "value", "field", "expected"), VALUES)
+def test_a_flag_wins_over_its_environment_variable(
+    flag: str, value: str, field: str, expected: object
+) -> None:
+    default = getattr(parse(), field)
+    other = {
+        "--kubeconfig": "/elsewhere",
+        "--watch-namespace": "zzz",
+        "--leader-election-namespace": "zzz",
+        "--leader-election-id": "zzz",
+        "--metrics-bind-address": "127.0.0.1:1",
+        "--health-probe-bind-address": "127.0.0.1:1",
+        "--log-format": "json",
+        "--log-level": "error",
+        "--kube-api-qps": "3",
+        "--max-concurrent-reconciles": "7",
+        "--leader-elect-lease-duration": "59s",
+        "--leader-elect-renew-deadline": "4s",
+        "--leader-elect-retry-period": "1s",
+        "--sync-period": "2h",
+        "--graceful-shutdown-timeout": "3s",
+    }[flag]
+    config = parse(flag, value, **{env_name(flag): other})
+    assert getattr(config, field) == expected
+    assert getattr(parse(**{env_name(flag): other}), field) not in (expected, default)
+
+
+def test_burst_defaults_from_qps_and_can_be_set() -> None:
+    assert parse().kube_api_burst is None
+    assert parse("--kube-api-qps", "20").kube_api_burst == 30
+    assert parse("--kube-api-qps", "20", "--kube-api-burst", "50").kube_api_burst == 50
+    assert parse(KUBE_API_QPS="20", KUBE_API_BURST="40").kube_api_burst == 40
+    assert parse("--kube-api-burst", "50").kube_api_burst is None  # no client-side limit at all
+
+
+@pytest.mark.parametrize("truth", ["true", "True", "1", "yes", "on", " TRUE "])
+def test_boolean_variables_accept_the_usual_true_words(truth: str) -> None:
+    assert parse(LEADER_ELECT=truth).leader_elect is True
+    assert parse(LEADER_ELECT_RELEASE_ON_CANCEL=truth).release_on_cancel is True
+
+
+@pytest.mark.parametrize("falsehood", ["false", "0", "no", "off", ""])
+def test_boolean_variables_accept_the_usual_false_words(falsehood: str) -> None:
+    assert parse(LEADER_ELECT=falsehood).leader_elect is False
+    assert parse(LEADER_ELECT_RELEASE_ON_CANCEL=falsehood).release_on_cancel is False
+
+
+def test_boolean_flags_win_over_their_variables() -> None:
+    assert parse("--leader-elect", LEADER_ELECT="false").leader_elect is True
+    assert parse("--leader-elect-release-on-cancel", LEADER_ELECT_RELEASE_ON_CANCEL="0").release_on_cancel
+    config = parse("--no-leader-elect-release-on-cancel", LEADER_ELECT_RELEASE_ON_CANCEL="true")
+    assert config.release_on_cancel is False
+
+
+def test_a_boolean_variable_that_is_not_a_boolean_is_named() -> None:
+    assert usage_error(LEADER_ELECT="maybe") == "LEADER_ELECT='maybe': expected true or false"
+
+
+def test_namespaces_are_trimmed_and_duplicates_folded_in_order() -> None:
+    assert parse("--watch-namespace", " b, a ,,b,a ").namespaces == ("b", "a")
+    assert parse(WATCH_NAMESPACE="ns1,ns2,ns1").namespaces == ("ns1", "ns2")
+
+
+def test_an_empty_namespace_list_means_all_namespaces() -> None:
+    assert parse("--watch-namespace", "").namespaces == ()
+    assert parse("--watch-namespace=").namespaces == ()
+    assert parse(WATCH_NAMESPACE="").namespaces == ()
+    assert parse(WATCH_NAMESPACE=" , ").namespaces == ()
+    # An empty flag still wins over the variable: "all namespaces" on purpose.
+    assert parse("--watch-namespace=", WATCH_NAMESPACE="ns1").namespaces == ()
+
+
+# (arguments, what the one-line message must contain)
+INVALID = [
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--watch", "ns1"], "unrecognized arguments: --watch ns1"),  # no abbreviations
+    (["positional"], "unrecognized arguments: positional"),
+    (["--max-concurrent-reconciles", "many"], "--max-concurrent-reconciles: 'many' is not a whole number"),
+    (["--max-concurrent-reconciles", "1.5"], "--max-concurrent-reconciles: '1.5' is not a whole number"),
+    (["--max-concurrent-reconciles", "0"], "--max-concurrent-reconciles: must be at least 1, got 0"),
+    (["--max-concurrent-reconciles", "-2"], "--max-concurrent-reconciles: must be at least 1, got -2"),
+    (["--kube-api-qps", "fast"], "--kube-api-qps: 'fast' is not a number"),
+    (["--kube-api-qps", "-1"], "--kube-api-qps: must be at least 0, got -1"),
+    (["--kube-api-qps", "nan"], "--kube-api-qps: must be a finite number, got 'nan'"),
+    (["--kube-api-qps", "inf"], "--kube-api-qps: must be a finite number, got 'inf'"),
+    (["--kube-api-burst", "-5"], "--kube-api-burst: must be at least 0, got -5"),
+    (["--sync-period", "soon"], "--sync-period: invalid duration 'soon'"),
+    (["--sync-period", "10x"], "--sync-period: invalid duration '10x'"),
+    (["--sync-period=-1h"], "--sync-period: invalid duration '-1h'"),
+    (["--sync-period", "-1h"], "argument --sync-period: expected one argument"),
+    (["--sync-period", "nan"], "--sync-period: invalid duration 'nan'"),
+    (["--graceful-shutdown-timeout", "-1"], "--graceful-shutdown-timeout: must be positive, got '-1'"),
+    (["--graceful-shutdown-timeout", "inf"], "--graceful-shutdown-timeout: invalid duration 'inf'"),
+    (["--leader-elect-lease-duration", "0s"], "--leader-elect-lease-duration: must be positive"),
+    (["--leader-elect-lease-duration", ""], "--leader-elect-lease-duration: invalid duration ''"),
+    (
+        [
+            "--leader-elect-lease-duration",
+            "900ms",
+            "--leader-elect-renew-deadline",
+            "500ms",
+            "--leader-elect-retry-period",
+            "100ms",
+        ],
+        "--leader-elect-lease-duration: must be at least 1s, got '900ms'",
+    ),
+    (
+        ["--leader-elect-renew-deadline", "15s"],
+        "--leader-elect-renew-deadline (15s) must be shorter than --leader-elect-lease-duration (15s)",
+    ),
+    (
+        ["--leader-elect-lease-duration", "10s", "--leader-elect-renew-deadline", "20s"],
+        "--leader-elect-renew-deadline (20s) must be shorter than --leader-elect-lease-duration (10s)",
+    ),
+    (
+        ["--leader-elect-renew-deadline", "2.4s", "--leader-elect-retry-period", "2s"],
+        "--leader-elect-retry-period (2s) times 1.2 (jitter) must be shorter than "
+        "--leader-elect-renew-deadline (2.4s)",
+    ),
+    (["--watch-namespace", "Bad_NS"], "--watch-namespace: invalid namespace 'Bad_NS': must be a DNS-1123"),
+    (["--watch-namespace", "ok,-no"], "--watch-namespace: invalid namespace '-no'"),
+    (["--watch-namespace", "a" * 64], "--watch-namespace: invalid namespace"),
+    (["--watch-namespace", "dotted.name"], "--watch-namespace: invalid namespace 'dotted.name'"),
+    (["--leader-election-namespace", "Nope"], "--leader-election-namespace: invalid namespace 'Nope'"),
+    (["--leader-election-namespace", "a,b"], "--leader-election-namespace: expected one namespace"),
+    (["--leader-election-id", " "], "--leader-election-id: invalid Lease name ''"),
+    (["--leader-election-id", "Upper"], "--leader-election-id: invalid Lease name 'Upper'"),
+    (["--log-format", "xml"], "--log-format: expected json or console, got 'xml'"),
+    (["--log-level", "loud"], "--log-level: expected one of debug, info, warning, error, got 'loud'"),
+    (["--metrics-bind-address", "8080"], "--metrics-bind-address: invalid bind address '8080'"),
+    (["--metrics-bind-address", "host:http"], "--metrics-bind-address: invalid bind address 'host:http'"),
+    (["--metrics-bind-address", ":70000"], "--metrics-bind-address: invalid bind address ':70000'"),
+    (["--metrics-bind-address", "a b:80"], "--metrics-bind-address: invalid host 'a b'"),
+    (["--health-probe-bind-address", ""], "--health-probe-bind-address: invalid bind address ''"),
+    (["--health-probe-bind-address", "x..y:1"], "--health-probe-bind-address: invalid host 'x..y'"),
+    (["--leader-elect=yes"], "--leader-elect: ignored explicit argument 'yes'"),
+    (["--kubeconfig"], "--kubeconfig: expected one argument"),
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), INVALID, ids=[" ".join(a) or "''" for a, _ in INVALID])
+def test_invalid_arguments_are_one_clear_line(argv: list[str], expected: str) -> None:
+    assert expected in usage_error(*argv)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        (
+            {"MAX_CONCURRENT_RECONCILES": "x"},
+            "--max-concurrent-reconciles (from MAX_CONCURRENT_RECONCILES): 'x'",
+        ),
+        ({"SYNC_PERIOD": "often"}, "--sync-period (from SYNC_PERIOD): invalid duration 'often'"),
+        ({"WATCH_NAMESPACE": "UPPER"}, "--watch-namespace (from WATCH_NAMESPACE): invalid namespace 'UPPER'"),
+        ({"METRICS_BIND_ADDRESS": ""}, "--metrics-bind-address (from METRICS_BIND_ADDRESS): invalid bind"),
+        ({"LOG_LEVEL": "trace"}, "--log-level (from LOG_LEVEL): expected one of"),
+        (
+            {"LEADER_ELECT_RENEW_DEADLINE": "20s"},
+            "--leader-elect-renew-deadline (from LEADER_ELECT_RENEW_DEADLINE) (20s) must be shorter than "
+            "--leader-elect-lease-duration (15s)",
+        ),
+    ],
+)
+def test_an_invalid_environment_value_names_the_variable(env: dict[str, str], expected: str) -> None:
+    assert expected in usage_error(**env)
+
+
+def test_a_valid_flag_overrides_an_invalid_variable() -> None:
+    assert parse("--log-level", "debug", LOG_LEVEL="trace").log_level == "debug"
+
+
+@pytest.mark.parametrize(
+    ("text", "host"),
+    [(":8080", "0.0.0.0"), ("127.0.0.1:0", "127.0.0.1"), ("[::1]:9", "::1"), ("localhost:9", "localhost")],
+)
+def test_bind_addresses(text: str, host: str) -> None:
+    assert parse("--metrics-bind-address", text).metrics_address.host == host  # type: ignore[union-attr]
+
+
+def test_help_lists_every_flag_with_its_environment_variable() -> None:
+    text = build_parser().format_help()
+    for action in build_parser()._actions:
+        flag = action.option_strings[0] if action.option_strings else None
+        if flag in (None, "-h", "--version"):
+            continue
+        assert flag in text
+        assert isinstance(action, argparse.Action)
+        assert action.help is not None
+        assert action.help.endswith(f"[{env_name(flag)}]"), action.help
+        assert f"[{env_name(flag)}]" in " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("15s", 15.0),
+        ("1m30s", 90.0),
+        ("500ms", 0.5),
+        ("10h", 36000.0),
+        ("1h2m3s4ms", 3723.004),
+        ("1.5m", 90.0),
+        (".5s", 0.5),
+        ("250us", 0.00025),
+        ("250µs", 0.00025),
+        ("100ns", 1e-7),
+        ("0", 0.0),
+        ("2.5", 2.5),
+        (" 3s ", 3.0),
+    ],
+)
+def test_go_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "s", "1d", "1 s", "1s2", "s1", "--1s", "1.2.3s", "inf", "NaN", "1e400"])
+def test_invalid_go_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration(text)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    parts=st.lists(
+        st.tuples(st.integers(0, 10_000), st.sampled_from(["h", "m", "s", "ms", "us", "ns"])),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_duration_is_the_sum_of_its_parts(parts: list[tuple[int, str]]) -> None:
+    unit = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+    text = "".join(f"{n}{u}" for n, u in parts)
+    assert math.isclose(parse_duration(text), sum(n * unit[u] for n, u in parts), rel_tol=1e-9, abs_tol=1e-12)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True), max_size=8))
+def test_namespace_lists_keep_first_occurrences_in_order(names: list[str]) -> None:
+    assert parse_namespaces(" , ".join(names)) == tuple(dict.fromkeys(names))
