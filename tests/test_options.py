@@ -95,8 +95,21 @@ def test_the_table_covers_every_flag() -> None:
         "--leader-elect",
         "--leader-elect-release-on-cancel",
         "--kube-api-burst",
+        "--metrics-secure",
+        "--metrics-cert-dir",
     }
     assert covered == set(long_flags())
+
+
+def test_secure_metrics_flags() -> None:
+    assert not parse().metrics_secure
+    assert parse("--metrics-secure").metrics_secure
+    assert parse(METRICS_SECURE="true").metrics_secure
+    config = parse("--metrics-secure", "--metrics-cert-dir", "/certs")
+    assert config.metrics_cert_dir == "/certs"
+    assert "only used with --metrics-secure" in usage_error("--metrics-cert-dir", "/certs")
+    shared = ("--metrics-bind-address", ":8443", "--health-probe-bind-address", ":8443")
+    assert "apart from --health-probe-bind-address" in usage_error("--metrics-secure", *shared)
 
 
 @pytest.mark.parametrize(("flag", "value", "field", "expected"), VALUES)

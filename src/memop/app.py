@@ -11,7 +11,10 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
+import tempfile
+from pathlib import Path
 
 from kubernetes_asyncio.client import ApiClient
 
@@ -19,6 +22,7 @@ from memop import __version__
 from memop.memcached import controller as memcached
 from memop.options import RunConfig
 from memop.runtime import logs, metrics
+from memop.runtime.authn import tls_context
 from memop.runtime.client import Client
 from memop.runtime.kubeconfig import KubeConfigError, in_cluster_namespace, load_configuration
 from memop.runtime.leaderelection import LeaderElectionConfig, default_identity
@@ -96,6 +100,16 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
             "maxConcurrentReconciles": config.max_concurrent_reconciles,
         },
     )
+    metrics_tls = None
+    if config.metrics_secure and config.metrics_address is not None:
+        try:
+            metrics_tls = tls_context(
+                Path(config.metrics_cert_dir) if config.metrics_cert_dir else None,
+                scratch_dir=Path(tempfile.gettempdir()) / "memop-metrics-cert",
+            )
+        except (OSError, ssl.SSLError) as error:
+            log.error("cannot serve metrics over HTTPS: %s", error)
+            return EXIT_FAILED
     async with ApiClient(configuration) as api_client:
         client = Client(
             api_client,
@@ -110,6 +124,8 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 leader_election=election,
                 probe_address=config.probe_address,
                 metrics_address=config.metrics_address,
+                metrics_tls=metrics_tls,
+                metrics_auth=config.metrics_secure,
                 graceful_shutdown_timeout=config.graceful_shutdown_timeout,
                 sync_period=config.sync_period,
             ),

@@ -87,6 +87,8 @@ class RunConfig:
     kube_api_qps: float | None
     kube_api_burst: int | None
     graceful_shutdown_timeout: float
+    metrics_secure: bool = False
+    metrics_cert_dir: str | None = None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     flag("--kube-api-qps", "client-side request rate limit; 0 means none (rely on the server)", default="0")
     flag("--kube-api-burst", "client-side burst above the QPS", default="0")
     flag("--graceful-shutdown-timeout", "time in-flight reconciles get on SIGTERM", default="30s")
+    flag(
+        "--metrics-secure",
+        "serve /metrics over HTTPS to callers a TokenReview and SubjectAccessReview allow",
+        action="store_true",
+    )
+    flag("--metrics-cert-dir", "directory with tls.crt and tls.key; default: a self-signed one", default=None)
     return parser
 
 
@@ -284,6 +292,16 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
     qps = number("kube-api-qps", args.kube_api_qps, float, 0)
     burst = int(number("kube-api-burst", args.kube_api_burst, int, 0))
     sync_period = duration("sync-period", args.sync_period, allow_zero=True)
+    metrics_address = address("metrics-bind-address", args.metrics_bind_address)
+    probe_address = address("health-probe-bind-address", args.health_probe_bind_address)
+    shared = metrics_address is not None and metrics_address == probe_address and metrics_address.port != 0
+    if args.metrics_secure and shared:
+        raise UsageError(
+            "--metrics-secure needs --metrics-bind-address apart from --health-probe-bind-address "
+            "(probes stay plain HTTP for the kubelet)"
+        )
+    if args.metrics_cert_dir and not args.metrics_secure:
+        raise UsageError("--metrics-cert-dir is only used with --metrics-secure")
     return RunConfig(
         kubeconfig=args.kubeconfig or None,
         namespaces=namespaces,
@@ -297,8 +315,8 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         renew_deadline=renew,
         retry_period=retry,
         release_on_cancel=args.leader_elect_release_on_cancel is not False,
-        metrics_address=address("metrics-bind-address", args.metrics_bind_address),
-        probe_address=address("health-probe-bind-address", args.health_probe_bind_address),
+        metrics_address=metrics_address,
+        probe_address=probe_address,
         log_format=args.log_format,
         log_level=args.log_level.lower(),
         sync_period=sync_period or None,
@@ -307,4 +325,6 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         graceful_shutdown_timeout=duration(
             "graceful-shutdown-timeout", args.graceful_shutdown_timeout, allow_zero=True
         ),
+        metrics_secure=bool(args.metrics_secure),
+        metrics_cert_dir=args.metrics_cert_dir or None,
     )

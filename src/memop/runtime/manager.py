@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from memop.runtime.authn import MetricsAuthorizer
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
 from memop.runtime.controller import Controller
@@ -43,6 +45,8 @@ class ManagerOptions:
         replica only!).
     probe_address / metrics_address: where /healthz+/readyz and /metrics listen; None
         disables. Equal addresses share one server.
+    metrics_tls: serve /metrics over HTTPS with this context (``--metrics-secure``).
+    metrics_auth: let only callers a TokenReview + SubjectAccessReview allow read /metrics.
     graceful_shutdown_timeout: seconds in-flight reconciles get to finish on SIGTERM (30 s,
         controller-runtime's default), shorter than the pod's terminationGracePeriodSeconds.
     sync_period: seconds between replays of every cached object to the controllers (10 h,
@@ -55,6 +59,8 @@ class ManagerOptions:
     leader_election: LeaderElectionConfig | None = None
     probe_address: Address | None = None
     metrics_address: Address | None = None
+    metrics_tls: ssl.SSLContext | None = None
+    metrics_auth: bool = False
     graceful_shutdown_timeout: float = 30.0
     sync_period: float | None = 10 * 3600.0
     cache_sync_timeout: float = 120.0
@@ -79,7 +85,10 @@ class Manager:
             watch_read_timeout=options.watch_read_timeout,
         )
         self.server = ProbeServer(
-            probe_address=options.probe_address, metrics_address=options.metrics_address
+            probe_address=options.probe_address,
+            metrics_address=options.metrics_address,
+            metrics_tls=options.metrics_tls,
+            metrics_authorizer=MetricsAuthorizer(client) if options.metrics_auth else None,
         )
         self.controllers: list[Controller] = []
         self.recorders: list[EventRecorder] = []

@@ -1,0 +1,70 @@
+"""``--metrics-secure``: /metrics over HTTPS for callers a TokenReview and SubjectAccessReview allow."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from memop.runtime.authn import tls_context
+from memop.runtime.client import Client
+from memop.testing.envtest import Kube
+from memop.testing.process import MemopProcesses
+from memop.testing.wait import wait_for
+
+READER = "system:serviceaccount:monitoring:prometheus"
+
+
+@pytest.fixture
+async def memops(kube: Kube, client: Client, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
+    """memop processes against the in-memory server, with the CRD installed (by ``client``)."""
+    server = kube.fake
+    server.reviews.add_token("reader-token", READER)
+    server.reviews.add_token("other-token", "system:serviceaccount:default:other")
+    server.reviews.allow(READER, "get", "/metrics")
+    path = tmp_path / "kubeconfig"
+    server.write_kubeconfig(path)
+    group = MemopProcesses(path)
+    yield group
+    await group.stop()
+
+
+async def scrape(url: str, trust: ssl.SSLContext | bool, token: str | None = None) -> int:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with aiohttp.ClientSession() as http, http.get(url, ssl=trust, headers=headers) as response:
+        await response.read()
+        return response.status
+
+
+async def test_metrics_need_an_authorised_token_over_https(
+    kube: Kube, memops: MemopProcesses, tmp_path: Path
+) -> None:
+    certs = tmp_path / "certs"
+    tls_context(None, scratch_dir=certs)  # writes tls.crt and tls.key, as cert-manager would mount them
+    memop = await memops.start("--metrics-secure", "--metrics-cert-dir", str(certs))
+    await memop.wait_ready()
+    address = await wait_for(lambda: memop.address("/metrics"), timeout=30)
+    url = f"https://{address}/metrics"
+    trust = ssl.create_default_context(cafile=str(certs / "tls.crt"))
+    trust.check_hostname = False
+    assert await scrape(url, trust) == 401
+    assert await scrape(url, trust, "not-a-token") == 401
+    assert await scrape(url, trust, "other-token") == 403
+    assert await scrape(url, trust, "reader-token") == 200
+    with pytest.raises(aiohttp.ClientError):
+        await scrape(f"http://{address}/metrics", False, "reader-token")
+    status, _ = await memop.get("/healthz")  # probes stay plain HTTP for the kubelet
+    assert status == 200
+
+
+async def test_without_a_cert_dir_a_self_signed_certificate_is_used_with_a_warning(
+    memops: MemopProcesses,
+) -> None:
+    memop = await memops.start("--metrics-secure")
+    await memop.wait_ready()
+    await memop.wait_log(lambda r: "self-signed" in r.get("msg", ""))
+    address = await wait_for(lambda: memop.address("/metrics"), timeout=30)
+    assert await scrape(f"https://{address}/metrics", False, "reader-token") == 200
