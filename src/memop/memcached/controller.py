@@ -297,9 +297,58 @@ def pod_transform(pod: Obj) -> Obj:
     return {"metadata": kept_meta, "status": kept_status}
 
 
+_DEPLOYMENT_META = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "labels",
+    "ownerReferences",
+    "deletionTimestamp",
+    "finalizers",
+)
+_DEPLOYMENT_STATUS = (
+    "observedGeneration",
+    "replicas",
+    "updatedReplicas",
+    "readyReplicas",
+    "availableReplicas",
+)
+
+
+def deployment_transform(deployment: Obj) -> Obj:
+    """Keep what the reconciler reads of a Deployment: ``deployment_patch`` (labels, owner
+    references, the whole of spec but strategy and the rollout tunables, the template whole, so
+    a rewritten container keeps its server defaults) and ``compute_status`` (generation, the
+    replica counts, the Progressing condition). Dropped: annotations, creationTimestamp,
+    spec.strategy, revisionHistoryLimit, progressDeadlineSeconds and the other conditions."""
+    meta = deployment.get("metadata") or {}
+    spec = deployment.get("spec")
+    status = deployment.get("status") or {}
+    out: Obj = {k: deployment[k] for k in ("apiVersion", "kind") if k in deployment}
+    out["metadata"] = {k: meta[k] for k in _DEPLOYMENT_META if k in meta}
+    if isinstance(spec, dict):
+        out["spec"] = {
+            k: v
+            for k, v in spec.items()
+            if k not in ("strategy", "revisionHistoryLimit", "progressDeadlineSeconds")
+        }
+    elif spec is not None:
+        out["spec"] = spec  # malformed: kept as it is, for the reconciler to judge
+    kept_status: Obj = {k: status[k] for k in _DEPLOYMENT_STATUS if k in status}
+    conditions = status.get("conditions")
+    if isinstance(conditions, list):
+        kept_status["conditions"] = [
+            c for c in conditions if isinstance(c, dict) and c.get("type") == "Progressing"
+        ]
+    out["status"] = kept_status
+    return out
+
+
 # The transform of each cached resource that has one; setup installs them before any informer
 # of those resources exists (the first caller of Cache.informer fixes the transform).
-CACHE_TRANSFORMS: dict[Resource, Transform] = {PODS: pod_transform}
+CACHE_TRANSFORMS: dict[Resource, Transform] = {PODS: pod_transform, DEPLOYMENTS: deployment_transform}
 
 
 def setup(

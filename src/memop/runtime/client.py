@@ -37,6 +37,7 @@ from collections.abc import AsyncGenerator, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 from urllib.parse import quote, urlsplit
+from urllib.request import getproxies_environment, proxy_bypass
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
@@ -94,6 +95,28 @@ class _RetryWhen(enum.Enum):
     # Repeating the call might apply it twice: retry only when the server certainly did
     # not act on it (429, or the connection was never opened).
     NOT_APPLIED = "not-applied"
+
+
+def _stop_per_request_env_lookups(api_client: ApiClient, base_url: str) -> None:
+    """Switch off the per-request environment lookups of the ApiClient's aiohttp session when
+    no proxy variable applies to the API server.
+
+    kubernetes_asyncio builds its session with ``trust_env=True``, so before every request
+    aiohttp reads ``~/.netrc`` and the proxy variables, each in a worker thread: two thread
+    hand-offs per call, which were over a third of memop's CPU in bench/converge.py. Our host
+    never changes, so the proxy question has one answer, asked here once. When a proxy variable
+    applies, the session is left as it is (aiohttp then sends through that proxy, as client-go
+    would). ``~/.netrc`` is not a source of Kubernetes credentials (client-go never reads it).
+    """
+    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if not isinstance(session, aiohttp.ClientSession) or not session.trust_env:
+        return
+    url = urlsplit(base_url)
+    proxies = getproxies_environment()
+    if url.scheme in proxies and not proxy_bypass(url.hostname or ""):
+        return
+    # ClientSession.trust_env has no setter; _trust_env is the attribute it reads per request.
+    session._trust_env = False
 
 
 def _retry_predicate(when: _RetryWhen) -> retry_if_exception:
@@ -180,6 +203,7 @@ class Client:
         self._limiter = (
             TokenBucket(qps, burst if burst is not None else DEFAULT_BURST, self._clock) if qps else None
         )
+        _stop_per_request_env_lookups(api_client, self.base_url)
 
     def __repr__(self) -> str:
         return f"<Client {self.base_url}>"

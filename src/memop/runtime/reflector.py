@@ -4,11 +4,14 @@ Semantics follow client-go ``tools/cache/reflector.go``:
 
 - LIST (paginated) and replace the store atomically, emitting the ADDED / MODIFIED / DELETED
   events implied by the difference, so an object deleted while we were not watching still
-  produces a delete event;
+  produces a delete event; if a continue token expires mid-list (410), LIST again unpaginated,
+  as client-go's pager does;
 - WATCH from the list's resourceVersion with bookmarks and a random server ``timeoutSeconds``
   in [300, 600) s, so the reflectors of many processes do not reconnect in lockstep;
 - after a watch ends or breaks, WATCH again from the last resourceVersion seen (an event's or
-  a bookmark's), with no LIST;
+  a bookmark's), with no LIST; at once when the broken stream had lasted a second or delivered
+  an event (a dropped connection is not a failure of the server's; client-go only backs off
+  after a "very short watch"), after the backoff otherwise;
 - on 410 Gone / Expired, LIST again;
 - every failure waits on an exponential backoff (0.8 s to 30 s, jittered, reset after two
   minutes without failures); 429 and 5xx are failures like any other.
@@ -22,6 +25,10 @@ Where this differs, on purpose:
   servers send a bookmark about every minute: a connection that stays silent longer than that
   is dead or stuck, and is replaced by a new watch from the same resourceVersion (no LIST).
 - a malformed object in a watch event is logged and skipped, it never stops the watch.
+- each LIST page is prepared for the store (managedFields stripped, transformed, compacted)
+  as soon as it arrives, so at most one page of whole objects is in memory at a time: holding
+  every page first would make the LIST's peak the process's resident size for good, since
+  the allocator cannot return memory shared with the objects that stay.
 """
 
 from __future__ import annotations
@@ -47,16 +54,17 @@ Dispatch = Callable[[str, Obj, Obj | None], None]
 class ListWatcher(Protocol):
     """The two calls of memop.runtime.client.Client a reflector needs."""
 
-    async def list_all(
+    async def list(
         self,
         res: Resource,
         namespace: str | None = None,
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
-        page_size: int = 500,
+        limit: int | None = None,
+        continue_token: str | None = None,
         resource_version: str | None = None,
-    ) -> tuple[list[dict[str, Any]], str]: ...
+    ) -> dict[str, Any]: ...
 
     def watch(
         self,
@@ -130,6 +138,9 @@ class Reflector:
                 self.rewatches += 1
             except asyncio.CancelledError:
                 raise
+            except _StreamBroke as broke:
+                log.info("watch of %s broke, resuming it: %s", self._name, broke, extra=self._fields())
+                self.rewatches += 1
             except Gone:
                 log.info(
                     "watch of %s expired at resourceVersion %s, relisting",
@@ -168,20 +179,7 @@ class Reflector:
                 await self._clock.sleep(delay)
 
     async def _list(self) -> None:
-        items, list_rv = await self._client.list_all(
-            self.resource, self.namespace, label_selector=self._selector, page_size=self._page_size
-        )
-        prepared = []
-        for item in items:
-            if _well_formed(item):
-                prepared.append(self.store.prepare(item))
-            else:
-                log.warning(
-                    "skipping a malformed %s in a list: %.200r",
-                    self.resource.kind,
-                    item,
-                    extra=self._fields(),
-                )
+        prepared, list_rv = await self._list_prepared()
         changes = self.store.replace(prepared, self.namespace if self.resource.namespaced else None)
         self.last_resource_version = list_rv
         self.relists += 1
@@ -197,6 +195,49 @@ class Reflector:
             extra=self._fields(),
         )
 
+    async def _list_prepared(self) -> tuple[list[Obj], str]:
+        """Every object in scope, prepared for the store page by page, and the list's
+        resourceVersion. Follows continue tokens; lists again in full when one expires."""
+        prepared: list[Obj] = []
+        token: str | None = None
+        while True:
+            try:
+                page = await self._client.list(
+                    self.resource,
+                    self.namespace,
+                    label_selector=self._selector,
+                    limit=self._page_size,
+                    continue_token=token,
+                )
+            except Gone:
+                if token is None:
+                    raise
+                log.info(
+                    "continue token of %s expired after %d objects, listing in full",
+                    self._name,
+                    len(prepared),
+                    extra=self._fields(),
+                )
+                prepared = []
+                page = await self._client.list(self.resource, self.namespace, label_selector=self._selector)
+            for item in page.get("items") or ():
+                if _well_formed(item):
+                    # A LIST's items carry no apiVersion and kind; watch events' objects do.
+                    item.setdefault("apiVersion", self.resource.api_version)
+                    item.setdefault("kind", self.resource.kind)
+                    prepared.append(self.store.prepare(item))
+                else:
+                    log.warning(
+                        "skipping a malformed %s in a list: %.200r",
+                        self.resource.kind,
+                        item,
+                        extra=self._fields(),
+                    )
+            meta = page.get("metadata") or {}
+            token = meta.get("continue") or None
+            if token is None:
+                return prepared, str(meta.get("resourceVersion") or "")
+
     async def _watch(self) -> None:
         timeout = self._rand.randrange(self._timeouts[0], self._timeouts[1])
         stream = self._client.watch(
@@ -208,16 +249,28 @@ class Reflector:
             label_selector=self._selector,
             allow_bookmarks=True,
         )
+        started = self._clock.monotonic()
+        delivered = False
         try:
             async for event in stream:
+                delivered = True
                 self._apply(event)
+        except TransportError as error:
+            if delivered or self._clock.monotonic() - started >= _SHORT_WATCH_SECONDS:
+                raise _StreamBroke(error) from error
+            raise
         finally:
             await stream.aclose()
 
     def _apply(self, event: Any) -> None:
         kind = event.get("type") if isinstance(event, dict) else None
         obj = event.get("object") if isinstance(event, dict) else None
-        if not isinstance(obj, dict) or kind not in (ADDED, MODIFIED, DELETED, "BOOKMARK"):
+        if (
+            not isinstance(obj, dict)
+            # Without a metadata mapping there is no resourceVersion, not even a bookmark's.
+            or not isinstance(obj.get("metadata"), dict)
+            or kind not in (ADDED, MODIFIED, DELETED, "BOOKMARK")
+        ):
             log.warning(
                 "skipping a malformed watch event on %s: %.200r", self._name, event, extra=self._fields()
             )
@@ -254,6 +307,14 @@ class Reflector:
 
     def _fields(self) -> dict[str, str]:
         return {"resource": str(self.resource), "namespace": self.namespace or ""}
+
+
+# A stream that broke sooner than this without delivering anything counts as a failed watch.
+_SHORT_WATCH_SECONDS = 1.0
+
+
+class _StreamBroke(Exception):
+    """An established watch stream broke (see the module docstring): resume it without backoff."""
 
 
 def _well_formed(obj: Any) -> bool:

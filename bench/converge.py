@@ -1,0 +1,1067 @@
+"""How fast memop brings new Memcacheds to their Deployments, against the floor a bare script sets.
+
+Run from the repository root as ``python bench/converge.py --crs 1000 --namespaces 10 --workers 4``;
+prints one JSON object. ``--floor`` measures the floor instead of memop; ``--compare`` runs both,
+each on a fresh cluster, and reports their ratio.
+
+Processes (so that no party's CPU is charged to another):
+
+- the cluster: the in-memory API server with simulated controllers (Deployments get
+  ReplicaSets and running pods, the garbage collector works), started as
+  ``python bench/converge.py serve``. That is ``python -m memop.testing serve`` plus a control
+  channel on stdin/stdout through which the bench reads the server's request log, so every
+  request memop makes is counted exactly, by verb, resource and subresource, as the server saw
+  it (memop's own ``rest_client_requests_total`` only knows the HTTP method);
+- memop, ``python -m memop --max-concurrent-reconciles W --watch-namespace <the K namespaces>``
+  (``--all-namespaces``: cluster-wide watches), through :class:`memop.testing.process.MemopProcess`;
+- or the floor, ``python bench/converge.py floor``: the same writes per Memcached (finalizer
+  merge patch, Deployment create with the same body, status merge patch) with the same ``W``
+  concurrent workers, driven by a watch on memcacheds and nothing else: no cache of
+  Deployments or pods, no workqueue, no Events. It uses memop's HTTP client, so the
+  difference measures memop's machinery, not its client;
+- the bench itself: creates the Memcacheds (size 1, round-robin over the namespaces,
+  ``--create-concurrency`` at a time) and watches memcacheds and deployments to see progress.
+
+Figures:
+
+- ``wall_seconds``: from the first create sent to the moment the bench's watch shows every
+  Memcached with its Deployment at ``spec.replicas == size`` and ``status.observedGeneration ==
+  metadata.generation``;
+- ``cr_to_deployment_ms``: per Memcached, the arrival of its Deployment's ADDED event on the
+  bench's watch minus the arrival of its own ADDED event (creationTimestamps only have 1 s
+  resolution);
+- ``requests_per_cr``: memop's requests in the server's log (user agent ``memop/...``), by
+  ``verb resource[/subresource]``, divided by the number of Memcacheds, up to convergence and
+  up to "settled" (every Memcached Available with its pod ready and memop quiet for a second);
+  ``writes_per_cr`` sums the writes (create, update, patch, delete) to memcacheds,
+  memcacheds/status and deployments, with Events counted apart;
+- ``reconciles_per_cr`` from memop's ``controller_runtime_reconcile_total``;
+- ``idle``: after settling, the bench annotates every Deployment (memop owns no annotation, so
+  nothing needs doing) and counts memop's requests per resulting reconcile;
+- memop's CPU seconds (``/proc/<pid>/stat`` utime+stime) and peak RSS (``VmHWM``).
+
+With ``--kubeconfig`` the bench uses that cluster instead of starting one (it must serve
+apps/v1 Deployments with a working controller); request counts then come from memop's
+``rest_client_requests_total`` and are by HTTP method only, Events and Leases included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import resource
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from memop.memcached.api import FINALIZER, MEMCACHEDS, parse_spec
+from memop.memcached.desired import desired_deployment
+from memop.memcached.status import compute_status
+from memop.runtime.client import Client
+from memop.runtime.errors import AlreadyExists, ApiError, TransportError
+from memop.runtime.kubeconfig import load_configuration
+from memop.runtime.reflector import Reflector
+from memop.runtime.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
+from memop.runtime.store import DELETED, Obj, ObjectStore
+from memop.testing.process import MemopProcess
+from memop.testing.wait import wait_for
+
+Key = tuple[str, str]
+# Prometheus samples: (sample name, labels) → value.
+Metrics = dict[tuple[str, frozenset[tuple[str, str]]], float]
+WRITE_VERBS = ("create", "update", "patch", "delete")
+BENCH_AGENT = "memop-bench"
+FLOOR_AGENT = "memop-floor"
+
+
+# -- the cluster's process --------------------------------------------------------------------------
+
+
+def _agent(user_agent: str) -> str:
+    """The product token of a User-Agent (``memop/0.1.0 (host_uuid)`` → ``memop``)."""
+    return user_agent.split("/", 1)[0].split(" ", 1)[0] or "-"
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """The API server plus a control channel: one JSON command per stdin line, one JSON answer
+    per stdout line; EOF on stdin stops the server.
+
+    Commands: ``{"op": "log", "start": i}`` → ``{"end": n, "counts": [[agent, verb, resource,
+    subresource, status, count], ...]}`` over the request-log records ``i..n``.
+    """
+    # Imported here: the bench's other roles do not need the server.
+    from memop.testing.__main__ import write_kubeconfig_atomically  # noqa: PLC0415
+    from memop.testing.server import ApiServer  # noqa: PLC0415
+
+    server = ApiServer(
+        simulate_controllers=True,
+        pod_ready_delay=args.pod_ready_delay,
+        history_size=args.history_size,
+    )
+    await server.start()
+    try:
+        write_kubeconfig_atomically(server, Path(args.kubeconfig))
+        print(json.dumps({"url": server.url, "pid": os.getpid()}), flush=True)
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while line := await reader.readline():
+            command = json.loads(line)
+            if command.get("op") == "log":
+                records = server.log.records
+                counts = Counter(
+                    (_agent(r.user_agent), r.verb, r.resource, r.subresource, r.status)
+                    for r in records[int(command.get("start", 0)) :]
+                    if r.resource_request
+                )
+                answer: dict[str, Any] = {
+                    "end": len(records),
+                    "counts": [[*k, n] for k, n in sorted(counts.items())],
+                }
+            else:
+                answer = {"error": f"unknown command {command!r}"}
+            print(json.dumps(answer), flush=True)
+    finally:
+        await server.stop()
+    return 0
+
+
+@dataclass
+class RequestCounts:
+    """Requests from the server's log: (agent, verb, resource, subresource, status) → count."""
+
+    counts: Counter[tuple[str, str, str, str, int]] = field(default_factory=Counter)
+
+    @classmethod
+    def parse(cls, rows: Iterable[Sequence[Any]]) -> RequestCounts:
+        return cls(Counter({(r[0], r[1], r[2], r[3], int(r[4])): int(r[5]) for r in rows}))
+
+    def by_call(self, agent: str) -> Counter[str]:
+        """``"verb resource[/subresource]"`` → count, for one agent."""
+        out: Counter[str] = Counter()
+        for (who, verb, res, sub, _status), n in self.counts.items():
+            if who == agent:
+                out[f"{verb} {res}/{sub}" if sub else f"{verb} {res}"] += n
+        return out
+
+    def total(self, agent: str, *, ignore: tuple[str, ...] = ()) -> int:
+        """Requests by ``agent``, except those to the resources in ``ignore``."""
+        return sum(n for (who, _v, res, *_r), n in self.counts.items() if who == agent and res not in ignore)
+
+    def failed(self, agent: str) -> int:
+        return sum(n for (who, *_r, status), n in self.counts.items() if who == agent and status >= 400)
+
+
+class ServerProcess:
+    """The cluster's process (see :func:`serve`), driven from the bench."""
+
+    def __init__(self, kubeconfig: Path, *, pod_ready_delay: float, history_size: int) -> None:
+        self.kubeconfig = kubeconfig
+        self.pod_ready_delay = pod_ready_delay
+        self.history_size = history_size
+        self.process: asyncio.subprocess.Process | None = None
+        self.url = ""
+        self._lock = asyncio.Lock()
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    async def start(self) -> ServerProcess:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            os.path.abspath(__file__),
+            "serve",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--pod-ready-delay",
+            str(self.pod_ready_delay),
+            "--history-size",
+            str(self.history_size),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=64 * 1024 * 1024,
+        )
+        assert self.process.stdout is not None
+        first = await asyncio.wait_for(self.process.stdout.readline(), 60)
+        if not first:
+            raise RuntimeError(f"the API server process exited with {await self.process.wait()}")
+        self.url = json.loads(first)["url"]
+        return self
+
+    async def call(self, op: str, **args: Any) -> dict[str, Any]:
+        assert self.process is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        async with self._lock:
+            self.process.stdin.write(json.dumps({"op": op, **args}).encode() + b"\n")
+            await self.process.stdin.drain()
+            line = await asyncio.wait_for(self.process.stdout.readline(), 60)
+        if not line:
+            raise RuntimeError("the API server process is gone")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer
+
+    async def log_end(self) -> int:
+        return int((await self.call("log", start=1 << 62))["end"])
+
+    async def requests(self, start: int) -> RequestCounts:
+        """Requests logged from index ``start`` on."""
+        answer = await self.call("log", start=start)
+        return RequestCounts.parse(answer["counts"])
+
+    async def stop(self) -> None:
+        if self.process is None or self.process.returncode is not None:
+            return
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            await asyncio.wait_for(self.process.wait(), 30)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+
+
+# -- what a process costs --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcStats:
+    cpu_seconds: float
+    rss_mb: float
+    peak_rss_mb: float
+
+
+def proc_stats(pid: int) -> ProcStats:
+    """CPU seconds (user + system) so far, current and peak resident memory of a live process."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    # Fields after the command (which may contain spaces) in parentheses: utime and stime are
+    # fields 14 and 15 of the whole line, 12 and 13 after ")".
+    fields = stat.rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    status: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            status[name] = int(value.split()[0]) / 1024
+    return ProcStats(round(cpu, 2), round(status["VmRSS"], 1), round(status["VmHWM"], 1))
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class OthersCpu:
+    """CPU seconds of the API server's process and of the bench itself, between two marks:
+    whether they, rather than memop, were the bottleneck."""
+
+    server_pid: int | None
+    start: tuple[float, float] = (0.0, 0.0)
+    end: tuple[float, float] = (0.0, 0.0)
+
+    def _now(self) -> tuple[float, float]:
+        server = proc_stats(self.server_pid).cpu_seconds if self.server_pid else 0.0
+        return server, own_cpu_seconds()
+
+    def mark_start(self) -> None:
+        self.start = self._now()
+
+    def mark_end(self) -> None:
+        self.end = self._now()
+
+    def report(self, wall: float) -> dict[str, Any]:
+        server = self.end[0] - self.start[0]
+        out: dict[str, Any] = {"bench_cpu_seconds": round(self.end[1] - self.start[1], 2)}
+        if self.server_pid:
+            out["server_cpu_seconds"] = round(server, 2)
+            out["server_cpu_utilisation"] = round(server / wall, 2) if wall > 0 else None
+        return out
+
+
+# -- memop's metrics --------------------------------------------------------------------------------
+
+
+def parse_metrics(text: str) -> Metrics:
+    """Prometheus text → (sample name, labels) → value."""
+    out: Metrics = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return out
+
+
+def metric_sum(metrics: Metrics, name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples whose labels include ``labels``."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in metrics.items() if n == name and want <= ls)
+
+
+def metric_by(metrics: Metrics, name: str, label: str) -> dict[str, float]:
+    """``name``'s samples summed by the value of one label."""
+    out: dict[str, float] = {}
+    for (n, ls), v in metrics.items():
+        if n == name:
+            key = dict(ls).get(label, "")
+            out[key] = out.get(key, 0.0) + v
+    return out
+
+
+async def scrape(memop: MemopProcess) -> Metrics:
+    status, text = await memop.get("/metrics")
+    if status != 200:
+        raise RuntimeError(f"/metrics answered {status}")
+    return parse_metrics(text)
+
+
+# -- the bench's view of the cluster ---------------------------------------------------------------
+
+
+def _condition(obj: Obj, kind: str) -> dict[str, Any]:
+    status = obj.get("status")
+    for c in (status.get("conditions") if isinstance(status, dict) else None) or ():
+        if isinstance(c, dict) and c.get("type") == kind:
+            return c
+    return {}
+
+
+class Tracker:
+    """The bench's own watches on memcacheds and deployments (cluster-wide), and what they show.
+
+    For each expected Memcached: when its ADDED event arrived, when its Deployment's did, when it
+    first converged (Deployment at the wanted replicas, status for the current generation) and
+    when it first settled (also Available with ``readyReplicas == size``).
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.wanted: dict[Key, int] = {}
+        self.cr_seen: dict[Key, float] = {}
+        self.deployment_seen: dict[Key, float] = {}
+        self.converged_at: dict[Key, float] = {}
+        self.settled_at: dict[Key, float] = {}
+        self.all_converged = asyncio.Event()
+        self.all_settled = asyncio.Event()
+        self.memcacheds = ObjectStore(MEMCACHEDS)
+        self.deployments = ObjectStore(DEPLOYMENTS)
+        self._reflectors = [
+            Reflector(client, MEMCACHEDS, self.memcacheds, self._on_memcached),
+            Reflector(client, DEPLOYMENTS, self.deployments, self._on_deployment),
+        ]
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(r.run()) for r in self._reflectors]
+        await asyncio.gather(*(r.synced.wait() for r in self._reflectors))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def expect(self, wanted: dict[Key, int]) -> None:
+        """From now on, wait for exactly these Memcacheds at these sizes."""
+        self.wanted = dict(wanted)
+        self.converged_at.clear()
+        self.settled_at.clear()
+        self.all_converged.clear()
+        self.all_settled.clear()
+        for key in self.wanted:
+            self._check(key)
+
+    def _on_memcached(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        key = _key(obj)
+        if kind != DELETED:
+            self.cr_seen.setdefault(key, time.monotonic())
+        self._check(key)
+
+    def _on_deployment(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        key = _key(obj)
+        if kind != DELETED:
+            self.deployment_seen.setdefault(key, time.monotonic())
+        self._check(key)
+
+    def _check(self, key: Key) -> None:
+        size = self.wanted.get(key)
+        if size is None or key in self.settled_at:
+            return
+        cr = self.memcacheds.get(key[1], key[0])
+        deployment = self.deployments.get(key[1], key[0])
+        if cr is None or deployment is None:
+            return
+        status = _mapping(cr.get("status"))
+        if not (
+            _mapping(cr.get("spec")).get("size") == size
+            and _mapping(deployment.get("spec")).get("replicas") == size
+            and status.get("observedGeneration") == cr["metadata"].get("generation")
+        ):
+            return
+        now = time.monotonic()
+        self.converged_at.setdefault(key, now)
+        if len(self.converged_at) == len(self.wanted):
+            self.all_converged.set()
+        if _condition(cr, "Available").get("status") == "True" and status.get("readyReplicas") == size:
+            self.settled_at[key] = now
+            if len(self.settled_at) == len(self.wanted):
+                self.all_settled.set()
+
+    def latencies_ms(self) -> list[float]:
+        """Per expected Memcached: its Deployment's arrival minus its own, in ms, sorted."""
+        return sorted(
+            1000 * (self.deployment_seen[k] - self.cr_seen[k])
+            for k in self.wanted
+            if k in self.cr_seen and k in self.deployment_seen
+        )
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _key(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    return round(sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))], 1)
+
+
+# -- the cluster's content --------------------------------------------------------------------------
+
+
+def memcached(name: str, namespace: str, size: int) -> Obj:
+    return {
+        "apiVersion": MEMCACHEDS.api_version,
+        "kind": MEMCACHEDS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"size": size},
+    }
+
+
+def plan(crs: int, namespaces: Sequence[str], prefix: str = "mc") -> list[Key]:
+    """CR keys, round-robin over ``namespaces``."""
+    return [(namespaces[i % len(namespaces)], f"{prefix}-{i:05d}") for i in range(crs)]
+
+
+async def run_bounded(concurrency: int, jobs: Iterable[Any], work: Any) -> None:
+    """Await ``work(job)`` for every job, at most ``concurrency`` at a time."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await work(queue.get_nowait())
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def create_namespaces(client: Client, names: Sequence[str]) -> None:
+    for name in names:
+        with contextlib.suppress(AlreadyExists):
+            await client.create(NAMESPACES, {"metadata": {"name": name}})
+
+
+async def create_memcacheds(client: Client, keys: Sequence[Key], size: int, concurrency: int) -> None:
+    async def create(key: Key) -> None:
+        await client.create(MEMCACHEDS, memcached(key[1], key[0], size), key[0])
+
+    await run_bounded(concurrency, keys, create)
+
+
+# -- the floor's process ----------------------------------------------------------------------------
+
+
+async def floor(args: argparse.Namespace) -> int:
+    """Issue memop's three writes per new Memcached with ``workers`` workers fed by a watch.
+
+    Prints ``{"ready": true}`` once its watches are open, then, when stdin closes, a JSON
+    object with what it did and its own CPU seconds.
+    """
+    configuration = await load_configuration(args.kubeconfig)
+    namespaces: list[str | None] = list(args.namespace) or [None]
+    done = errors = 0
+    seen: set[Key] = set()
+    queue: asyncio.Queue[Obj] = asyncio.Queue()
+    async with ApiClient(configuration) as api:
+        client = Client(api, user_agent=f"{FLOOR_AGENT}/1")
+
+        async def watch(res: Resource, namespace: str | None, rv: str) -> None:
+            while True:
+                try:
+                    async for event in client.watch(
+                        res, namespace, resource_version=rv, timeout_seconds=3600, read_timeout=300
+                    ):
+                        obj = event["object"]
+                        rv = str(obj["metadata"].get("resourceVersion") or rv)
+                        key = _key(obj)
+                        if res is MEMCACHEDS and event["type"] == "ADDED" and key not in seen:
+                            seen.add(key)
+                            queue.put_nowait(obj)
+                except TransportError:
+                    continue
+
+        async def converge(obj: Obj) -> None:
+            meta = obj["metadata"]
+            name, namespace = meta["name"], meta["namespace"]
+            patched = await client.patch(
+                MEMCACHEDS,
+                name,
+                {"metadata": {"finalizers": [FINALIZER], "resourceVersion": meta["resourceVersion"]}},
+                namespace,
+            )
+            spec = parse_spec(patched)
+            created = await client.create(DEPLOYMENTS, desired_deployment(patched, spec), namespace)
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            status = compute_status(patched, spec, created, [], now)
+            await client.patch_status(MEMCACHEDS, name, {"status": status}, namespace)
+
+        async def worker() -> None:
+            nonlocal done, errors
+            while True:
+                obj = await queue.get()
+                try:
+                    await converge(obj)
+                    done += 1
+                except (ApiError, TransportError) as error:
+                    # Never expected on a healthy server; re-read and try again.
+                    errors += 1
+                    print(json.dumps({"error": str(error)}), file=sys.stderr, flush=True)
+                    meta = obj["metadata"]
+                    with contextlib.suppress(ApiError, TransportError):
+                        queue.put_nowait(await client.get(MEMCACHEDS, meta["name"], meta["namespace"]))
+
+        # With --floor-watches the floor also holds memop's other watches (their events are
+        # decoded and dropped): the API server then does the same fan-out work for both.
+        watched = [MEMCACHEDS, DEPLOYMENTS, PODS] if args.floor_watches else [MEMCACHEDS]
+        starts = []
+        for res in watched:
+            for namespace in namespaces:
+                listed = await client.list(res, namespace)
+                starts.append((res, namespace, str(listed["metadata"]["resourceVersion"])))
+        tasks = [asyncio.create_task(watch(res, ns, rv)) for res, ns, rv in starts]
+        tasks += [asyncio.create_task(worker()) for _ in range(args.workers)]
+        # The watches are open once the server has logged them; the bench checks that.
+        print(json.dumps({"ready": True}), flush=True)
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        await reader.read()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    print(json.dumps({"done": done, "errors": errors}), flush=True)
+    return 0
+
+
+class FloorProcess:
+    def __init__(self, kubeconfig: str, namespaces: Sequence[str], workers: int, watches: bool) -> None:
+        self.args = ["floor", "--kubeconfig", kubeconfig, "--workers", str(workers)]
+        if watches:
+            self.args.append("--floor-watches")
+        for namespace in namespaces:
+            self.args += ["--namespace", namespace]
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    async def start(self) -> FloorProcess:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            os.path.abspath(__file__),
+            *self.args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 60)
+        if not line:
+            raise RuntimeError(f"the floor process exited with {await self.process.wait()}")
+        return self
+
+    async def finish(self) -> dict[str, Any]:
+        assert self.process is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.close()
+        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
+        await self.process.wait()
+        return json.loads(line) if line else {}
+
+
+# -- the benchmark ----------------------------------------------------------------------------------
+
+
+def memop_args(workers: int, namespaces: Sequence[str], extra: Sequence[str] = ()) -> list[str]:
+    args = ["--max-concurrent-reconciles", str(workers), *extra]
+    if namespaces:
+        args += ["--watch-namespace", ",".join(namespaces)]
+    return args
+
+
+def per_cr(counter: Counter[str], crs: int) -> dict[str, float]:
+    return {k: round(v / crs, 3) for k, v in sorted(counter.items())}
+
+
+def writes_per_cr(calls: Counter[str], crs: int) -> dict[str, float]:
+    """Writes to memcacheds, memcacheds/status and deployments (and Events apart), per CR."""
+    out: Counter[str] = Counter()
+    for call, n in calls.items():
+        verb, target = call.split(" ", 1)
+        if verb not in WRITE_VERBS:
+            continue
+        if target in ("memcacheds", "memcacheds/status", "deployments"):
+            out[target] += n
+            out["total"] += n
+        elif target == "events":
+            out["events (apart)"] += n
+        else:
+            out[f"{target} (apart)"] += n
+    return per_cr(out, crs)
+
+
+async def wait_quiet(server: ServerProcess, start: int, agent: str, quiet: float, timeout: float) -> None:
+    """Until ``agent`` has sent no request for ``quiet`` seconds (or ``timeout`` passes).
+    Lease renewals do not count: a leader renews every few seconds, busy or not."""
+    deadline = time.monotonic() + timeout
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        total = (await server.requests(start)).total(agent, ignore=("leases",))
+        if total != last:
+            last, since = total, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        await asyncio.sleep(0.2)
+
+
+async def start_profiler(output: str, pid: int) -> asyncio.subprocess.Process:
+    """py-spy sampling ``pid`` into ``output`` (collapsed stacks), without pausing it."""
+    process = await asyncio.create_subprocess_exec(
+        "py-spy", "record", "--pid", str(pid), "--output", output, "--format", "raw",
+        "--rate", "250", "--nonblocking",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    await asyncio.sleep(1)  # py-spy attaches asynchronously; give it a moment before the load
+    return process
+
+
+async def stop_profiler(process: asyncio.subprocess.Process) -> None:
+    process.send_signal(signal.SIGINT)
+    await asyncio.wait_for(process.wait(), 60)
+
+
+async def wait_watching(server: ServerProcess, agent: str, watches: int) -> None:
+    """Until the server has logged ``watches`` watch requests from ``agent``: a process that is
+    ready has listed, but its watches may still be on their way."""
+
+    async def watching() -> bool:
+        calls = (await server.requests(0)).by_call(agent)
+        return sum(n for call, n in calls.items() if call.startswith("watch ")) >= watches
+
+    await wait_for(watching, timeout=30, interval=0.05)
+
+
+async def wait_idle(memop: MemopProcess, reconciles_at_least: float, timeout: float) -> None:
+    """Until memop has done ``reconciles_at_least`` reconciles in all and has nothing queued."""
+
+    async def idle() -> bool:
+        metrics = await scrape(memop)
+        return (
+            metric_sum(metrics, "controller_runtime_reconcile_total") >= reconciles_at_least
+            and metric_sum(metrics, "workqueue_depth") == 0
+            and metric_sum(metrics, "controller_runtime_active_workers") == 0
+        )
+
+    await wait_for(idle, timeout=timeout, interval=0.25)
+
+
+@dataclass
+class Cluster:
+    """Where the bench runs: its kubeconfig, its client, and the server process if it is ours."""
+
+    kubeconfig: str
+    client: Client
+    server: ServerProcess | None
+
+
+@contextlib.asynccontextmanager
+async def cluster(args: argparse.Namespace, workdir: Path) -> Any:
+    server: ServerProcess | None = None
+    if args.kubeconfig:
+        kubeconfig = args.kubeconfig
+    else:
+        kubeconfig = str(workdir / "kubeconfig")
+        server = await ServerProcess(
+            Path(kubeconfig), pod_ready_delay=args.pod_ready_delay, history_size=args.history_size
+        ).start()
+    try:
+        configuration = await load_configuration(kubeconfig)
+        async with ApiClient(configuration) as api:
+            client = Client(api, user_agent=f"{BENCH_AGENT}/1")
+            # Imported here: memop.testing.operator pulls in the whole runtime's manager.
+            from memop.testing.operator import install_crd  # noqa: PLC0415
+
+            await install_crd(client)
+            yield Cluster(kubeconfig, client, server)
+    finally:
+        if server is not None:
+            await server.stop()
+
+
+async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[str]) -> dict[str, Any]:
+    client, server = where.client, where.server
+    keys = plan(args.crs, namespaces)
+    tracker = Tracker(client)
+    await tracker.start()
+    memop = MemopProcess(
+        where.kubeconfig, memop_args(args.workers, [] if args.all_namespaces else namespaces)
+    )
+    await memop.start()
+    try:
+        await memop.wait_ready(timeout=120)
+        if server:
+            await wait_watching(server, "memop", 3 * (1 if args.all_namespaces else len(namespaces)))
+        start_log = await server.log_end() if server else 0
+        metrics0 = await scrape(memop)
+        profiler = await start_profiler(args.profile, memop.pid) if args.profile else None
+        server_profiler = (
+            await start_profiler(args.profile_server, server.pid) if args.profile_server and server else None
+        )
+        cpu0 = proc_stats(memop.pid)
+        tracker.expect(dict.fromkeys(keys, 1))
+        others = OthersCpu(server.pid if server else None)
+
+        others.mark_start()
+        t0 = time.monotonic()
+        await create_memcacheds(client, keys, 1, args.create_concurrency)
+        t_created = time.monotonic()
+        await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
+        t_converged = max(tracker.converged_at.values())
+        cpu_converged = proc_stats(memop.pid)
+        others.mark_end()
+        converge_requests = await server.requests(start_log) if server else None
+
+        await asyncio.wait_for(tracker.all_settled.wait(), args.timeout)
+        t_settled = max(tracker.settled_at.values())
+        if server:
+            await wait_quiet(server, start_log, "memop", quiet=1.0, timeout=60)
+        await wait_idle(memop, 0, timeout=60)
+        cpu_settled = proc_stats(memop.pid)
+        for running in (profiler, server_profiler):
+            if running is not None:
+                await stop_profiler(running)
+        settle_log = await server.log_end() if server else 0
+        settle_requests = await server.requests(start_log) if server else None
+        metrics_settled = await scrape(memop)
+
+        idle = await idle_reconciles(
+            args,
+            client=client,
+            server=server,
+            memop=memop,
+            keys=keys,
+            metrics_before=metrics_settled,
+            log_start=settle_log,
+        )
+        final = proc_stats(memop.pid)
+        metrics_end = await scrape(memop)
+    finally:
+        await memop.stop()
+        await tracker.stop()
+
+    crs = args.crs
+    reconciles = {
+        k: round((v - metric_by(metrics0, "controller_runtime_reconcile_total", "result").get(k, 0)) / crs, 3)
+        for k, v in metric_by(metrics_settled, "controller_runtime_reconcile_total", "result").items()
+    }
+    latencies = tracker.latencies_ms()
+    report: dict[str, Any] = {
+        "wall_seconds": round(t_converged - t0, 2),
+        "creates_seconds": round(t_created - t0, 2),
+        "settle_seconds": round(t_settled - t0, 2),
+        "cr_to_deployment_ms": {
+            "p50": percentile(latencies, 0.5),
+            "p99": percentile(latencies, 0.99),
+            "max": round(latencies[-1], 1) if latencies else None,
+        },
+        "memop_cpu_seconds": {
+            "to_converge": round(cpu_converged.cpu_seconds - cpu0.cpu_seconds, 2),
+            "to_settle": round(cpu_settled.cpu_seconds - cpu0.cpu_seconds, 2),
+            "startup": cpu0.cpu_seconds,
+            "process_total": final.cpu_seconds,
+        },
+        "memop_rss_mb": {"peak": final.peak_rss_mb, "end": final.rss_mb, "after_startup": cpu0.rss_mb},
+        "while_converging": others.report(t_converged - t0),
+        "reconciles_per_cr": reconciles,
+        "reconcile_panics": metric_sum(metrics_end, "controller_runtime_reconcile_panics_total"),
+        "idle": idle,
+    }
+    if converge_requests is not None and settle_requests is not None:
+        converge_calls = converge_requests.by_call("memop")
+        settle_calls = settle_requests.by_call("memop")
+        report["writes_per_cr"] = {
+            "to_converge": writes_per_cr(converge_calls, crs),
+            "to_settle": writes_per_cr(settle_calls, crs),
+        }
+        report["requests_per_cr"] = {
+            "to_converge": per_cr(converge_calls, crs),
+            "to_settle": per_cr(settle_calls, crs),
+        }
+        report["failed_requests"] = settle_requests.failed("memop")
+        report["requests_counted_from"] = "the API server's request log (user agent memop/...)"
+    else:
+        by_method = {
+            k: round((v - metric_by(metrics0, "rest_client_requests_total", "method").get(k, 0)) / crs, 3)
+            for k, v in metric_by(metrics_settled, "rest_client_requests_total", "method").items()
+        }
+        report["requests_per_cr"] = {"to_settle_by_http_method": by_method}
+        report["requests_counted_from"] = (
+            "memop's rest_client_requests_total (by HTTP method only; Events and Leases included)"
+        )
+    return report
+
+
+async def idle_reconciles(
+    args: argparse.Namespace,
+    *,
+    client: Client,
+    server: ServerProcess | None,
+    memop: MemopProcess,
+    keys: Sequence[Key],
+    metrics_before: Metrics,
+    log_start: int,
+) -> dict[str, Any]:
+    """Annotate every Deployment (nothing memop owns changes) and count memop's requests per
+    reconcile that follows."""
+    reconciles_before = metric_sum(metrics_before, "controller_runtime_reconcile_total")
+    rest_before = metric_sum(metrics_before, "rest_client_requests_total")
+
+    async def poke(key: Key) -> None:
+        await client.patch(
+            DEPLOYMENTS, key[1], {"metadata": {"labels": {"bench.memop.dev/poke": "1"}}}, key[0]
+        )
+
+    await run_bounded(args.create_concurrency, keys, poke)
+    await wait_idle(memop, reconciles_before + len(keys), timeout=args.timeout)
+    if server:
+        await wait_quiet(server, log_start, "memop", quiet=1.0, timeout=30)
+    metrics = await scrape(memop)
+    reconciles = metric_sum(metrics, "controller_runtime_reconcile_total") - reconciles_before
+    if server:
+        requests = await server.requests(log_start)
+        calls = requests.by_call("memop")
+        # Watches re-established meanwhile are not work done for a reconcile.
+        count = sum(n for call, n in calls.items() if not call.startswith("watch "))
+        detail: dict[str, Any] = dict(calls)
+    else:
+        count = int(metric_sum(metrics, "rest_client_requests_total") - rest_before)
+        detail = {}
+    return {
+        "reconciles": int(reconciles),
+        "requests": count,
+        "requests_per_idle_reconcile": round(count / reconciles, 4) if reconciles else None,
+        "requests_detail": detail,
+    }
+
+
+async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[str]) -> dict[str, Any]:
+    client, server = where.client, where.server
+    keys = plan(args.crs, namespaces)
+    tracker = Tracker(client)
+    await tracker.start()
+    process = await FloorProcess(
+        where.kubeconfig, [] if args.all_namespaces else namespaces, args.workers, args.floor_watches
+    ).start()
+    try:
+        if server:
+            per_resource = 1 if args.all_namespaces else len(namespaces)
+            await wait_watching(server, FLOOR_AGENT, per_resource * (3 if args.floor_watches else 1))
+        start_log = await server.log_end() if server else 0
+        server_profiler = (
+            await start_profiler(args.profile_server, server.pid) if args.profile_server and server else None
+        )
+        cpu0 = proc_stats(process.pid)
+        tracker.expect(dict.fromkeys(keys, 1))
+        others = OthersCpu(server.pid if server else None)
+        others.mark_start()
+        t0 = time.monotonic()
+        await create_memcacheds(client, keys, 1, args.create_concurrency)
+        t_created = time.monotonic()
+        await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
+        t_converged = max(tracker.converged_at.values())
+        stats = proc_stats(process.pid)
+        others.mark_end()
+        if server_profiler is not None:
+            await stop_profiler(server_profiler)
+        requests = await server.requests(start_log) if server else None
+    finally:
+        outcome = await process.finish()
+        await tracker.stop()
+    latencies = tracker.latencies_ms()
+    report: dict[str, Any] = {
+        "wall_seconds": round(t_converged - t0, 2),
+        "creates_seconds": round(t_created - t0, 2),
+        "cr_to_deployment_ms": {
+            "p50": percentile(latencies, 0.5),
+            "p99": percentile(latencies, 0.99),
+            "max": round(latencies[-1], 1) if latencies else None,
+        },
+        "floor_cpu_seconds": round(stats.cpu_seconds - cpu0.cpu_seconds, 2),
+        "floor_rss_mb": {"peak": stats.peak_rss_mb},
+        "while_converging": others.report(t_converged - t0),
+        "floor_errors": outcome.get("errors"),
+    }
+    if requests is not None:
+        calls = requests.by_call(FLOOR_AGENT)
+        report["writes_per_cr"] = writes_per_cr(calls, args.crs)
+        report["requests_per_cr"] = per_cr(calls, args.crs)
+    return report
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    namespaces = [f"bench-{i}" for i in range(args.namespaces)]
+    modes = ["memop", "floor"] if args.compare else ["floor" if args.floor else "memop"]
+    # With --repeat, modes alternate (memop, floor, memop, ...) so that a slow spell of the
+    # machine hits both; every run has a fresh cluster.
+    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    for _ in range(args.repeat):
+        for mode in modes:
+            with tempfile.TemporaryDirectory(prefix="memop-bench-") as tmp:
+                async with cluster(args, Path(tmp)) as where:
+                    await create_namespaces(where.client, namespaces)
+                    if mode == "memop":
+                        runs[mode].append(await run_memop(args, where, namespaces))
+                    else:
+                        runs[mode].append(await run_floor(args, where, namespaces))
+    report: dict[str, Any] = {
+        "benchmark": "converge",
+        "crs": args.crs,
+        "namespaces": args.namespaces,
+        "workers": args.workers,
+        "watch": "all namespaces" if args.all_namespaces else "each namespace",
+        "create_concurrency": args.create_concurrency,
+        "pod_ready_delay": args.pod_ready_delay,
+        "cluster": args.kubeconfig or "in-memory API server with simulated controllers (own process)",
+        "repeat": args.repeat,
+    }
+    results = {mode: median_run(mode_runs) for mode, mode_runs in runs.items()}
+    if len(results) == 1:
+        ((mode, figures),) = results.items()
+        report["mode"] = mode
+        report.update(figures)
+    else:
+        report.update(results)
+        report["memop_over_floor"] = round(
+            results["memop"]["wall_seconds"] / results["floor"]["wall_seconds"], 3
+        )
+    report["cpus"] = os.cpu_count()
+    report["python"] = platform.python_version()
+    return report
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median wall time, plus every run's wall time when there were several."""
+    ordered = sorted(runs, key=lambda r: float(r["wall_seconds"]))
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    if len(runs) > 1:
+        chosen["wall_seconds_all_runs"] = [r["wall_seconds"] for r in runs]
+    return chosen
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    roles = parser.add_subparsers(dest="role")
+    served = roles.add_parser("serve", help=argparse.SUPPRESS)
+    served.add_argument("--kubeconfig", required=True)
+    served.add_argument("--pod-ready-delay", type=float, default=0.0)
+    served.add_argument("--history-size", type=int, default=100_000)
+    floored = roles.add_parser("floor", help=argparse.SUPPRESS)
+    floored.add_argument("--kubeconfig", required=True)
+    floored.add_argument("--workers", type=int, required=True)
+    floored.add_argument("--namespace", action="append", default=[])
+    floored.add_argument("--floor-watches", action="store_true")
+    add_bench_options(parser)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--floor", action="store_true", help="measure the floor instead of memop")
+    mode.add_argument("--compare", action="store_true", help="measure memop, then the floor, and compare")
+    parser.add_argument(
+        "--floor-watches",
+        action="store_true",
+        help="the floor also watches deployments and pods, as memop's cache does",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per mode; figures are the median run's (default 1)"
+    )
+    return parser
+
+
+def add_bench_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared with bench/steady.py."""
+    parser.add_argument("--crs", type=int, default=1000, help="Memcacheds to create (default 1000)")
+    parser.add_argument("--namespaces", type=int, default=10, help="namespaces they spread over (default 10)")
+    parser.add_argument(
+        "--workers", type=int, default=4, help="memop's --max-concurrent-reconciles (default 4)"
+    )
+    parser.add_argument(
+        "--all-namespaces", action="store_true", help="memop watches all namespaces instead of each one"
+    )
+    parser.add_argument("--kubeconfig", help="use this cluster instead of starting the in-memory one")
+    parser.add_argument(
+        "--create-concurrency", type=int, default=16, help="the bench's concurrent creates (default 16)"
+    )
+    parser.add_argument(
+        "--pod-ready-delay", type=float, default=0.0, help="seconds a simulated pod stays Pending (default 0)"
+    )
+    parser.add_argument(
+        "--history-size", type=int, default=200_000, help="the server's watch history (default 200000)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="give up after this many seconds per stage"
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="sample memop with py-spy (on PATH) from the first create until settled; collapsed stacks",
+    )
+    parser.add_argument(
+        "--profile-server", metavar="FILE", help="the same for the API server's process (our own only)"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.role == "serve":
+        return asyncio.run(serve(args))
+    if args.role == "floor":
+        return asyncio.run(floor(args))
+    print(json.dumps(asyncio.run(run(args))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

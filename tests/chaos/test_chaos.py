@@ -1,0 +1,421 @@
+"""Chaos: memop keeps every Memcached right while the cluster misbehaves in every way we can make it.
+
+Two memop replicas (real ``python -m memop`` processes) with leader election on short
+durations run against the in-memory API server with simulated controllers, and a supervisor
+restarts any replica that exits, as the kubelet would. While the Memcacheds are created:
+
+- every watch connection is dropped every ``DROP_EVERY`` seconds;
+- 5% of memop's requests fail with 500 and 2% with 429 + Retry-After (leases included, so a
+  renewal can fail too);
+- once, the history is compacted and every watch gets 410 Expired (reflectors must relist);
+- once, the API server restarts (every connection closes);
+- once, the leader is SIGKILLed (the standby must take over when the lease runs out).
+
+The drops and random failures go on while every Memcached is then scaled, and then deleted.
+After each stage: every Memcached converged (Deployment at its size, status for its
+generation, Available with ready pods), exactly one Deployment per Memcached, controlled by
+it; after the deletion no Memcached is left (so every finalizer was removed) and no
+Deployment is left without its owner. Throughout: no traceback in any replica's output (memop
+logs JSON; a traceback is an ``error`` field) and ``controller_runtime_reconcile_panics_total``
+is 0 on every live replica.
+
+Size: ``MEMOP_CHAOS_CRS`` Memcacheds (default 100, about half a minute on 2 cores; 300, the full
+run, takes about a minute) over 5 namespaces. ``MEMOP_CHAOS_LOG=FILE`` writes every replica's
+log records there (JSON lines), to see what happened in a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from memop.memcached.api import FINALIZER, MEMCACHEDS
+from memop.runtime.client import Client
+from memop.runtime.errors import AlreadyExists, TransportError
+from memop.runtime.resources import DEPLOYMENTS, LEASES, NAMESPACES, Resource
+from memop.testing.faults import ChaosRule
+from memop.testing.operator import install_crd
+from memop.testing.process import MemopProcess
+from memop.testing.server import ApiServer
+from memop.testing.wait import wait_for
+
+pytestmark = pytest.mark.fake_only
+
+CRS = int(os.environ.get("MEMOP_CHAOS_CRS", "100"))
+NAMESPACES_USED = [f"chaos-{i}" for i in range(5)]
+REPLICAS = 2
+LEASE_NAME = "memop-leader.cache.example.com"
+LEASE_NAMESPACE = "default"
+DROP_EVERY = 2.0
+Step = Callable[[], Awaitable[Any]]
+# Generous: every stage normally takes seconds, but a failover waits out the lease, and a
+# loaded CI machine is slow.
+STAGE_TIMEOUT = 60.0 + CRS * 0.5
+MEMOP_ARGS = [
+    "--leader-elect",
+    "--leader-election-namespace",
+    LEASE_NAMESPACE,
+    "--leader-elect-lease-duration",
+    "4s",
+    "--leader-elect-renew-deadline",
+    "3s",
+    "--leader-elect-retry-period",
+    "500ms",
+    "--max-concurrent-reconciles",
+    "4",
+    "--watch-namespace",
+    ",".join(NAMESPACES_USED),
+]
+
+
+# -- the replicas -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Replicas:
+    """``REPLICAS`` memop processes kept running: one that exits is replaced, as a Deployment's
+    pod would be restarted. Every process ever started stays in ``history`` for the log checks."""
+
+    kubeconfig: Path
+    running: list[MemopProcess] = field(default_factory=list)
+    history: list[MemopProcess] = field(default_factory=list)
+    exits: Counter[int] = field(default_factory=Counter)
+    _watchers: set[asyncio.Task[None]] = field(default_factory=set)
+    _stopping: bool = False
+
+    async def start(self) -> None:
+        for _ in range(REPLICAS):
+            await self._spawn()
+
+    async def _spawn(self) -> None:
+        process = MemopProcess(self.kubeconfig, MEMOP_ARGS)
+        await process.start()
+        self.running.append(process)
+        self.history.append(process)
+        task = asyncio.create_task(self._supervise(process), name=f"supervise memop {process.pid}")
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+
+    async def _supervise(self, process: MemopProcess) -> None:
+        assert process.process is not None
+        code = await process.process.wait()
+        if self._stopping:
+            return
+        self.exits[code] += 1
+        self.running.remove(process)
+        await self._spawn()
+
+    def leader(self, server: ApiServer) -> MemopProcess | None:
+        """The replica holding the lease, if it is one of ours and alive."""
+        lease = get(server, LEASES, LEASE_NAMESPACE, LEASE_NAME)
+        holder = ((lease or {}).get("spec") or {}).get("holderIdentity")
+        return next((p for p in self.running if holder and p.identity() == holder), None)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for task in list(self._watchers):
+            task.cancel()
+        await asyncio.gather(*self._watchers, return_exceptions=True)
+        await asyncio.gather(*(p.stop() for p in self.running))
+
+    async def panics(self) -> float:
+        """controller_runtime_reconcile_panics_total summed over the live replicas."""
+        total = 0.0
+        for process in list(self.running):
+            try:
+                status, text = await process.get("/metrics")
+            except aiohttp.ClientError:
+                if process.returncode is not None:
+                    continue  # exited meanwhile (lost its lease): the supervisor replaces it
+                raise
+            assert status == 200
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    if sample.name == "controller_runtime_reconcile_panics_total":
+                        total += sample.value
+        return total
+
+    def tracebacks(self) -> list[dict[str, Any]]:
+        return [r for p in self.history for r in p.records if "error" in r]
+
+    def describe(self) -> str:
+        """For failure messages: who runs, and each live replica's last warnings and errors."""
+        lines = [f"exits so far: {dict(self.exits)}"]
+        for process in self.running:
+            lines.append(f"-- replica {process.identity()} (pid {process.pid}):")
+            lines += [
+                f"   {r.get('ts')} {r.get('level')} {r.get('logger')}: {r.get('msg')}"
+                for r in process.records
+                if r.get("level") in ("warning", "error")
+            ][-15:]
+        return "\n".join(lines)
+
+    def count_logs(self, predicate: Callable[[dict[str, Any]], bool]) -> int:
+        return sum(1 for p in self.history for r in p.records if predicate(r))
+
+
+# -- reading the cluster (straight from the server's store: no faults, no lag) ---------------------
+
+
+def get(server: ApiServer, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+    rtype = server.store.resource(res.group, res.version, res.plural)
+    try:
+        return server.store.get(rtype, namespace, name)
+    except Exception as error:
+        if getattr(error, "code", None) == 404:
+            return None
+        raise
+
+
+def items(server: ApiServer, res: Resource) -> list[dict[str, Any]]:
+    rtype = server.store.resource(res.group, res.version, res.plural)
+    return [o for ns in NAMESPACES_USED for o in server.store.list(rtype, ns)[0]]
+
+
+def controller_uid(obj: dict[str, Any]) -> str | None:
+    for ref in obj["metadata"].get("ownerReferences") or ():
+        if ref.get("controller"):
+            return str(ref["uid"])
+    return None
+
+
+def convergence_problems(server: ApiServer, size: int) -> list[str]:
+    """Why the cluster is not converged at ``size`` (empty: it is)."""
+    problems: list[str] = []
+    crs = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in items(server, MEMCACHEDS)}
+    deployments = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in items(server, DEPLOYMENTS)}
+    if len(crs) != CRS:
+        problems.append(f"{len(crs)} Memcacheds, {CRS} expected")
+    for key, cr in sorted(crs.items()):
+        status = cr.get("status") or {}
+        available: dict[str, Any] = next(
+            (c for c in status.get("conditions") or () if c.get("type") == "Available"), {}
+        )
+        deployment = deployments.get(key)
+        if deployment is None:
+            problems.append(f"{key}: no Deployment")
+        elif controller_uid(deployment) != cr["metadata"]["uid"]:
+            problems.append(f"{key}: Deployment controlled by {controller_uid(deployment)}")
+        elif deployment["spec"].get("replicas") != size:
+            problems.append(f"{key}: Deployment has {deployment['spec'].get('replicas')} replicas")
+        if FINALIZER not in (cr["metadata"].get("finalizers") or ()):
+            problems.append(f"{key}: no finalizer")
+        if status.get("observedGeneration") != cr["metadata"]["generation"]:
+            problems.append(f"{key}: status for generation {status.get('observedGeneration')}")
+        elif available.get("status") != "True" or status.get("readyReplicas") != size:
+            problems.append(f"{key}: Available={available.get('status')} ready={status.get('readyReplicas')}")
+    for key in sorted(set(deployments) - set(crs)):
+        problems.append(f"{key}: a Deployment without a Memcached")
+    return problems
+
+
+def leftovers(server: ApiServer) -> list[str]:
+    """What is left once every Memcached is deleted (empty: nothing)."""
+    out = [
+        f"Memcached {o['metadata']['namespace']}/{o['metadata']['name']}" for o in items(server, MEMCACHEDS)
+    ]
+    for deployment in items(server, DEPLOYMENTS):
+        meta = deployment["metadata"]
+        out.append(f"Deployment {meta['namespace']}/{meta['name']} (owner {controller_uid(deployment)})")
+    return out
+
+
+# -- faults -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Chaos:
+    """The background faults: periodic watch drops and random 500/429 answers to memop."""
+
+    server: ApiServer
+    drops: int = 0
+    watches_dropped: int = 0
+    rules: list[ChaosRule] = field(default_factory=list)
+    _task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        faults = self.server.faults
+        self.rules = [
+            faults.chaos(0.05, statuses=500, seed=1, user_agent="memop/"),
+            faults.chaos(0.02, statuses=429, seed=2, user_agent="memop/"),
+        ]
+        self._task = asyncio.create_task(self._drop_loop(), name="chaos-drops")
+
+    async def _drop_loop(self) -> None:
+        while True:
+            await asyncio.sleep(DROP_EVERY)
+            self.watches_dropped += await self.server.drop_watches()
+            self.drops += 1
+
+    async def stop(self) -> None:
+        self.server.faults.clear()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def figures(self) -> dict[str, int]:
+        return {
+            "watch_drops": self.drops,
+            "watches_dropped": self.watches_dropped,
+            "injected_500": self.rules[0].hits if self.rules else 0,
+            "injected_429": self.rules[1].hits if len(self.rules) > 1 else 0,
+        }
+
+
+# -- the test -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    async with ApiServer(simulate_controllers=True, pod_ready_delay=0.05) as running:
+        yield running
+
+
+@pytest.fixture
+async def client(server: ApiServer) -> AsyncIterator[Client]:
+    async with ApiClient(server.client_configuration()) as api:
+        yield Client(api, user_agent="chaos-test")
+
+
+Key = tuple[str, str]
+
+
+async def in_batches(
+    keys: list[Key], batches: int, work: Callable[[Key], Awaitable[Any]], between: list[Step]
+) -> None:
+    """``work`` on every key, in ``batches`` concurrent batches, with ``between[i]`` after batch i."""
+    size = -(-len(keys) // batches)
+    for i in range(batches):
+        await asyncio.gather(*(work(k) for k in keys[i * size : (i + 1) * size]))
+        if i < len(between):
+            await between[i]()
+
+
+async def test_memop_converges_through_chaos(server: ApiServer, client: Client, tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    server.write_kubeconfig(kubeconfig)
+    await install_crd(client)
+    for namespace in NAMESPACES_USED:
+        await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+    keys = [(NAMESPACES_USED[i % len(NAMESPACES_USED)], f"mc-{i:03d}") for i in range(CRS)]
+    replicas = Replicas(kubeconfig)
+    chaos = Chaos(server)
+    figures: dict[str, Any] = {"crs": CRS}
+    stage_seconds: dict[str, float] = {}
+    one_offs: list[str] = []
+    try:
+        await replicas.start()
+        await wait_for(lambda: replicas.leader(server), timeout=30)
+        chaos.start()
+
+        async def expire_history() -> None:
+            server.compact()
+            one_offs.append(f"410 to {await server.expire_watches()} watches")
+
+        async def restart_server() -> None:
+            await server.restart()
+            one_offs.append("API server restarted")
+
+        async def kill_leader() -> None:
+            leader = await wait_for(lambda: replicas.leader(server), timeout=30)
+            assert leader is not None
+            leader.send(signal.SIGKILL)
+            one_offs.append(f"leader {leader.identity()} killed")
+
+        async def create(key: tuple[str, str]) -> None:
+            body = {
+                "apiVersion": MEMCACHEDS.api_version,
+                "kind": MEMCACHEDS.kind,
+                "metadata": {"name": key[1]},
+                "spec": {"size": 1},
+            }
+            # The test's own requests are not failed on purpose, but the restart may close its
+            # connection under a request: then the create may or may not have happened.
+            for _ in range(5):
+                try:
+                    await client.create(MEMCACHEDS, body, key[0])
+                except AlreadyExists:
+                    return
+                except TransportError:
+                    continue
+                return
+
+        async def stage(name: str, problems: Callable[[], list[str]]) -> None:
+            """Wait until ``problems()`` is empty; record how long the stage took."""
+            await wait_for(
+                lambda: not problems(),
+                timeout=STAGE_TIMEOUT,
+                # Each check copies every object out of the store, on the server's event loop.
+                interval=0.25,
+                message=lambda: "\n".join(problems()[:20]) + "\n" + replicas.describe(),
+            )
+            stage_seconds[name] = round(time.monotonic() - started, 1)
+            assert await replicas.panics() == 0
+
+        # Stage 1: create, with the one-off faults between batches, while memop converges.
+        started = time.monotonic()
+        await in_batches(keys, 4, create, [expire_history, restart_server, kill_leader])
+        assert len(one_offs) == 3, one_offs
+        await stage("create", lambda: convergence_problems(server, 1))
+
+        # Stage 2: scale every Memcached to 2.
+        started = time.monotonic()
+        await asyncio.gather(*(client.patch(MEMCACHEDS, n, {"spec": {"size": 2}}, ns) for ns, n in keys))
+        await stage("scale", lambda: convergence_problems(server, 2))
+
+        # Stage 3: delete them all; memop's finalizer must come off every one.
+        started = time.monotonic()
+        await asyncio.gather(*(client.delete(MEMCACHEDS, n, ns) for ns, n in keys))
+        await stage("delete", lambda: leftovers(server))
+    finally:
+        await chaos.stop()
+        await replicas.stop()
+
+    tracebacks = replicas.tracebacks()
+    assert not tracebacks, "\n\n".join(f"{r.get('msg')}\n{r['error']}" for r in tracebacks[:3])
+    # Every exit was either our SIGKILL or a replica that lost its lease to the faults (exit 1).
+    assert set(replicas.exits) <= {-signal.SIGKILL, 1}, replicas.exits
+    assert replicas.exits[-signal.SIGKILL] == 1
+    lease = get(server, LEASES, LEASE_NAMESPACE, LEASE_NAME) or {}
+    # The standby took over from the killed leader (and maybe more often, after lost renewals).
+    assert ((lease.get("spec") or {}).get("leaseTransitions") or 0) >= 1, lease
+
+    memop_requests = server.log.filter(user_agent="memop/")
+    figures.update(chaos.figures())
+    figures.update(
+        {
+            "one_off_faults": one_offs,
+            "stage_seconds": stage_seconds,
+            "memop_processes_started": len(replicas.history),
+            "memop_exits": dict(replicas.exits),
+            "lease_transitions": (lease.get("spec") or {}).get("leaseTransitions"),
+            "memop_requests": len(memop_requests),
+            "memop_requests_failed": sum(1 for r in memop_requests if r.status >= 400),
+            "memop_relists": sum(1 for r in memop_requests if r.verb == "list"),
+            "reconcile_retries_logged": replicas.count_logs(
+                lambda r: str(r.get("msg", "")).startswith(("reconcile failed", "conflict, will retry"))
+            ),
+            # Client retries of single requests, and reflectors' retries of lists and watches.
+            "retries_logged": replicas.count_logs(lambda r: "retrying" in str(r.get("msg", ""))),
+        }
+    )
+    print(f"\nchaos figures: {figures}")
+    if os.environ.get("MEMOP_CHAOS_LOG"):
+        Path(os.environ["MEMOP_CHAOS_LOG"]).write_text(
+            "".join(json.dumps({"pid": p.pid, **r}) + "\n" for p in replicas.history for r in p.records)
+        )

@@ -1,0 +1,79 @@
+"""The cache benchmarks (bench/reflector.py, bench/memory.py) still run and report their figures.
+
+Each runs as its own process at a tiny size, as a user would run it, so a change to the runtime
+or the test server that breaks a benchmark fails here instead of the next time someone measures.
+The figures themselves are not checked (they mean nothing at this size), only that they exist
+and are sane.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def run_bench(script: str, *args: str) -> dict[str, Any]:
+    """Run a benchmark in its own process group, so that on a timeout the API server and the
+    measuring process it started are killed with it."""
+    with subprocess.Popen(
+        [sys.executable, str(BENCH / script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as bench:
+        try:
+            stdout, stderr = bench.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(bench.pid, signal.SIGKILL)
+            bench.communicate()
+            raise
+    assert bench.returncode == 0, stderr[-3000:]
+    result: dict[str, Any] = json.loads(stdout)
+    return result
+
+
+def assert_rate(figures: dict[str, Any], rate: str) -> None:
+    assert figures[rate]["median"] > 0
+    assert figures[rate]["best"] >= figures[rate]["median"]
+    assert figures["seconds"] > 0
+    assert figures["cpu_seconds"] >= 0
+    assert figures["gc_seconds"] >= 0
+
+
+@pytest.mark.parametrize(("kind", "objects", "events"), [("configmaps", 40, 40), ("pods", 12, 24)])
+def test_reflector_benchmark_reports_watch_and_list_ingest(kind: str, objects: int, events: int) -> None:
+    result = run_bench("reflector.py", f"--kind={kind}", f"--objects={objects}", "--repeats=1")
+    assert result["kind"] == kind
+    assert result["objects"] == objects
+    # Pods arrive twice: created Pending, then made Running by the simulated kubelet.
+    assert result["watch"]["events"] == events
+    assert_rate(result["watch"], "events_per_second")
+    assert_rate(result["list"], "objects_per_second")
+    assert result["list"]["fetch_seconds"] > 0
+    assert result["transform"] == ("pod_transform" if kind == "pods" else None)
+
+
+def test_memory_benchmark_reports_every_kind_with_and_without_transforms() -> None:
+    result = run_bench("memory.py", "--objects=12")
+    assert result["objects_per_kind"] == 12
+    for variant in ("with_transforms", "without_transforms"):
+        figures = result[variant]
+        assert figures["baseline_mib"] > 0
+        assert figures["peak_rss_mib"] >= figures["pods"]["rss_mib"]
+        for kind in ("memcacheds", "deployments", "pods"):
+            assert isinstance(figures[kind]["kib_per_object"], float)
+            assert figures[kind]["rss_mib"] > 0
+            assert figures[kind]["json_bytes"] > 500
+    assert result["with_transforms"]["pods"]["transform"] == "pod_transform"
+    assert result["with_transforms"]["deployments"]["transform"] == "deployment_transform"
+    assert result["without_transforms"]["pods"]["transform"] is None
