@@ -31,6 +31,7 @@ from memop.runtime.manager import EXIT_FAILED, Manager, ManagerOptions
 log = logging.getLogger("memop")
 
 EXIT_USAGE = 2
+WATCHED_KINDS = 3  # Memcacheds, Deployments, Pods
 
 
 def leader_election_config(config: RunConfig, identity: str) -> LeaderElectionConfig | None:
@@ -87,6 +88,11 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     except KubeConfigError as error:
         log.error("%s", error)
         return EXIT_FAILED
+    # Every watch holds a pooled connection for its lifetime (three kinds per watched
+    # namespace): size the pool so watches never starve the reconcilers' requests.
+    configuration.connection_pool_maxsize = max(
+        configuration.connection_pool_maxsize or 0, WATCHED_KINDS * max(1, len(config.namespaces)) + 64
+    )
     if stop is None:
         stop = asyncio.Event()
         _install_signal_handlers(stop)
