@@ -18,7 +18,11 @@ Processes (so that no party's CPU is charged to another):
   merge patch, Deployment create with the same body, status merge patch) with the same ``W``
   concurrent workers, driven by a watch on memcacheds and nothing else: no cache of
   Deployments or pods, no workqueue, no Events. It uses memop's HTTP client, so the
-  difference measures memop's machinery, not its client;
+  difference measures memop's machinery, not its client. The API server is the bottleneck
+  on a small machine, so what memop makes the *server* do counts too: ``--floor-watches``
+  makes the floor also hold memop's watches on deployments and pods, ``--floor-events`` also
+  record memop's Event per Memcached, to split memop's time into the server's extra work and
+  memop's own;
 - the bench itself: creates the Memcacheds (size 1, round-robin over the namespaces,
   ``--create-concurrency`` at a time) and watches memcacheds and deployments to see progress.
 
@@ -36,13 +40,24 @@ Figures:
   ``writes_per_cr`` sums the writes (create, update, patch, delete) to memcacheds,
   memcacheds/status and deployments, with Events counted apart;
 - ``reconciles_per_cr`` from memop's ``controller_runtime_reconcile_total``;
-- ``idle``: after settling, the bench annotates every Deployment (memop owns no annotation, so
-  nothing needs doing) and counts memop's requests per resulting reconcile;
-- memop's CPU seconds (``/proc/<pid>/stat`` utime+stime) and peak RSS (``VmHWM``).
+- ``idle``: after settling, the bench adds a label of its own to every Deployment (nothing
+  memop owns changes, so nothing needs doing) and counts memop's requests per resulting
+  reconcile. A label, not an annotation: an annotation bumps a Deployment's generation (as in
+  kube-apiserver), and until its controller observes it memop rightly reports Progressing;
+- memop's CPU seconds (``/proc/<pid>/stat`` utime+stime) from the first create to convergence
+  and to settling, and its peak RSS (``VmHWM``);
+- ``while_converging``: the API server's and the bench's CPU meanwhile (a server utilisation
+  near 1.0 means the server, not memop, set the pace).
+
+``--repeat N`` runs every mode N times (alternating) and reports the median run, with every
+run's wall time. ``--profile FILE`` / ``--profile-server FILE`` sample memop / the API server
+with py-spy from the first create until settled (collapsed stacks).
 
 With ``--kubeconfig`` the bench uses that cluster instead of starting one (it must serve
-apps/v1 Deployments with a working controller); request counts then come from memop's
-``rest_client_requests_total`` and are by HTTP method only, Events and Leases included.
+apps/v1 Deployments with a working controller, and memop's CRD is installed if missing);
+request counts then come from memop's ``rest_client_requests_total`` and are by HTTP method
+only, Events and Leases included. Each run then uses fresh namespaces
+(``bench-<random>-<i>``), which it leaves behind.
 """
 
 from __future__ import annotations
@@ -54,6 +69,7 @@ import json
 import os
 import platform
 import resource
+import secrets
 import signal
 import sys
 import tempfile
@@ -72,6 +88,7 @@ from memop.memcached.desired import desired_deployment
 from memop.memcached.status import compute_status
 from memop.runtime.client import Client
 from memop.runtime.errors import AlreadyExists, ApiError, TransportError
+from memop.runtime.events import NORMAL, EventRecorder
 from memop.runtime.kubeconfig import load_configuration
 from memop.runtime.reflector import Reflector
 from memop.runtime.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
@@ -506,6 +523,10 @@ async def floor(args: argparse.Namespace) -> int:
     queue: asyncio.Queue[Obj] = asyncio.Queue()
     async with ApiClient(configuration) as api:
         client = Client(api, user_agent=f"{FLOOR_AGENT}/1")
+        # With --floor-events the floor also records memop's Event per Memcached, the same way.
+        recorder = EventRecorder(client, "memop-floor") if args.floor_events else None
+        if recorder is not None:
+            recorder.start()
 
         async def watch(res: Resource, namespace: str | None, rv: str) -> None:
             while True:
@@ -533,6 +554,8 @@ async def floor(args: argparse.Namespace) -> int:
             )
             spec = parse_spec(patched)
             created = await client.create(DEPLOYMENTS, desired_deployment(patched, spec), namespace)
+            if recorder is not None:
+                recorder.record(patched, NORMAL, "Created", f"Created Deployment {name}")
             now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             status = compute_status(patched, spec, created, [], now)
             await client.patch_status(MEMCACHEDS, name, {"status": status}, namespace)
@@ -571,15 +594,21 @@ async def floor(args: argparse.Namespace) -> int:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if recorder is not None:
+            await recorder.stop()
     print(json.dumps({"done": done, "errors": errors}), flush=True)
     return 0
 
 
 class FloorProcess:
-    def __init__(self, kubeconfig: str, namespaces: Sequence[str], workers: int, watches: bool) -> None:
+    def __init__(
+        self, kubeconfig: str, namespaces: Sequence[str], workers: int, *, watches: bool, events: bool
+    ) -> None:
         self.args = ["floor", "--kubeconfig", kubeconfig, "--workers", str(workers)]
         if watches:
             self.args.append("--floor-watches")
+        if events:
+            self.args.append("--floor-events")
         for namespace in namespaces:
             self.args += ["--namespace", namespace]
         self.process: asyncio.subprocess.Process | None = None
@@ -819,6 +848,7 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         "while_converging": others.report(t_converged - t0),
         "reconciles_per_cr": reconciles,
         "reconcile_panics": metric_sum(metrics_end, "controller_runtime_reconcile_panics_total"),
+        "memop_warnings_and_errors": log_summary(memop),
         "idle": idle,
     }
     if converge_requests is not None and settle_requests is not None:
@@ -844,6 +874,16 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
             "memop's rest_client_requests_total (by HTTP method only; Events and Leases included)"
         )
     return report
+
+
+def log_summary(memop: MemopProcess) -> dict[str, int]:
+    """memop's warning and error log lines, counted by their first words (at most 10 kinds)."""
+    counts: Counter[str] = Counter(
+        " ".join(str(r.get("msg", "")).split()[:4])
+        for r in memop.records
+        if r.get("level") in ("warning", "error")
+    )
+    return dict(counts.most_common(10))
 
 
 async def idle_reconciles(
@@ -895,7 +935,11 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
     tracker = Tracker(client)
     await tracker.start()
     process = await FloorProcess(
-        where.kubeconfig, [] if args.all_namespaces else namespaces, args.workers, args.floor_watches
+        where.kubeconfig,
+        [] if args.all_namespaces else namespaces,
+        args.workers,
+        watches=args.floor_watches,
+        events=args.floor_events,
     ).start()
     try:
         if server:
@@ -931,6 +975,10 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
             "p99": percentile(latencies, 0.99),
             "max": round(latencies[-1], 1) if latencies else None,
         },
+        "floor_also": {
+            "watches_deployments_and_pods": args.floor_watches,
+            "records_events": args.floor_events,
+        },
         "floor_cpu_seconds": round(stats.cpu_seconds - cpu0.cpu_seconds, 2),
         "floor_rss_mb": {"peak": stats.peak_rss_mb},
         "while_converging": others.report(t_converged - t0),
@@ -944,13 +992,13 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    namespaces = [f"bench-{i}" for i in range(args.namespaces)]
     modes = ["memop", "floor"] if args.compare else ["floor" if args.floor else "memop"]
     # With --repeat, modes alternate (memop, floor, memop, ...) so that a slow spell of the
     # machine hits both; every run has a fresh cluster.
     runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     for _ in range(args.repeat):
         for mode in modes:
+            namespaces = bench_namespaces(args)
             with tempfile.TemporaryDirectory(prefix="memop-bench-") as tmp:
                 async with cluster(args, Path(tmp)) as where:
                     await create_namespaces(where.client, namespaces)
@@ -984,6 +1032,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def bench_namespaces(args: argparse.Namespace) -> list[str]:
+    """The run's namespaces: fresh names on a cluster that outlives the run (``--kubeconfig``),
+    where they are left behind (deleting Memcacheds needs memop to remove its finalizer)."""
+    prefix = f"bench-{secrets.token_hex(3)}" if args.kubeconfig else "bench"
+    return [f"{prefix}-{i}" for i in range(args.namespaces)]
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the median wall time, plus every run's wall time when there were several."""
     ordered = sorted(runs, key=lambda r: float(r["wall_seconds"]))
@@ -1005,6 +1060,7 @@ def build_parser() -> argparse.ArgumentParser:
     floored.add_argument("--workers", type=int, required=True)
     floored.add_argument("--namespace", action="append", default=[])
     floored.add_argument("--floor-watches", action="store_true")
+    floored.add_argument("--floor-events", action="store_true")
     add_bench_options(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--floor", action="store_true", help="measure the floor instead of memop")
@@ -1013,6 +1069,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--floor-watches",
         action="store_true",
         help="the floor also watches deployments and pods, as memop's cache does",
+    )
+    parser.add_argument(
+        "--floor-events",
+        action="store_true",
+        help="the floor also records memop's Event per Memcached",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per mode; figures are the median run's (default 1)"

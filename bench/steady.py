@@ -35,9 +35,11 @@ from typing import Any
 from converge import (
     Tracker,
     add_bench_options,
+    bench_namespaces,
     cluster,
     create_memcacheds,
     create_namespaces,
+    log_summary,
     memop_args,
     metric_sum,
     plan,
@@ -52,7 +54,7 @@ from memop.testing.process import MemopProcess
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    namespaces = [f"bench-{i}" for i in range(args.namespaces)]
+    namespaces = bench_namespaces(args)
     keys = plan(args.crs, namespaces)
     with tempfile.TemporaryDirectory(prefix="memop-steady-") as tmp:
         async with cluster(args, Path(tmp)) as where:
@@ -111,6 +113,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             - metric_sum(metrics_before, "controller_runtime_reconcile_total")
         ),
         "memop_exited": exited,
+        "memop_warnings_and_errors": log_summary(memop),
     }
     if requests is not None:
         calls = requests.by_call("memop")

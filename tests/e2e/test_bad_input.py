@@ -28,10 +28,10 @@ from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes_asyncio.client import ApiClient, Configuration
+from prometheus_client import REGISTRY
 
 from memop.memcached.api import MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
 from memop.memcached.crd import crd
-from memop.runtime import metrics
 from memop.runtime.backoff import Backoff
 from memop.runtime.client import Client
 from memop.runtime.reflector import Reflector
@@ -160,10 +160,13 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 def panics() -> float:
-    return float(metrics.RECONCILE_PANICS.labels(CONTROLLER)._value.get())
+    """controller_runtime_reconcile_panics_total of the in-process operators (shared registry)."""
+    value = REGISTRY.get_sample_value("controller_runtime_reconcile_panics_total", {"controller": CONTROLLER})
+    return value or 0.0
 
 
 def workers_alive(operator: RunningOperator) -> bool:
+    # A worker task that ended would be a worker lost for good: none may have.
     workers = operator.controller._workers
     return operator.running and bool(workers) and not any(w.done() for w in workers)
 
@@ -285,6 +288,12 @@ async def test_a_status_that_is_a_list_is_replaced(
     await wait_for(available, timeout=TIMEOUT)
     # Anyone allowed to write the status subresource can store this: the schema is off.
     await client.patch_status(MEMCACHEDS, "listy", {"status": [1, "two", {"three": 3}]}, namespace)
+
+    def cached_status() -> Any:
+        cached = operator.manager.cache.get(MEMCACHEDS, "listy", namespace)
+        return None if cached is None else cached.get("status")
+
+    await wait_for(lambda: isinstance(cached_status(), list), timeout=TIMEOUT)
     # A status write does not trigger memop (only generation changes do); a change of the
     # Deployment does, and that reconcile must cope with the list.
     await client.patch(DEPLOYMENTS, "listy", {"metadata": {"labels": {"poke": "1"}}}, namespace)
