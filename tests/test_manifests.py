@@ -25,6 +25,7 @@ from memop.memcached.crd import crd
 from memop.memcached.desired import desired_deployment
 from memop.options import RunConfig, build_parser, parse_run_args
 from memop.runtime.events import EventRecorder
+from memop.runtime.authn import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from memop.runtime.resources import DEPLOYMENTS, EVENTS, LEASES, PODS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,7 +33,17 @@ MANIFESTS = REPO / "manifests"
 OPERATOR_NAMESPACE = "memop-system"
 PREFIX = "memop-"
 SERVICE_ACCOUNT = (OPERATOR_NAMESPACE, PREFIX + rbac.SERVICE_ACCOUNT)
-OVERLAYS = ("crd", "rbac", "manager", "default", "namespaced", "namespaced/multi", "prometheus")
+OVERLAYS = (
+    "crd",
+    "rbac",
+    "manager",
+    "default",
+    "namespaced",
+    "namespaced/multi",
+    "secure-metrics",
+    "prometheus",
+    "prometheus-secure",
+)
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -146,6 +157,7 @@ def test_rules_are_unique_and_use_real_verbs() -> None:
 def test_rules_name_the_resources_memop_uses() -> None:
     """Group and plural of every rule come from the resources memop's code talks to."""
     used = {(GROUP, PLURAL)} | {(r.group, r.plural) for r in (DEPLOYMENTS, PODS, EVENTS, LEASES)}
+    used |= {(r.group, r.plural) for r in (TOKEN_REVIEWS, SUBJECT_ACCESS_REVIEWS)}
     assert {(rule.group, rule.resource.split("/")[0]) for rule in rbac.RULES} == used
 
 
@@ -156,7 +168,18 @@ def test_no_wildcards_and_no_reads_of_secrets() -> None:
 
 
 def test_only_the_admission_check_is_not_a_request() -> None:
-    assert rbac.all_triples() - rbac.requested_triples() == {(GROUP, f"{PLURAL}/finalizers", "update")}
+    assert rbac.all_triples() - rbac.requested_triples(secure_metrics=True) == {
+        (GROUP, f"{PLURAL}/finalizers", "update")
+    }
+
+
+def test_the_reviews_are_requested_only_with_secure_metrics() -> None:
+    reviews = {
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    }
+    assert rbac.requested_triples(secure_metrics=True) - rbac.requested_triples() == reviews
+    assert {rule.triple for rule in rbac.RULES if rule.scope is rbac.Scope.METRICS_AUTH} == reviews
 
 
 def test_policy_rules_group_verbs_per_resource() -> None:
@@ -184,6 +207,8 @@ def test_permitted() -> None:
     assert not rbac.permitted("apps", "deployments", "get", cluster=False)
     assert not rbac.permitted("", "pods", "delete", cluster=False)
     assert not rbac.permitted("", "secrets", "get", cluster=True)
+    # The reviews of --metrics-secure belong to one install only (see allowed).
+    assert not rbac.permitted("authentication.k8s.io", "tokenreviews", "create", cluster=True)
 
 
 def test_allowed_models_both_installs() -> None:
@@ -198,6 +223,11 @@ def test_allowed_models_both_installs() -> None:
     assert not rbac.allowed(*watch, "", watch_namespaces=["team-a"])
     assert not rbac.allowed(*watch, "team-b", watch_namespaces=["team-a"])
     assert not rbac.allowed(*watch, OPERATOR_NAMESPACE, watch_namespaces=["team-a"])
+    review = ("authorization.k8s.io", "subjectaccessreviews", "create")
+    assert not rbac.allowed(*review, "")
+    assert rbac.allowed(*review, "", secure_metrics=True)
+    assert rbac.allowed(*review, "", watch_namespaces=["team-a"], secure_metrics=True)
+    assert not rbac.allowed(*review, OPERATOR_NAMESPACE, secure_metrics=True)  # cluster-scoped
 
 
 def test_rbac_resource() -> None:
@@ -330,9 +360,24 @@ EXPECTED_KINDS = {
         "RoleBinding",
         "ServiceAccount",
     ],
+    "secure-metrics": [
+        "ClusterRole",
+        "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "Deployment",
+        "Namespace",
+        "PodDisruptionBudget",
+        "Role",
+        "RoleBinding",
+        "ServiceAccount",
+    ],
     "prometheus": ["Service", "ServiceMonitor"],
+    "prometheus-secure": ["ClusterRoleBinding", "Service", "ServiceMonitor"],
 }
-INSTALLS = ("default", "namespaced", "namespaced/multi")
+INSTALLS = ("default", "namespaced", "namespaced/multi", "secure-metrics")
 
 
 @needs_kubectl
@@ -433,6 +478,8 @@ def test_rendered_rbac_grants_exactly_what_memop_rbac_allowed_says(overlay: str)
     for every rule, in every kind of namespace, plus requests memop must not be allowed."""
     objects = render(overlay)
     watched = _install_namespaces(overlay)
+    secure = run_config(one(objects, "Deployment")).metrics_secure
+    assert secure == (overlay == "secure-metrics")
     triples = rbac.all_triples() | {
         (GROUP, PLURAL, "update"),
         (GROUP, PLURAL, "delete"),
@@ -443,9 +490,10 @@ def test_rendered_rbac_grants_exactly_what_memop_rbac_allowed_says(overlay: str)
         ("coordination.k8s.io", "leases", "list"),
     }
     namespaces = ("", OPERATOR_NAMESPACE, *rbac.MULTI_EXAMPLE_NAMESPACES, "elsewhere")
+    cluster_scoped = {"tokenreviews", "subjectaccessreviews"}  # requests without a namespace
     for triple in sorted(triples):
-        for namespace in namespaces:
-            expected = rbac.allowed(*triple, namespace, watch_namespaces=watched)
+        for namespace in namespaces if triple[1] not in cluster_scoped else ("",):
+            expected = rbac.allowed(*triple, namespace, watch_namespaces=watched, secure_metrics=secure)
             assert _grants(objects, *triple, namespace) == expected, (overlay, triple, namespace)
 
 
@@ -676,3 +724,59 @@ def test_metrics_service_and_monitor_reach_the_operators_metrics_port(deployment
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+
+
+@needs_kubectl
+def test_secure_metrics_install_runs_metrics_secure_with_the_review_role() -> None:
+    objects = render("secure-metrics")
+    deployment = one(objects, "Deployment")
+    config = run_config(deployment)
+    assert config.metrics_secure
+    assert config.metrics_address is not None and config.metrics_address.port == 8080  # the Service port
+    auth_role = one(objects, "ClusterRole", PREFIX + rbac.METRICS_AUTH_ROLE)
+    assert auth_role["rules"] == rbac.policy_rules(rbac.Scope.METRICS_AUTH)
+    auth_binding = one(objects, "ClusterRoleBinding", PREFIX + rbac.METRICS_AUTH_ROLE_BINDING)
+    assert auth_binding["roleRef"]["name"] == auth_role["metadata"]["name"]
+    assert [(s["namespace"], s["name"]) for s in auth_binding["subjects"]] == [SERVICE_ACCOUNT]
+    # Everything but the reviews, the reader role and the flag is the default install's.
+    added = {PREFIX + rbac.METRICS_AUTH_ROLE, PREFIX + rbac.METRICS_AUTH_ROLE_BINDING}
+    added.add(PREFIX + rbac.METRICS_READER_ROLE)
+    rest = [o for o in objects if o["metadata"]["name"] not in added and o["kind"] != "Deployment"]
+    default = render("default")
+    assert rest == [o for o in default if o["kind"] != "Deployment"]
+    args = container(deployment)["args"]
+    assert args == [*container(one(default, "Deployment"))["args"], "--metrics-secure"]
+
+
+@needs_kubectl
+def test_the_reader_role_grants_what_memops_subject_access_review_asks() -> None:
+    """memop asks "may this user get the non-resource URL /metrics"; the reader role says yes,
+    and the secure ServiceMonitor's Prometheus account is bound to it."""
+    reader = one(render("secure-metrics"), "ClusterRole", PREFIX + rbac.METRICS_READER_ROLE)
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    source = inspect.getsource(memop.runtime.authn.MetricsAuthorizer)
+    assert '"nonResourceAttributes": {"path": path, "verb": verb}' in source
+    objects = render("prometheus-secure")
+    binding = one(objects, "ClusterRoleBinding")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": reader["metadata"]["name"],
+    }
+    namespace, account = rbac.PROMETHEUS_ACCOUNT
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]
+
+
+@needs_kubectl
+def test_secure_monitor_scrapes_over_https_with_prometheus_token() -> None:
+    plain = render("prometheus")
+    objects = render("prometheus-secure")
+    assert one(objects, "Service") == one(plain, "Service")
+    [endpoint] = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    [plain_endpoint] = one(plain, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint == {
+        **plain_endpoint,
+        "scheme": "https",
+        "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+        "tlsConfig": {"insecureSkipVerify": True},
+    }

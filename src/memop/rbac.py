@@ -15,7 +15,9 @@ Invariants:
 - resources are in RBAC form: ``plural`` or ``plural/subresource``;
 - :data:`Scope.WATCHED` rules are granted wherever Memcacheds are watched (all namespaces by
   the ClusterRole, or one Role per watched namespace); :data:`Scope.OPERATOR` rules only in the
-  operator's own namespace (the leader-election Lease).
+  operator's own namespace (the leader-election Lease); :data:`Scope.METRICS_AUTH` rules
+  (cluster-scoped reviews) only by the manifests/secure-metrics install, whose memop runs with
+  ``--metrics-secure``: an install without it must not hold them.
 
 Regenerate the committed files with ``python -m memop.rbac`` (from the repository root).
 ``python -m memop.rbac roles NS [NS ...]`` prints the Role and RoleBinding of each namespace
@@ -50,6 +52,15 @@ LEADER_ELECTION_ROLE = "leader-election-role"
 LEADER_ELECTION_ROLE_BINDING = "leader-election-rolebinding"
 # The namespaces manifests/namespaced/multi watches, as an example to copy.
 MULTI_EXAMPLE_NAMESPACES = ("team-a", "team-b")
+# manifests/secure-metrics and manifests/prometheus-secure (overlays on an install whose
+# namePrefix is applied already, so their generated objects carry PREFIX themselves).
+METRICS_AUTH_ROLE = "metrics-auth-role"
+METRICS_AUTH_ROLE_BINDING = "metrics-auth-rolebinding"
+METRICS_READER_ROLE = "metrics-reader"
+METRICS_READER_ROLE_BINDING = "metrics-reader-rolebinding"
+# The ServiceAccount kube-prometheus runs Prometheus as: the example scraper bound to the
+# metrics-reader role (change it in manifests/prometheus-secure for another Prometheus).
+PROMETHEUS_ACCOUNT = ("monitoring", "prometheus-k8s")
 
 GENERATE_COMMAND = "python -m memop.rbac"
 LABELS = {"app.kubernetes.io/name": "memop"}
@@ -63,6 +74,8 @@ class Scope(enum.Enum):
 
     WATCHED = "watched"  # wherever Memcacheds are watched: all namespaces, or each watched one
     OPERATOR = "operator"  # the operator's own namespace only
+    # Cluster-scoped TokenReview/SubjectAccessReview creates, only with --metrics-secure.
+    METRICS_AUTH = "metrics-auth"
 
 
 @dataclass(frozen=True)
@@ -81,7 +94,7 @@ class Rule:
         return (self.group, self.resource, self.verb)
 
 
-_W, _O = Scope.WATCHED, Scope.OPERATOR
+_W, _O, _M = Scope.WATCHED, Scope.OPERATOR, Scope.METRICS_AUTH
 
 RULES: tuple[Rule, ...] = (
     Rule(GROUP, PLURAL, "list", _W, "cache (list then watch); the start-up check lists with limit=1"),
@@ -109,7 +122,19 @@ RULES: tuple[Rule, ...] = (
     Rule("coordination.k8s.io", "leases", "get", _O, "leader election: read the Lease"),
     Rule("coordination.k8s.io", "leases", "create", _O, "leader election: first candidate"),
     Rule("coordination.k8s.io", "leases", "update", _O, "leader election: acquire, renew, release"),
+    Rule("authentication.k8s.io", "tokenreviews", "create", _M, "--metrics-secure: who is scraping"),
+    Rule(
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "create",
+        _M,
+        "--metrics-secure: may the scraper get /metrics",
+    ),
 )
+
+# What a scraper needs when memop runs with --metrics-secure (the metrics-reader ClusterRole,
+# bound to Prometheus's ServiceAccount): memop's SubjectAccessReview asks exactly this.
+METRICS_READER_RULES = ({"nonResourceURLs": ["/metrics"], "verbs": ["get"]},)
 
 
 # --- queries (for tests that compare what memop did with what it may do) -----------------------
@@ -125,10 +150,15 @@ def all_triples() -> set[tuple[str, str, str]]:
     return {rule.triple for rule in RULES}
 
 
-def requested_triples() -> set[tuple[str, str, str]]:
+def requested_triples(*, secure_metrics: bool = False) -> set[tuple[str, str, str]]:
     """The (group, resource, verb) memop itself sends: :func:`all_triples` without the
-    permissions only the API server checks (``Rule.sent`` false)."""
-    return {rule.triple for rule in RULES if rule.sent}
+    permissions only the API server checks (``Rule.sent`` false), and without the reviews of
+    ``--metrics-secure`` unless ``secure_metrics``."""
+    return {
+        rule.triple
+        for rule in RULES
+        if rule.sent and (secure_metrics or rule.scope is not Scope.METRICS_AUTH)
+    }
 
 
 def permitted(group: str, resource: str, verb: str, cluster: bool) -> bool:
@@ -138,9 +168,11 @@ def permitted(group: str, resource: str, verb: str, cluster: bool) -> bool:
     namespaces, or a cluster-scoped resource), so only the ClusterRole can grant it: the
     watched-scope rules. Otherwise the request is inside a namespace and the leader-election
     rules count too (granted in the operator's namespace only; :func:`allowed` checks that).
+    The reviews of ``--metrics-secure`` are granted by one install only: :func:`allowed`.
     """
     return any(
-        rule.triple == (group, resource, verb) and (rule.scope is Scope.WATCHED or not cluster)
+        rule.triple == (group, resource, verb)
+        and (rule.scope is Scope.WATCHED or (rule.scope is Scope.OPERATOR and not cluster))
         for rule in RULES
     )
 
@@ -153,13 +185,15 @@ def allowed(
     *,
     operator_namespace: str = NAMESPACE,
     watch_namespaces: Iterable[str] = (),
+    secure_metrics: bool = False,
 ) -> bool:
     """Whether an install made from manifests/ lets memop send this request.
 
     ``namespace`` is the request's ("" for all namespaces or a cluster-scoped resource).
     ``watch_namespaces`` empty models manifests/default (ClusterRole: watched-scope rules
     everywhere); otherwise manifests/namespaced (a Role in each watched namespace, nothing
-    cluster-wide). Leader-election rules hold in ``operator_namespace`` only.
+    cluster-wide). Leader-election rules hold in ``operator_namespace`` only. ``secure_metrics``
+    models manifests/secure-metrics on top: the cluster-scoped reviews of ``--metrics-secure``.
     """
     watched = tuple(watch_namespaces)
     for rule in RULES:
@@ -168,6 +202,8 @@ def allowed(
         if rule.scope is Scope.OPERATOR and namespace == operator_namespace:
             return True
         if rule.scope is Scope.WATCHED and (not watched or namespace in watched):
+            return True
+        if rule.scope is Scope.METRICS_AUTH and secure_metrics and namespace == "":
             return True
     return False
 
@@ -217,6 +253,26 @@ def namespaced_role(name: str, namespace: str) -> dict[str, Any]:
         "kind": "Role",
         "metadata": _meta(name, namespace),
         "rules": policy_rules(Scope.WATCHED),
+    }
+
+
+def metrics_auth_role(name: str) -> dict[str, Any]:
+    """The ClusterRole for ``--metrics-secure``: review a scraper's token and permission."""
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": _meta(name),
+        "rules": policy_rules(Scope.METRICS_AUTH),
+    }
+
+
+def metrics_reader_role(name: str) -> dict[str, Any]:
+    """The ClusterRole to bind to whatever scrapes memop's ``--metrics-secure`` endpoint."""
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": _meta(name),
+        "rules": [dict(rule) for rule in METRICS_READER_RULES],
     }
 
 
@@ -375,6 +431,49 @@ def generated_files() -> dict[str, str]:
         ),
     )
     files["manifests/namespaced/multi/roles.yaml"] = roles_yaml(MULTI_EXAMPLE_NAMESPACES)
+    files["manifests/secure-metrics/metrics_auth_role.yaml"] = to_yaml(
+        [
+            metrics_auth_role(PREFIX + METRICS_AUTH_ROLE),
+            binding(
+                "ClusterRoleBinding",
+                PREFIX + METRICS_AUTH_ROLE_BINDING,
+                None,
+                "ClusterRole",
+                PREFIX + METRICS_AUTH_ROLE,
+                account=PREFIX + SERVICE_ACCOUNT,
+            ),
+        ],
+        _header(
+            "--metrics-secure: memop asks the API server who each scraper is (TokenReview) and "
+            "whether it may get /metrics (SubjectAccessReview); both are cluster-scoped.",
+            scope=Scope.METRICS_AUTH,
+        ),
+    )
+    files["manifests/secure-metrics/metrics_reader_role.yaml"] = to_yaml(
+        [metrics_reader_role(PREFIX + METRICS_READER_ROLE)],
+        _header(
+            "What a scraper of the --metrics-secure endpoint needs: get on /metrics. Bind it to "
+            "your Prometheus (manifests/prometheus-secure binds kube-prometheus's)."
+        ),
+    )
+    prometheus_namespace, prometheus_account = PROMETHEUS_ACCOUNT
+    files["manifests/prometheus-secure/metrics_reader_role_binding.yaml"] = to_yaml(
+        [
+            binding(
+                "ClusterRoleBinding",
+                PREFIX + METRICS_READER_ROLE_BINDING,
+                None,
+                "ClusterRole",
+                PREFIX + METRICS_READER_ROLE,
+                account=prometheus_account,
+                account_namespace=prometheus_namespace,
+            )
+        ],
+        _header(
+            f"Lets Prometheus (ServiceAccount {prometheus_namespace}/{prometheus_account}, as "
+            "kube-prometheus runs it) scrape the --metrics-secure endpoint."
+        ),
+    )
     return files
 
 

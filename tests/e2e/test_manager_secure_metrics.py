@@ -9,10 +9,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from memop import rbac
 from memop.runtime.authn import tls_context
 from memop.runtime.client import Client
 from memop.testing.envtest import Kube
-from memop.testing.process import MemopProcesses
+from memop.testing.process import MemopProcess, MemopProcesses
 from memop.testing.wait import wait_for
 
 READER = "system:serviceaccount:monitoring:prometheus"
@@ -58,6 +59,22 @@ async def test_metrics_need_an_authorised_token_over_https(
         await scrape(f"http://{address}/metrics", False, "reader-token")
     status, _ = await memop.get("/healthz")  # probes stay plain HTTP for the kubelet
     assert status == 200
+    await _assert_reviews_are_what_the_secure_install_grants(kube, memop)
+
+
+async def _assert_reviews_are_what_the_secure_install_grants(kube: Kube, memop: MemopProcess) -> None:
+    """The reviews memop sent are exactly the METRICS_AUTH rules of memop.rbac, which only
+    manifests/secure-metrics grants (the rest of memop's RBAC is checked in test_rbac_reality)."""
+    user_agent = memop.user_agent()
+    assert user_agent is not None
+    sent = {
+        (r.group, rbac.rbac_resource(r.resource, r.subresource), r.verb, r.namespace)
+        for r in kube.fake.log.filter(user_agent=user_agent)
+        if r.group in ("authentication.k8s.io", "authorization.k8s.io")
+    }
+    assert {s[:3] for s in sent} == rbac.requested_triples(secure_metrics=True) - rbac.requested_triples()
+    assert all(rbac.allowed(*s, secure_metrics=True) for s in sent), sent
+    assert not any(rbac.allowed(*s) for s in sent), "an install without --metrics-secure grants reviews"
 
 
 async def test_without_a_cert_dir_a_self_signed_certificate_is_used_with_a_warning(
