@@ -11,13 +11,15 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from memop import __version__, app, demo, manifests
+from memop import __version__, app
 from memop.options import UsageError, parse_run_args
 
 EXIT_USAGE = 2
 
 
 def _tools_parser() -> argparse.ArgumentParser:
+    from memop import manifests  # noqa: PLC0415 - the operator process never needs it (YAML, CRD)
+
     parser = argparse.ArgumentParser(prog="memop", description="memop's one-shot tools.")
     parser.add_argument("--version", action="version", version=f"memop {__version__}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -30,11 +32,17 @@ SUBCOMMANDS = frozenset({"manifests", "demo"})
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    # The subcommands' modules are imported only for them: the operator process stays small
+    # (the demo brings the in-memory API server, manifests the YAML generators).
     if args and args[0] == "demo":
+        from memop import demo  # noqa: PLC0415
+
         return demo.main(args[1:])
     if args and args[0] in SUBCOMMANDS:
         tool_args = _tools_parser().parse_args(args)
         if tool_args.command == "manifests":
+            from memop import manifests  # noqa: PLC0415
+
             return manifests.run(tool_args)
     try:
         config = parse_run_args(args)

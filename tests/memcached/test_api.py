@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from memop.memcached import api
 from memop.memcached.api import (
     DEFAULT_IMAGE,
+    IMAGE_PATTERN,
     MEMCACHEDS,
     QUANTITY_PATTERN,
     InvalidSpec,
@@ -188,8 +190,7 @@ def test_declaration_is_the_single_source_of_defaults() -> None:
         ),
         (
             {"image": "memcached :1"},
-            'spec.image: Invalid value: "memcached :1": spec.image in body should match'
-            " '^[^\\t\\n\\v\\f\\r ]+$'",
+            f"spec.image: Invalid value: \"memcached :1\": spec.image in body should match '{IMAGE_PATTERN}'",
         ),
         (
             {"memoryLimitMiB": 0},
@@ -262,6 +263,61 @@ def test_invalid_fields_are_named_like_the_api_server_does(spec: Any, message: s
 def test_image_with_a_trailing_newline_is_refused() -> None:
     # Python's $ matches before a final newline; Go's (the API server's) does not.
     assert errors_of(mc({"image": "memcached\n"}))[0].startswith("spec.image: Invalid value:")
+
+
+# Go's unicode.IsSpace, i.e. the Unicode White_Space property, written out from its definition
+# (not from memop's constant): what strings.TrimSpace trims, so what Kubernetes refuses at either
+# end of a container image ("must not have leading or trailing whitespace").
+GO_SPACE = [
+    *"\t\n\v\f\r ",
+    "\u0085",  # NEL
+    "\u00a0",  # NO-BREAK SPACE
+    "\u1680",  # OGHAM SPACE MARK
+    *(chr(c) for c in range(0x2000, 0x200B)),  # EN QUAD .. HAIR SPACE
+    "\u2028",  # LINE SEPARATOR
+    "\u2029",  # PARAGRAPH SEPARATOR
+    "\u202f",  # NARROW NO-BREAK SPACE
+    "\u205f",  # MEDIUM MATHEMATICAL SPACE
+    "\u3000",  # IDEOGRAPHIC SPACE
+]
+
+
+@pytest.mark.parametrize("space", GO_SPACE, ids=[f"U+{ord(c):04X}" for c in GO_SPACE])
+@pytest.mark.parametrize("where", ["leading", "trailing", "inside"])
+def test_image_with_unicode_whitespace_is_refused(space: str, where: str) -> None:
+    image = {"leading": space + "memcached:1", "trailing": "memcached:1" + space}.get(
+        where, f"memcached{space}:1"
+    )
+    assert errors_of(mc({"image": image})) == [
+        f"spec.image: Invalid value: {json.dumps(image, ensure_ascii=False)}: spec.image in body should"
+        f" match '{IMAGE_PATTERN}'"
+    ]
+    # The schema says the same (the server checks it with this very pattern).
+    assert not re.fullmatch(IMAGE_PATTERN, image)
+
+
+@pytest.mark.parametrize(
+    "char",
+    ["\u200b", "\ufeff", "\u180e", "\x1c", "\x1f", "\u00ad"],
+    ids=["ZWSP", "BOM", "MVS", "FS", "US", "SHY"],
+)
+def test_characters_that_are_not_go_whitespace_pass_as_kubernetes_lets_them(char: str) -> None:
+    # Not White_Space (U+180E left it in Unicode 6.3; Python's isspace counts U+001C..U+001F):
+    # Kubernetes accepts these in an image, so memop has no business refusing them.
+    assert parse_spec(mc({"image": f"memcached{char}"})).image == f"memcached{char}"
+
+
+@given(st.text(min_size=1, max_size=8))
+def test_image_is_refused_exactly_when_it_holds_go_whitespace(image: str) -> None:
+    has_space = any(c in GO_SPACE for c in image)
+    try:
+        parse_spec(mc({"image": image}))
+    except InvalidSpec:
+        assert has_space
+    else:
+        assert not has_space
+        # Kubernetes' own check (strings.TrimSpace leaves it alone) is therefore met too.
+        assert image.strip("".join(GO_SPACE)) == image
 
 
 def test_every_bad_field_is_reported_in_one_error() -> None:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memop.memcached.api import MemcachedSpec, ResourceRequirements, parse_quantity, parse_spec
+from memop.memcached.controller import deployment_transform
 from memop.memcached.desired import (
     SelectorMismatch,
     deployment_patch,
@@ -20,6 +21,7 @@ from memop.memcached.desired import (
     labels,
     selector_labels,
 )
+from memop.memcached.status import compute_status
 from memop.runtime.labels import Selector
 from memop.testing.patch import merge_patch
 
@@ -518,3 +520,121 @@ def test_selector_mismatch_is_signalled_not_patched(selector: Any) -> None:
 
 def test_spec_is_not_touched_by_parse() -> None:
     assert parse_spec(memcached()) == MemcachedSpec()
+
+
+# --- what the cache keeps of a Deployment (controller.deployment_transform) ----------------------
+
+_GROWN = st.fixed_dictionaries(
+    {
+        "generation": st.integers(1, 5),
+        "observed": st.integers(0, 5),
+        "replicas": st.integers(0, 5),
+        "updated": st.integers(0, 5),
+        "ready": st.integers(0, 5),
+        "available": st.integers(0, 5),
+        "progressing": st.sampled_from(["NewReplicaSetAvailable", "ProgressDeadlineExceeded", None]),
+    }
+)
+
+
+def with_rollout_status(deployment: Obj, grown: dict[str, Any]) -> Obj:
+    """A Deployment as the deployment controller leaves it: counts and both conditions."""
+    out = copy.deepcopy(deployment)
+    out["metadata"]["generation"] = grown["generation"]
+    conditions = [
+        {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "ok"}
+    ]
+    if grown["progressing"] is not None:
+        conditions.append(
+            {"type": "Progressing", "status": "False", "reason": grown["progressing"], "message": "stuck"}
+        )
+    out["status"] = {
+        "observedGeneration": grown["observed"],
+        "replicas": grown["replicas"],
+        "updatedReplicas": grown["updated"],
+        "readyReplicas": grown["ready"],
+        "availableReplicas": grown["available"],
+        "unavailableReplicas": 1,
+        "collisionCount": 0,
+        "conditions": conditions,
+    }
+    return out
+
+
+def test_deployment_transform_keeps_what_is_read_and_drops_the_rest() -> None:
+    live = with_rollout_status(
+        server_defaults(desired_for(memcached(size=2))),
+        {"generation": 2, "observed": 2, "replicas": 2, "updated": 2, "ready": 2, "available": 2,
+         "progressing": "NewReplicaSetAvailable"},
+    )  # fmt: skip
+    live["metadata"].update(deletionTimestamp="2024-05-01T11:00:00Z", finalizers=["example.com/f"])
+    before = copy.deepcopy(live)
+    kept = deployment_transform(live)
+    assert live == before  # the input is not changed
+    assert kept["apiVersion"] == "apps/v1"
+    assert kept["kind"] == "Deployment"
+    assert set(kept["metadata"]) == {
+        "name", "namespace", "uid", "resourceVersion", "generation", "labels", "ownerReferences",
+        "deletionTimestamp", "finalizers",
+    }  # fmt: skip
+    assert kept["metadata"]["labels"] == live["metadata"]["labels"]
+    assert kept["metadata"]["ownerReferences"] == live["metadata"]["ownerReferences"]
+    # Dropped: the rollout tunables; kept: everything deployment_patch compares, template whole.
+    assert set(kept["spec"]) == {"replicas", "selector", "template"}
+    assert kept["spec"]["template"] == live["spec"]["template"]
+    assert kept["status"] == {
+        "observedGeneration": 2,
+        "replicas": 2,
+        "updatedReplicas": 2,
+        "readyReplicas": 2,
+        "availableReplicas": 2,
+        "conditions": [live["status"]["conditions"][1]],
+    }
+
+
+@pytest.mark.parametrize(
+    ("deployment", "kept"),
+    [
+        ({}, {"metadata": {}, "status": {}}),
+        ({"metadata": None, "status": None}, {"metadata": {}, "status": {}}),
+        ({"spec": ["not", "a", "map"]}, {"metadata": {}, "spec": ["not", "a", "map"], "status": {}}),
+        ({"spec": None}, {"metadata": {}, "status": {}}),
+        (
+            {"status": {"conditions": "Progressing", "replicas": 1}},
+            {"metadata": {}, "status": {"replicas": 1}},
+        ),
+        (
+            {"status": {"conditions": ["x", {"type": "Progressing"}, {"type": "ReplicaFailure"}]}},
+            {"metadata": {}, "status": {"conditions": [{"type": "Progressing"}]}},
+        ),
+    ],
+)
+def test_deployment_transform_takes_odd_shapes_as_they_come(deployment: Obj, kept: Obj) -> None:
+    assert deployment_transform(deployment) == kept
+
+
+@given(st.lists(st.sampled_from(sorted(MUTATIONS)), max_size=4, unique=True), _SPECS, _SPECS, _GROWN)
+@settings(max_examples=200)
+def test_the_reconciler_decides_the_same_on_the_transformed_deployment(
+    names: list[str], old_spec: dict[str, Any], new_spec: dict[str, Any], grown: dict[str, Any]
+) -> None:
+    """Whatever the live Deployment holds, the patch and the status computed from the cached
+    (transformed) copy are those computed from the whole object."""
+    live = with_rollout_status(server_defaults(desired_for(memcached(**old_spec))), grown)
+    for name in names:
+        with contextlib.suppress(KeyError, IndexError):
+            MUTATIONS[name](live)
+    cr = memcached(**new_spec)
+    desired = desired_for(cr)
+    cached = deployment_transform(live)
+    try:
+        expected = deployment_patch(live, desired)
+    except SelectorMismatch:
+        with pytest.raises(SelectorMismatch):
+            deployment_patch(cached, desired)
+    else:
+        assert deployment_patch(cached, desired) == expected
+    spec = parse_spec(cr)
+    pods = [{"metadata": {"name": "p"}, "status": {"phase": "Running"}}]
+    now = "2024-05-01T10:00:00Z"
+    assert compute_status(cr, spec, cached, pods, now) == compute_status(cr, spec, live, pods, now)

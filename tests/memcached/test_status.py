@@ -251,6 +251,18 @@ def test_degraded_reasons(kwargs: dict[str, Any], reason: str) -> None:
         assert message == kwargs["invalid" if reason == "InvalidSpec" else "error"]
 
 
+def test_finalizing_with_an_error_says_both() -> None:
+    forbidden = 'User "memop" cannot patch resource "memcacheds"'
+    status = compute_status(memcached(), None, None, [], T0, finalizing=True, error=forbidden)
+    degraded = cond(status, "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "Finalizing")
+    assert degraded["message"] == (
+        f"the Memcached is being deleted; memop runs its finalizer cache.example.com/finalizer: {forbidden}"
+    )
+    plain = cond(compute_status(memcached(), None, None, [], T0, finalizing=True), "Degraded")["message"]
+    assert plain == "the Memcached is being deleted; memop runs its finalizer cache.example.com/finalizer"
+
+
 def test_foreign_conditions_are_kept() -> None:
     foreign = set_condition([], "example.com/Audited", "True", "Checked", "", 1, T0)
     status = compute_status(memcached(status={"conditions": foreign}), SPEC3, deployment(), [], T1)

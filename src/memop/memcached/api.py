@@ -57,9 +57,22 @@ INT32_MAX = 2**31 - 1
 # bytes (67108864) is over it. Without a maximum that typo would start pods that ask memcached
 # for 64 TiB and are OOM-killed as the cache fills.
 MAX_MEMORY_LIMIT_MIB = 1024 * 1024
-# No whitespace anywhere in an image reference. Spelled out rather than \S because Go's \s and
-# Python's differ (\v), and the schema (Go RE2) and parse_spec (Python) must agree.
-IMAGE_PATTERN = r"^[^\t\n\v\f\r ]+$"
+# Whitespace as Go's unicode.IsSpace defines it (the Unicode White_Space property): what
+# strings.TrimSpace trims, and so what Kubernetes' Deployment validation refuses at either end of
+# a container image ("must not have leading or trailing whitespace"). An image reference never
+# contains whitespace anywhere (the reference grammar has none), so memop refuses it anywhere:
+# at the ends the Deployment write would fail forever, inside the pods could never pull it.
+# Python's str.isspace is not this set (it adds U+001C..U+001F), so it is spelled out.
+IMAGE_WHITESPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
+# Spelled for both regexp engines (the schema is checked by Go RE2, parse_spec by Python's re):
+# \t\n\v\f\r and two-digit \xHH mean the same in both, and the characters above U+00FF, for which
+# the two have no common escape, are written as themselves. Not \S: Go's \s is ASCII-only and
+# lacks \v, Python's is Unicode.
+IMAGE_PATTERN = r"^[^\t\n\v\f\r \x85\xa0" + "\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000" + "]+$"
 # The Memcached's name becomes the value of the app.kubernetes.io/instance label.
 NAME_MAX_LENGTH = 63
 

@@ -55,8 +55,8 @@ def pods_to_memcached(pod: Obj) -> list[Request]:
     return [Request(str(meta.get("namespace") or ""), instance)]
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+def _rfc3339(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 class MemcachedReconciler:
@@ -78,7 +78,12 @@ class MemcachedReconciler:
         if meta.get("deletionTimestamp"):
             return await self._finalize(memcached)
         if FINALIZER not in (meta.get("finalizers") or []):
-            memcached = await self._add_finalizer(memcached)
+            try:
+                memcached = await self._add_finalizer(memcached)
+            except Forbidden as error:
+                message = f"memop is not allowed to add its finalizer to Memcacheds here: {error.message}"
+                await self._report_failure(memcached, None, "Forbidden", message)
+                raise
         try:
             spec = parse_spec(memcached)
         except InvalidSpec as invalid:
@@ -213,7 +218,14 @@ class MemcachedReconciler:
             PODS, meta["namespace"], selector=f"{INSTANCE_LABEL}={meta['name']},{NAME_LABEL}={APP_NAME}"
         )
         status = compute_status(
-            memcached, spec, deployment, pods, _now(), invalid=invalid, finalizing=finalizing, error=error
+            memcached,
+            spec,
+            deployment,
+            pods,
+            _rfc3339(self._clock.time()),
+            invalid=invalid,
+            finalizing=finalizing,
+            error=error,
         )
         if not status_changed(memcached.get("status"), status):
             return memcached
@@ -251,6 +263,15 @@ class MemcachedReconciler:
             await self.client.patch(MEMCACHEDS, meta["name"], patch, meta["namespace"], patch_type="json")
         except NotFound:
             return None
+        except Forbidden as error:
+            message = f"memop is not allowed to remove its finalizer from Memcacheds here: {error.message}"
+            log.error("%s", message)
+            self.recorder.record(memcached, WARNING, "Forbidden", message)
+            try:
+                await self._write_status(memcached, None, None, finalizing=True, error=message)
+            except (ApiError, TransportError) as status_error:
+                log.warning("could not record the failure in status either: %s", status_error)
+            raise
         except ApiError as error:
             if error.code == 422:
                 return Result(requeue=True)  # the finalizer list changed under us: re-read and retry
@@ -277,23 +298,19 @@ def _controller_uid(obj: Obj) -> str | None:
 
 
 def pod_transform(pod: Obj) -> Obj:
-    """Keep only what the status computation reads of a pod; pods are the bulk of the cache."""
+    """Keep only what the status computation (name, phase, deletionTimestamp) and the pod
+    watch (the instance label) read of a pod: pods are the bulk of the cache (three per
+    Memcached of size 3). Dropped, among the rest: the conditions (readiness comes from the
+    Deployment's status) and the ownerReferences (a pod's owner is a ReplicaSet, which memop
+    never looks up; dropping them also keeps pods out of the cache's owner index)."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     kept_meta = {
         k: meta[k]
-        for k in (
-            "name",
-            "namespace",
-            "uid",
-            "resourceVersion",
-            "labels",
-            "deletionTimestamp",
-            "ownerReferences",
-        )
+        for k in ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
         if k in meta
     }
-    kept_status = {k: status[k] for k in ("phase", "conditions") if k in status}
+    kept_status = {"phase": status["phase"]} if "phase" in status else {}
     return {"metadata": kept_meta, "status": kept_status}
 
 

@@ -13,8 +13,9 @@ Conditions (all with CamelCase reasons, ``observedGeneration`` = metadata.genera
   has not observed its latest generation, or not all replicas are updated / old ones are still
   there (RollingOut, or ProgressDeadlineExceeded when the Deployment says so). False
   (DeploymentUpToDate) once caught up. Availability is Available's business, not this one's.
-- Degraded: True while memop cannot do its job: Finalizing (the Memcached is being deleted),
-  InvalidSpec, ReconcileError, with the caller's message; else False (AsExpected).
+- Degraded: True while memop cannot do its job: Finalizing (the Memcached is being deleted;
+  with the caller's ``error`` appended when the finalizer cannot be removed), InvalidSpec,
+  ReconcileError, with the caller's message; else False (AsExpected).
 
 When the caller passes no Deployment together with ``invalid``, ``error`` or ``finalizing``, it
 did not look at the Deployment: readyReplicas, Available and Progressing then keep their
@@ -63,9 +64,7 @@ def nodes(pods: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(name for name in names if isinstance(name, str))
 
 
-def _available(
-    size: int, deployment: Mapping[str, Any] | None, name: str
-) -> tuple[str, str, str]:
+def _available(size: int, deployment: Mapping[str, Any] | None, name: str) -> tuple[str, str, str]:
     if size == 0:
         return TRUE, "ScaledToZero", "size is 0: no memcached pods are wanted"
     if deployment is None:
@@ -76,9 +75,7 @@ def _available(
     return FALSE, "ReplicasUnavailable", f"{available}/{size} replicas available"
 
 
-def _progressing(
-    size: int, deployment: Mapping[str, Any] | None, name: str
-) -> tuple[str, str, str]:
+def _progressing(size: int, deployment: Mapping[str, Any] | None, name: str) -> tuple[str, str, str]:
     if deployment is None:
         return TRUE, "DeploymentMissing", f"waiting for Deployment {name} to be created"
     replicas = _get(deployment, "spec", "replicas")
@@ -110,7 +107,8 @@ def _progressing(
 
 def _degraded(invalid: str | None, finalizing: bool, error: str | None) -> tuple[str, str, str]:
     if finalizing:
-        return TRUE, "Finalizing", f"the Memcached is being deleted; memop runs its finalizer {FINALIZER}"
+        message = f"the Memcached is being deleted; memop runs its finalizer {FINALIZER}"
+        return TRUE, "Finalizing", f"{message}: {error}" if error is not None else message
     if invalid is not None:
         return TRUE, "InvalidSpec", invalid
     if error is not None:

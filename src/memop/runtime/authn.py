@@ -18,11 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from memop.runtime.clock import Clock, RealClock
 from memop.runtime.errors import ApiError, TransportError
 from memop.runtime.resources import Resource
@@ -126,6 +121,12 @@ def tls_context(cert_dir: Path | None, *, scratch_dir: Path) -> ssl.SSLContext:
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
+    # Imported here: cryptography costs ~10 MB of memory, needed only for this certificate.
+    from cryptography import x509  # noqa: PLC0415
+    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
+    from cryptography.x509.oid import NameOID  # noqa: PLC0415
+
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "memop-metrics")])
     now = datetime.datetime.now(datetime.UTC)
