@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memop import cli
 from memop.options import (
     RunConfig,
     UsageError,
@@ -22,6 +23,7 @@ from memop.options import (
     parse_run_args,
 )
 from memop.runtime.server import Address
+from memop.testing.process import _flag_variables
 
 
 def parse(*argv: str, **env: str) -> RunConfig:
@@ -152,6 +154,13 @@ def test_a_flag_wins_over_its_environment_variable(
     assert getattr(parse(**{env_name(flag): other}), field) not in (expected, default)
 
 
+def test_the_kubeconfig_origin_is_kept_for_error_messages() -> None:
+    assert parse().kubeconfig_origin == "--kubeconfig"
+    assert parse("--kubeconfig", "/a").kubeconfig_origin == "--kubeconfig"
+    assert parse(KUBECONFIG="/a").kubeconfig_origin == "KUBECONFIG"
+    assert parse("--kubeconfig", "/a", KUBECONFIG="/b").kubeconfig_origin == "--kubeconfig"
+
+
 def test_burst_defaults_from_qps_and_can_be_set() -> None:
     assert parse().kube_api_burst is None
     assert parse("--kube-api-qps", "20").kube_api_burst == 30
@@ -268,6 +277,19 @@ INVALID = [
 @pytest.mark.parametrize(("argv", "expected"), INVALID, ids=[" ".join(a) or "''" for a, _ in INVALID])
 def test_invalid_arguments_are_one_clear_line(argv: list[str], expected: str) -> None:
     assert expected in usage_error(*argv)
+
+
+@pytest.mark.parametrize(("argv", "expected"), INVALID, ids=[" ".join(a) or "''" for a, _ in INVALID])
+def test_the_command_exits_2_with_that_line_for_every_invalid_case(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in _flag_variables():
+        monkeypatch.delenv(variable, raising=False)
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"memop: error: {usage_error(*argv)}\n"
+    assert expected in err
 
 
 @pytest.mark.parametrize(

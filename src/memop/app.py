@@ -84,7 +84,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     logs.configure(config.log_level, config.log_format)
     metrics.set_build_info(__version__)
     try:
-        configuration = await load_configuration(config.kubeconfig)
+        configuration = await load_configuration(config.kubeconfig, origin=config.kubeconfig_origin)
     except KubeConfigError as error:
         log.error("%s", error)
         return EXIT_FAILED

@@ -89,6 +89,8 @@ class RunConfig:
     graceful_shutdown_timeout: float
     metrics_secure: bool = False
     metrics_cert_dir: str | None = None
+    # Where the kubeconfig path came from, for error messages: the flag or its variable.
+    kubeconfig_origin: str = "--kubeconfig"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -327,4 +329,5 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         ),
         metrics_secure=bool(args.metrics_secure),
         metrics_cert_dir=args.metrics_cert_dir or None,
+        kubeconfig_origin=from_env.get("kubeconfig", "--kubeconfig"),
     )

@@ -152,7 +152,15 @@ class Controller:
         workers, self._workers = self._workers, []
         if not workers:
             return
-        _, pending = await asyncio.wait(workers, timeout=timeout)
+        try:
+            _, pending = await asyncio.wait(workers, timeout=timeout)
+        except asyncio.CancelledError:
+            # Stopping was itself cut short (leadership lost mid-shutdown): no reconcile may
+            # outlive it.
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
         if pending:
             log.warning(
                 "cancelling %d reconciles still running after the graceful shutdown timeout",

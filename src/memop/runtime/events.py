@@ -5,7 +5,10 @@ correlator does, an event identical to one already sent (same object, type, reas
 and source) bumps ``count`` and ``lastTimestamp`` on the existing Event with a patch instead
 of creating another, and each object gets a spam budget (burst 25, then one every 5 minutes)
 so a hot error loop cannot flood the API server. Events are best effort: failures are logged,
-never raised into a reconcile.
+never raised into a reconcile. When the queue is full (the API server is slow or down), events
+are dropped and counted; the warning about it is aggregated, at most one every
+``QUEUE_FULL_REPORT_INTERVAL`` seconds with the number dropped since the previous one, plus a
+last one on stop, so a stalled sender cannot flood the log either.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ log = logging.getLogger("memop.events")
 
 NORMAL = "Normal"
 WARNING = "Warning"
+# At most one "event queue full" warning per this many seconds (the drops in between are counted).
+QUEUE_FULL_REPORT_INTERVAL = 60.0
 
 
 class EventWriter(Protocol):
@@ -87,7 +92,11 @@ class EventRecorder:
         self._spam: OrderedDict[str, TokenBucket] = OrderedDict()
         self._spam_settings = (spam_qps, spam_burst)
         self._task: asyncio.Task[None] | None = None
+        # Every event not recorded (spam filter or full queue), for tests and debugging.
         self.dropped = 0
+        # Events dropped on a full queue since the last warning about it, and when that was.
+        self._unreported_full = 0
+        self._full_reported_at: float | None = None
 
     def record(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
         """Queue an Event about ``obj``; returns at once. ``reason`` is CamelCase, e.g. Created."""
@@ -115,7 +124,22 @@ class EventRecorder:
             self._queue.put_nowait(pending)
         except asyncio.QueueFull:
             self.dropped += 1
-            log.warning("event queue full, dropping event %s on %s", reason, object_id)
+            self._unreported_full += 1
+            now = self._clock.monotonic()
+            if self._full_reported_at is None or now - self._full_reported_at >= QUEUE_FULL_REPORT_INTERVAL:
+                self._full_reported_at = now
+                self._report_full(f"{reason} on {object_id}")
+
+    def _report_full(self, latest: str | None) -> None:
+        count, self._unreported_full = self._unreported_full, 0
+        log.warning(
+            "event queue full (%d waiting to be sent): dropped %d event%s since the last report%s",
+            self._queue.qsize(),
+            count,
+            "" if count == 1 else "s",
+            f", the latest {latest}" if latest else "",
+            extra={"component": self.component, "droppedEvents": count},
+        )
 
     def start(self) -> None:
         if self._task is None:
@@ -123,6 +147,8 @@ class EventRecorder:
 
     async def stop(self, timeout: float = 2.0) -> None:
         """Send what is queued (for at most ``timeout`` seconds), then stop."""
+        if self._unreported_full:
+            self._report_full(None)
         if self._task is None:
             return
         with contextlib.suppress(TimeoutError):

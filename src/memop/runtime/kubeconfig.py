@@ -34,18 +34,25 @@ def in_cluster_namespace(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> str
 async def load_configuration(
     kubeconfig: str | None,
     *,
+    origin: str = "--kubeconfig",
     environ: Mapping[str, str] | None = None,
     service_account_dir: Path = SERVICE_ACCOUNT_DIR,
 ) -> Configuration:
-    """A client Configuration from the first source that works (see the module docstring)."""
+    """A client Configuration from the first source that works (see the module docstring).
+
+    ``origin`` says where ``kubeconfig`` came from (``--kubeconfig`` or ``KUBECONFIG``), for
+    the error message. An explicit kubeconfig is the only source tried, as in
+    controller-runtime: a typo in it must not silently fall back to another cluster.
+    """
     environ = os.environ if environ is None else environ
     tried: list[str] = []
     configuration = Configuration()
     if kubeconfig:
+        _check_kubeconfig_files(kubeconfig, origin)
         try:
             await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
         except Exception as error:
-            raise KubeConfigError(f"cannot use kubeconfig {kubeconfig}: {error}") from error
+            raise KubeConfigError(f"cannot use kubeconfig {kubeconfig} (from {origin}): {error}") from error
         return configuration
     token = service_account_dir / "token"
     if environ.get("KUBERNETES_SERVICE_HOST") and token.exists():
@@ -70,4 +77,18 @@ async def load_configuration(
     tried.append(f"{default} (no such file)")
     raise KubeConfigError(
         "no Kubernetes configuration found; tried --kubeconfig/KUBECONFIG (not set), " + ", ".join(tried)
+    )
+
+
+def _check_kubeconfig_files(kubeconfig: str, origin: str) -> None:
+    """Raise KubeConfigError, in one line naming every path tried, unless at least one file of
+    the (``:``-separated) list exists; missing ones among existing ones are skipped, as kubectl
+    does. Checked here because kubernetes_asyncio reports a missing file as an invalid one."""
+    paths = [Path(part).expanduser() for part in kubeconfig.split(os.pathsep) if part]
+    if any(path.is_file() for path in paths):
+        return
+    problems = ", ".join(f"{path} ({'a directory' if path.is_dir() else 'no such file'})" for path in paths)
+    raise KubeConfigError(
+        f"no Kubernetes configuration found; tried {origin}: {problems or repr(kubeconfig)} (with an "
+        "explicit kubeconfig, the in-cluster config and ~/.kube/config are not tried)"
     )

@@ -8,7 +8,9 @@ and server stop.
 
 Losing the lease is different from being asked to stop: reconciling stops at once (in-flight
 reconciles are cancelled, never finished, since another replica may already lead) and
-:meth:`Manager.run` returns a non-zero exit code so the container restarts as a standby.
+:meth:`Manager.run` returns a non-zero exit code so the container restarts as a standby. That
+holds during a graceful shutdown too: in-flight reconciles get the graceful timeout only for
+as long as the lease is still ours.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class Manager:
         self.controllers: list[Controller] = []
         self.recorders: list[EventRecorder] = []
         self.elector: LeaderElector | None = None
+        self._elector_task: asyncio.Task[None] | None = None
         self.leading = asyncio.Event()
         self.server.add_liveness_check("ping", lambda: None)
         self.server.add_readiness_check("informers", self._informers_synced)
@@ -148,7 +151,8 @@ class Manager:
         ``stop`` is honoured at every stage, also while the API server is still being
         checked or the cache is still syncing, so a SIGTERM never waits for a slow start.
         A startup failure (listen address taken, API server unreachable, resource not
-        served) is logged as one line and returns exit 1.
+        served) is logged as one line and returns exit 1. Leadership lost while in-flight
+        reconciles are finishing after ``stop`` cuts them short at once, and exits 1 too.
         """
         try:
             await self.server.start()
@@ -156,46 +160,47 @@ class Manager:
             log.error("cannot listen for probes and metrics: %s", error)
             await self.server.stop()
             return EXIT_FAILED
-        exit_code = EXIT_OK
-        elector_task: asyncio.Task[None] | None = None
         stop_task = asyncio.create_task(stop.wait(), name="manager-stop")
         try:
-            try:
-                if not await _unless(self.check_resources_served(), stop_task):
-                    return EXIT_OK
-            except StartupError as error:
-                log.error("%s", error)
-                return EXIT_FAILED
-            except (ApiError, TransportError) as error:
-                log.error("cannot reach the API server: %s", error)
-                return EXIT_FAILED
-            await self.cache.start()
-            for recorder in self.recorders:
-                recorder.start()
-            interrupts: list[asyncio.Task[Any]] = [stop_task]
-            if self.options.leader_election is not None:
-                self.elector = LeaderElector(self.client, self.options.leader_election)
-                elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
-                interrupts.append(elector_task)
-                if not await _unless(self.elector.leader_elected.wait(), *interrupts):
-                    if stop_task.done():
-                        return EXIT_OK
-                    log.error("leader election ended before this replica led: %s", _task_error(elector_task))
-                    exit_code = EXIT_FAILED
-                    return exit_code
-            # Raced against the interrupts too: workers must not start after leadership ended
-            # while the cache was still syncing.
-            if await _unless(self._start_controllers(), *interrupts):
-                await asyncio.wait(interrupts, return_when=asyncio.FIRST_COMPLETED)
-            if elector_task is not None and elector_task.done() and not stop_task.done():
-                log.error(
-                    "leader election lost, stopping at once: %s", _task_error(elector_task) or "lease lost"
-                )
-                await self._stop_controllers(timeout=0)
-                exit_code = EXIT_FAILED
-            return exit_code
+            exit_code = await self._run(stop_task)
         finally:
-            await self._shutdown(elector_task, stop_task)
+            lost = await self._shutdown(self._elector_task, stop_task)
+        return EXIT_FAILED if lost else exit_code
+
+    async def _run(self, stop_task: asyncio.Task[bool]) -> int:
+        try:
+            if not await _unless(self.check_resources_served(), stop_task):
+                return EXIT_OK
+        except StartupError as error:
+            log.error("%s", error)
+            return EXIT_FAILED
+        except (ApiError, TransportError) as error:
+            log.error("cannot reach the API server: %s", error)
+            return EXIT_FAILED
+        await self.cache.start()
+        for recorder in self.recorders:
+            recorder.start()
+        interrupts: list[asyncio.Task[Any]] = [stop_task]
+        elector_task: asyncio.Task[None] | None = None
+        if self.options.leader_election is not None:
+            self.elector = LeaderElector(self.client, self.options.leader_election)
+            elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
+            self._elector_task = elector_task
+            interrupts.append(elector_task)
+            if not await _unless(self.elector.leader_elected.wait(), *interrupts):
+                if stop_task.done():
+                    return EXIT_OK
+                log.error("leader election ended before this replica led: %s", _task_error(elector_task))
+                return EXIT_FAILED
+        # Raced against the interrupts too: workers must not start after leadership ended
+        # while the cache was still syncing.
+        if await _unless(self._start_controllers(), *interrupts):
+            await asyncio.wait(interrupts, return_when=asyncio.FIRST_COMPLETED)
+        if elector_task is not None and elector_task.done() and not stop_task.done():
+            log.error("leader election lost, stopping at once: %s", _task_error(elector_task) or "lease lost")
+            await self._stop_controllers(timeout=0)
+            return EXIT_FAILED
+        return EXIT_OK
 
     async def _start_controllers(self) -> None:
         self.leading.set()
@@ -203,12 +208,42 @@ class Manager:
             await controller.start(self.options.cache_sync_timeout)
 
     async def _stop_controllers(self, timeout: float) -> None:
-        await asyncio.gather(*(c.stop(timeout) for c in self.controllers))
-        self.leading.clear()
+        try:
+            await asyncio.gather(*(c.stop(timeout) for c in self.controllers))
+        finally:
+            self.leading.clear()
 
-    async def _shutdown(self, elector_task: asyncio.Task[None] | None, stop_task: asyncio.Task[bool]) -> None:
+    async def _shutdown(self, elector_task: asyncio.Task[None] | None, stop_task: asyncio.Task[bool]) -> bool:
+        """Stop everything in order; True when leadership was lost while in-flight reconciles
+        were still finishing (they are then cancelled at once, not given the graceful timeout:
+        another replica may lead as soon as our lease expires)."""
         log.info("shutting down")
-        await self._stop_controllers(self.options.graceful_shutdown_timeout)
+        # Leadership may have ended between the stop request and now, workers still running.
+        lost = elector_task is not None and elector_task.done() and self.leading.is_set()
+        if lost and elector_task is not None:
+            log.error(
+                "leader election lost while shutting down, cancelling in-flight reconciles: %s",
+                _task_error(elector_task) or "lease lost",
+            )
+        timeout = 0 if lost else self.options.graceful_shutdown_timeout
+        stopping = asyncio.create_task(self._stop_controllers(timeout), name="stop-controllers")
+        try:
+            if not lost and elector_task is not None and not elector_task.done():
+                await asyncio.wait({stopping, elector_task}, return_when=asyncio.FIRST_COMPLETED)
+                if not stopping.done():
+                    log.error(
+                        "leader election lost while shutting down, cancelling in-flight reconciles: %s",
+                        _task_error(elector_task) or "lease lost",
+                    )
+                    lost = True
+                    stopping.cancel()
+            await asyncio.gather(stopping, return_exceptions=True)
+        except asyncio.CancelledError:
+            stopping.cancel()  # this shutdown is itself cancelled: no reconcile may outlive it
+            await asyncio.gather(stopping, return_exceptions=True)
+            raise
+        if not stopping.cancelled() and (error := stopping.exception()) is not None:
+            raise error
         if elector_task is not None and not elector_task.done():
             elector_task.cancel()  # releases the lease when configured to
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -218,6 +253,7 @@ class Manager:
             await recorder.stop()
         await self.cache.stop()
         await self.server.stop()
+        return lost
 
 
 async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future[Any]) -> bool:

@@ -1,0 +1,101 @@
+"""memop.runtime.events against the in-memory API server: sending, aggregation of repeats, and
+the full-queue warning, which is itself aggregated so a stalled sender cannot flood the log."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+
+from memop.runtime.client import Client
+from memop.runtime.clock import FakeClock
+from memop.runtime.events import NORMAL, QUEUE_FULL_REPORT_INTERVAL, WARNING, EventRecorder
+from memop.runtime.resources import EVENTS
+from memop.testing.server import ApiServer
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    async with ApiServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+async def client(server: ApiServer) -> AsyncIterator[Client]:
+    async with ApiClient(server.client_configuration()) as api:
+        yield Client(api, user_agent="events-test")
+
+
+def subject(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+    }
+
+
+async def events(client: Client) -> list[dict[str, Any]]:
+    items, _ = await client.list_all(EVENTS, "default")
+    return items
+
+
+def full_queue_warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "memop.events" and "event queue full" in r.getMessage()]
+
+
+async def test_events_are_sent_and_repeats_bump_the_count(client: Client) -> None:
+    recorder = EventRecorder(client, "memcached-controller", host="node-1", clock=FakeClock())
+    recorder.start()
+    recorder.record(subject("a"), NORMAL, "Created", "created deployment a")
+    recorder.record(subject("a"), NORMAL, "Created", "created deployment a")
+    recorder.record(subject("a"), WARNING, "Failed", "could not scale")
+    await recorder.stop()
+    found = sorted(await events(client), key=lambda e: e["reason"])
+    assert [(e["reason"], e["type"], e["count"]) for e in found] == [
+        ("Created", NORMAL, 2),
+        ("Failed", WARNING, 1),
+    ]
+    assert found[0]["involvedObject"]["name"] == "a"
+    assert found[0]["source"] == {"component": "memcached-controller", "host": "node-1"}
+
+
+async def test_a_full_queue_is_reported_once_per_interval_with_the_count(
+    client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock()
+    # Not started yet: nothing drains the queue, as when the API server stalls.
+    recorder = EventRecorder(client, "memcached-controller", clock=clock, max_queued=3)
+    caplog.set_level(logging.WARNING, logger="memop.events")
+    for i in range(3 + 50):
+        recorder.record(subject(f"o{i}"), NORMAL, "Created", f"created {i}")
+    assert recorder.dropped == 50
+    (first,) = full_queue_warnings(caplog)
+    assert first.getMessage() == (
+        "event queue full (3 waiting to be sent): dropped 1 event since the last report, "
+        "the latest Created on Memcached/default/o3/uid-o3"
+    )
+
+    clock.advance(QUEUE_FULL_REPORT_INTERVAL - 1)
+    recorder.record(subject("late"), NORMAL, "Created", "still full")
+    assert len(full_queue_warnings(caplog)) == 1
+    clock.advance(1)
+    recorder.record(subject("later"), NORMAL, "Created", "still full")
+    second = full_queue_warnings(caplog)[1]
+    assert second.getMessage().startswith(
+        "event queue full (3 waiting to be sent): dropped 51 events since the last report, "
+        "the latest Created on Memcached/default/later/"
+    )
+    assert second.__dict__["droppedEvents"] == 51
+
+    # Drops after the last warning are reported on stop, never silently lost.
+    recorder.record(subject("last"), NORMAL, "Created", "still full")
+    recorder.start()
+    await recorder.stop()
+    third = full_queue_warnings(caplog)[2]
+    assert third.getMessage().endswith("dropped 1 event since the last report")
+    assert len(full_queue_warnings(caplog)) == 3
+    assert recorder.dropped == 53
+    assert len(await events(client)) == 3  # the queued ones were sent on stop
