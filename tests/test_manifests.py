@@ -24,8 +24,8 @@ from memop.memcached.api import GROUP, PLURAL, parse_spec
 from memop.memcached.crd import crd
 from memop.memcached.desired import desired_deployment
 from memop.options import RunConfig, build_parser, parse_run_args
-from memop.runtime.events import EventRecorder
 from memop.runtime.authn import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
+from memop.runtime.events import EventRecorder
 from memop.runtime.resources import DEPLOYMENTS, EVENTS, LEASES, PODS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -732,7 +732,8 @@ def test_secure_metrics_install_runs_metrics_secure_with_the_review_role() -> No
     deployment = one(objects, "Deployment")
     config = run_config(deployment)
     assert config.metrics_secure
-    assert config.metrics_address is not None and config.metrics_address.port == 8080  # the Service port
+    assert config.metrics_address is not None
+    assert config.metrics_address.port == 8080  # the Service's port: only the scheme changes
     auth_role = one(objects, "ClusterRole", PREFIX + rbac.METRICS_AUTH_ROLE)
     assert auth_role["rules"] == rbac.policy_rules(rbac.Scope.METRICS_AUTH)
     auth_binding = one(objects, "ClusterRoleBinding", PREFIX + rbac.METRICS_AUTH_ROLE_BINDING)

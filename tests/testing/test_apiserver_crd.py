@@ -13,7 +13,7 @@ import pytest
 from memop.testing.wait import wait_for
 
 if TYPE_CHECKING:
-    from tests.conftest import ClusterHandle, Http
+    from tests.conftest import ClusterHandle, Http, Reply
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 SCHEMA = {
@@ -434,3 +434,96 @@ async def test_an_invalid_crd_is_rejected(http: Http) -> None:
         "reason": "FieldValueInvalid",
         "message": 'Invalid value: "wrong.memop.test": must be spec.names.plural+"."+spec.group',
     } in (reply.body["details"]["causes"])
+
+
+STRICT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["image"],
+            "properties": {
+                "image": {"type": "string"},
+                "size": {"type": "integer", "minimum": 0, "maximum": 5},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+            },
+        },
+    },
+}
+
+
+async def test_the_schema_is_enforced_on_create_and_on_every_kind_of_update(
+    http: Http, cluster: ClusterHandle, namespace: str
+) -> None:
+    group = f"t{uuid.uuid4().hex[:8]}.memop.test"
+    reply = await http.post(CRDS, crd_body(group, schema=STRICT_SCHEMA))
+    assert reply.status == 201, reply.body
+    widgets = Widgets(group, namespace)
+    try:
+        await established(http, f"widgets.{group}")
+        await wait_for(lambda: _served(http, group), timeout=30)
+
+        def widget(spec: dict[str, Any]) -> dict[str, Any]:
+            return {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec}
+
+        def causes(reply: Reply) -> set[tuple[str, str]]:
+            assert reply.status == 422, reply.body
+            assert reply.body["kind"] == "Status"
+            assert reply.body["reason"] == "Invalid"
+            assert reply.body["code"] == 422
+            assert reply.body["message"].startswith(f'Widget.{group} "w" is invalid: ')
+            return {(c["field"], c["reason"]) for c in reply.body["details"]["causes"]}
+
+        # create
+        assert causes(await http.post(widgets.path(), widget({"size": 1}))) == {
+            ("spec.image", "FieldValueRequired")
+        }
+        assert causes(await http.post(widgets.path(), widget({"image": 7, "size": "3"}))) == {
+            ("spec.image", "FieldValueTypeInvalid"),
+            ("spec.size", "FieldValueTypeInvalid"),
+        }
+        too_big = await http.post(widgets.path(), widget({"image": "x", "size": 6}))
+        assert causes(too_big) == {("spec.size", "FieldValueInvalid")}
+        assert too_big.body["details"]["causes"][0]["message"] == (
+            "Invalid value: 6: spec.size in body should be less than or equal to 5"
+        )
+        assert causes(await http.post(widgets.path(), widget({"image": "x", "size": -1}))) == {
+            ("spec.size", "FieldValueInvalid")
+        }
+        assert causes(await http.post(widgets.path(), widget({"image": "x", "mode": "c"}))) == {
+            ("spec.mode", "FieldValueNotSupported")
+        }
+        created = await http.post(widgets.path(), widget({"image": "x", "size": 2, "mode": "a"}))
+        assert created.status == 201, created.body
+        stored = created.body
+
+        # update (PUT), merge patch and JSON patch are held to the same schema
+        put = {**stored, "spec": {"image": "x", "size": 9}}
+        assert causes(await http.put(widgets.path("w"), put)) == {("spec.size", "FieldValueInvalid")}
+        assert causes(await http.put(widgets.path("w"), {**stored, "spec": {"size": 1}})) == {
+            ("spec.image", "FieldValueRequired")
+        }
+        assert causes(await http.patch(widgets.path("w"), {"spec": {"size": -1}})) == {
+            ("spec.size", "FieldValueInvalid")
+        }
+        assert causes(await http.patch(widgets.path("w"), {"spec": {"size": "big"}})) == {
+            ("spec.size", "FieldValueTypeInvalid")
+        }
+        assert causes(await http.patch(widgets.path("w"), {"spec": {"image": None}})) == {
+            ("spec.image", "FieldValueRequired")
+        }
+        json_patch = [{"op": "replace", "path": "/spec/mode", "value": "c"}]
+        assert causes(
+            await http.patch(widgets.path("w"), json_patch, content_type="application/json-patch+json")
+        ) == {("spec.mode", "FieldValueNotSupported")}
+
+        # nothing was written by the rejected updates; a valid one still goes through
+        unchanged = (await http.get(widgets.path("w"))).body
+        assert unchanged["spec"] == {"image": "x", "size": 2, "mode": "a"}
+        assert unchanged["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+        ok = await http.patch(widgets.path("w"), {"spec": {"size": 5, "mode": "b"}})
+        assert ok.status == 200, ok.body
+        assert ok.body["spec"] == {"image": "x", "size": 5, "mode": "b"}
+    finally:
+        if cluster.real:
+            await http.delete(f"{CRDS}/widgets.{group}")

@@ -13,6 +13,8 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
+from memop.testing.builtins import BUILTINS
+from memop.testing.crds import CRDS
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
@@ -316,3 +318,194 @@ async def test_kubectl_on_a_deployment(cluster: ClusterHandle, namespace: str) -
     assert set(watching.lines) == {"deployment.apps/web"}
     names = await kubectl(cluster, "get", "deployments", "-n", namespace, "-o", "name")
     assert names == ""
+
+
+# --- kubectl on every resource the server serves ----------------------------------------------------
+
+
+def served_manifest(key: str, namespace: str, name: str) -> dict[str, Any]:
+    """A minimal valid object of each built-in resource, keyed ``groupVersion/resource``."""
+    meta = {"name": name, "namespace": namespace}
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.9"}],
+        },
+    }
+    manifests: dict[str, dict[str, Any]] = {
+        "v1/configmaps": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}},
+        "v1/events": {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": meta,
+            "involvedObject": {"kind": "ConfigMap", "name": "x", "namespace": namespace},
+            "reason": "Tested",
+            "message": "kubectl applied this",
+            "type": "Normal",
+        },
+        "v1/namespaces": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+        "v1/pods": {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]},
+        "apps/v1/deployments": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta,
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}}, "template": template},
+        },
+        "apps/v1/replicasets": {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": meta,
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": name}}, "template": template},
+        },
+        "coordination.k8s.io/v1/leases": {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": meta,
+            "spec": {"holderIdentity": "memop-test", "leaseDurationSeconds": 15},
+        },
+        "events.k8s.io/v1/events": {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": meta,
+            "eventTime": "2024-01-01T00:00:00.000000Z",
+            "reportingController": "memop.test/kubectl",
+            "reportingInstance": "memop-test-0",
+            "action": "Test",
+            "reason": "Tested",
+            "regarding": {"kind": "ConfigMap", "name": "x", "namespace": namespace},
+            "note": "kubectl applied this",
+            "type": "Normal",
+        },
+    }
+    rbac = "rbac.authorization.k8s.io/v1"
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]
+    subjects = [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}]
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}
+    manifests.update(
+        {
+            "v1/serviceaccounts": {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+            "v1/services": {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": meta,
+                "spec": {"selector": {"app": name}, "ports": [{"port": 80}]},
+            },
+            f"{rbac}/roles": {"apiVersion": rbac, "kind": "Role", "metadata": meta, "rules": rules},
+            f"{rbac}/rolebindings": {
+                "apiVersion": rbac,
+                "kind": "RoleBinding",
+                "metadata": meta,
+                "roleRef": role_ref,
+                "subjects": subjects,
+            },
+            f"{rbac}/clusterroles": {
+                "apiVersion": rbac,
+                "kind": "ClusterRole",
+                "metadata": {"name": name},
+                "rules": rules,
+            },
+            f"{rbac}/clusterrolebindings": {
+                "apiVersion": rbac,
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": role_ref,
+                "subjects": subjects,
+            },
+            "policy/v1/poddisruptionbudgets": {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": meta,
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": name}}},
+            },
+        }
+    )
+    if key == "apiextensions.k8s.io/v1/customresourcedefinitions":
+        crd = widget_crd(f"{name}.memop.test")
+        crd["metadata"]["name"] = f"gadgets.{name}.memop.test"
+        return crd
+    return manifests[key]
+
+
+# Every resource the in-memory server has built in (CustomResourceDefinitions among them); each
+# needs a manifest above, so a kind added to the server is driven by kubectl here too.
+SERVED = tuple(f"{rtype.api_version}/{rtype.plural}" for rtype in [*(b[0] for b in BUILTINS), CRDS])
+
+
+async def test_the_kubectl_tests_cover_every_served_resource(http: Http, cluster: ClusterHandle) -> None:
+    served = set()
+    group_versions = ["v1"] + [
+        v["groupVersion"] for g in (await http.get("/apis")).body["groups"] for v in g["versions"]
+    ]
+    for group_version in group_versions:
+        prefix = "/api/" if group_version == "v1" else "/apis/"
+        for resource in (await http.get(prefix + group_version)).body["resources"]:
+            if "/" not in resource["name"] and "watch" in resource["verbs"]:
+                served.add(f"{group_version}/{resource['name']}")
+    if cluster.real:
+        assert set(SERVED) <= served
+    else:
+        assert served == set(SERVED)
+    for key in SERVED:  # a kind without a manifest fails here, not with a KeyError in the kubectl test
+        assert served_manifest(key, "ns", "name")["metadata"]["name"], key
+
+
+@needs_kubectl
+@pytest.mark.parametrize("key", SERVED)
+async def test_kubectl_apply_get_watch_delete_every_served_resource(
+    cluster: ClusterHandle, namespace: str, key: str
+) -> None:
+    name = f"k{uuid.uuid4().hex[:8]}"
+    manifest = served_manifest(key, namespace, name)
+    *group_version, resource = key.split("/")
+    group = group_version[0] if len(group_version) == 2 else ""
+    qualified = f"{resource}.{group_version[-1]}.{group}" if group else resource
+    name = manifest["metadata"]["name"]
+    ns = ["-n", namespace]
+
+    out = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(manifest))
+    assert out.rstrip().endswith(f"/{name} created"), out
+    first = json.loads(await kubectl(cluster, "get", qualified, name, *ns, "-o", "json"))
+    again = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(manifest))
+    # A PodDisruptionBudget's selector has patchStrategy "replace", so kubectl's patch is never
+    # empty and it says "configured" against a real cluster too; the patch changes nothing.
+    same = "configured" if key == "policy/v1/poddisruptionbudgets" else "unchanged"
+    assert again.rstrip().endswith(f"/{name} {same}"), again
+    got = json.loads(await kubectl(cluster, "get", qualified, name, *ns, "-o", "json"))
+    if not cluster.real:  # on a real cluster controllers and kubelets write status meanwhile
+        assert got["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert got["metadata"].get("generation") == first["metadata"].get("generation")
+    assert got["kind"] == manifest["kind"]
+    assert got["apiVersion"] == manifest["apiVersion"]
+    assert got["metadata"]["name"] == name
+    assert got["metadata"]["uid"]
+    listed = await kubectl(cluster, "get", qualified, *ns, "-o", "name")
+    assert any(line.endswith(f"/{name}") for line in listed.splitlines()), listed
+
+    watching = await Watching.start(cluster, qualified, *ns, "-o", "name")
+
+    def seen() -> list[str]:
+        return [line for line in watching.lines if line.endswith(f"/{name}")]
+
+    try:
+        await wait_for(lambda: len(seen()) >= 1, timeout=30, message=lambda: f"get -w: {watching.lines}")
+        labelled = await kubectl(cluster, "label", qualified, name, *ns, "memop.test/seen=yes")
+        assert labelled.rstrip().endswith(f"/{name} labeled"), labelled
+        await wait_for(lambda: len(seen()) >= 2, timeout=30, message=lambda: f"get -w: {watching.lines}")
+        deleted = await kubectl(cluster, "delete", qualified, name, *ns, "--wait=false")
+        assert f'"{name}" deleted' in deleted, deleted
+        await wait_for(lambda: len(seen()) >= 3, timeout=30, message=lambda: f"get -w: {watching.lines}")
+    finally:
+        await watching.stop()
+
+    async def deleted_or_terminating() -> bool:
+        out = await kubectl(
+            cluster, "get", qualified, name, *ns, "--ignore-not-found", "-o", "jsonpath={.metadata.name}"
+        )
+        if out == "":
+            return True
+        # Without a namespace controller (the fake by default) a namespace stays Terminating.
+        phase = await kubectl(cluster, "get", qualified, name, "-o", "jsonpath={.status.phase}")
+        return key == "v1/namespaces" and phase == "Terminating"
+
+    await wait_for(deleted_or_terminating, timeout=60)

@@ -273,3 +273,44 @@ async def test_the_request_log(http: Http, cluster: ClusterHandle) -> None:
     assert [r.path for r in log.filter(resources_only=False) if not r.resource_request] == ["/version"]
     log.clear()
     assert len(log) == 0
+
+
+async def test_the_request_log_counts_by_verb_resource_and_client(cluster: ClusterHandle) -> None:
+    log = cluster.fake.log
+    operator = cluster.api_client()
+    operator.user_agent = "memop/0.1.0 (linux/amd64)"
+    tool = cluster.api_client()
+    tool.user_agent = "kubectl/v1.32.4 (linux/amd64) kubernetes/abc"
+    ops_core, tool_core = client.CoreV1Api(operator), client.CoreV1Api(tool)
+    ops_apps = client.AppsV1Api(operator)
+    log.clear()
+    await ops_core.create_namespaced_config_map("default", {"metadata": {"name": "a"}})
+    await ops_core.read_namespaced_config_map("a", "default")
+    await ops_core.patch_namespaced_config_map("a", "default", {"data": {"k": "v"}})
+    await ops_apps.list_namespaced_deployment("default")
+    await tool_core.list_namespaced_config_map("default")
+    await tool_core.list_namespaced_config_map("default")
+    await tool_core.delete_namespaced_config_map("a", "default")
+    await client.VersionApi(tool).get_code()  # not an API resource request: never counted
+
+    assert log.counts_by_user_agent() == {
+        "memop/0.1.0 (linux/amd64)": 4,
+        "kubectl/v1.32.4 (linux/amd64) kubernetes/abc": 3,
+    }
+    assert log.counts_by_user_agent(verb="list") == {
+        "memop/0.1.0 (linux/amd64)": 1,
+        "kubectl/v1.32.4 (linux/amd64) kubernetes/abc": 2,
+    }
+    assert log.counts_by_user_agent(resource="deployments") == {"memop/0.1.0 (linux/amd64)": 1}
+    assert log.counts_by_verb(user_agent="memop/") == {"create": 1, "get": 1, "patch": 1, "list": 1}
+    assert log.counts_by_verb(resource="configmaps", user_agent="kubectl/") == {"list": 2, "delete": 1}
+    assert log.counts_by_resource() == {"configmaps": 6, "deployments": 1}
+    assert log.counts_by_resource(verb="list", user_agent="kubectl/") == {"configmaps": 2}
+    assert log.counts(user_agent="memop/") == {
+        ("create", "configmaps"): 1,
+        ("get", "configmaps"): 1,
+        ("patch", "configmaps"): 1,
+        ("list", "deployments"): 1,
+    }
+    assert log.counts()[("list", "configmaps")] == 2
+    assert log.count(verb="delete", resource="configmaps", user_agent="kubectl/", status=200) == 1

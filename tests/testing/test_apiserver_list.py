@@ -44,11 +44,19 @@ async def test_label_selectors(http: Http, namespace: str) -> None:
         assert reply.status == 200, reply.body
         return [i["metadata"]["name"] for i in reply.body["items"]]
 
+    unlabelled = await http.post(cm_path(namespace), {"metadata": {"name": "plain"}})
+    assert unlabelled.status == 201
+
     assert await names("parity=even") == ["cm-00", "cm-02", "cm-04"]
-    assert await names("parity!=even") == ["cm-01", "cm-03"]
+    assert await names("parity==odd") == ["cm-01", "cm-03"]
+    # != and notin also match objects without the label, as on kube-apiserver.
+    assert await names("parity!=even") == ["cm-01", "cm-03", "plain"]
     assert await names("index in (1,4)") == ["cm-01", "cm-04"]
+    assert await names("index notin (0,1,2)") == ["cm-03", "cm-04", "plain"]
     assert await names("parity=odd,index notin (1)") == ["cm-03"]
-    assert await names("!parity") == []
+    assert await names("parity") == ["cm-00", "cm-01", "cm-02", "cm-03", "cm-04"]
+    assert await names("!parity") == ["plain"]
+    assert await names("parity,!index") == []
     bad = await http.get(cm_path(namespace), query={"labelSelector": "a=(b"})
     assert bad.status == 400
     assert bad.body["reason"] == "BadRequest"

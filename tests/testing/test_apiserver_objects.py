@@ -8,12 +8,15 @@ a real cluster; the ones that need the fake's control over time or garbage colle
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from memop.testing.wait import wait_for
+
 if TYPE_CHECKING:
-    from tests.conftest import ClusterHandle, Http
+    from tests.conftest import ClusterHandle, Http, Reply
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 UID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -179,11 +182,26 @@ async def test_update_with_another_name_is_400(http: Http, namespace: str) -> No
     assert reply.body["message"] == "the name of the object (b) does not match the name on the URL (a)"
 
 
+async def put_current(
+    http: Http, path: str, change: Callable[[dict[str, Any]], dict[str, Any]]
+) -> tuple[dict[str, Any], Reply]:
+    """GET ``path``, PUT ``change(current)`` back, and start over on a 409: on a real cluster a
+    controller (the deployment controller writing status) may update the object in between.
+    Returns the object read and the answer to the PUT that was not a conflict."""
+
+    async def attempt() -> tuple[dict[str, Any], Reply] | None:
+        current: dict[str, Any] = (await http.get(path)).body
+        reply = await http.put(path, change(current))
+        return None if reply.status == 409 else (current, reply)
+
+    return await wait_for(attempt, timeout=30, message=f"a PUT of {path} without a conflict")
+
+
 async def test_identical_update_is_a_no_op(http: Http, namespace: str) -> None:
-    created = (await http.post(deploy_path(namespace), deployment("web"))).body
-    again = await http.put(deploy_path(namespace, "web"), created)
+    await http.post(deploy_path(namespace), deployment("web"))
+    current, again = await put_current(http, deploy_path(namespace, "web"), lambda obj: obj)
     assert again.status == 200
-    assert again.body["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert again.body["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
     assert again.body["metadata"]["generation"] == 1
 
 
@@ -205,19 +223,29 @@ async def test_generation_counts_spec_changes_only(http: Http, namespace: str) -
 
 
 async def test_status_subresource_splits_spec_and_status(http: Http, namespace: str) -> None:
+    # Status values no deployment controller would write (on a real cluster one writes status).
     body = deployment("web")
     body["status"] = {"replicas": 5}
     created = (await http.post(deploy_path(namespace), body)).body
     assert created["status"] == {}  # dropped on create
-    with_status = {**created, "status": {"replicas": 7}}
-    main = await http.put(deploy_path(namespace, "web"), with_status)
-    assert main.body["status"] == {}  # the main resource ignores status
-    current = main.body
-    status_write = {**current, "spec": {**current["spec"], "replicas": 9}, "status": {"replicas": 3}}
-    via_status = await http.put(deploy_path(namespace, "web") + "/status", status_write)
-    assert via_status.status == 200
+    _, main = await put_current(
+        http,
+        deploy_path(namespace, "web"),
+        lambda obj: {**obj, "spec": {**obj["spec"], "minReadySeconds": 1}, "status": {"replicas": 7}},
+    )
+    assert main.status == 200, main.body
+    assert main.body["spec"]["minReadySeconds"] == 1
+    assert main.body["status"].get("replicas") != 7  # the main resource ignores status
+    assert main.body["metadata"]["generation"] == 2
+    _, via_status = await put_current(
+        http,
+        deploy_path(namespace, "web") + "/status",
+        lambda obj: {**obj, "spec": {**obj["spec"], "replicas": 9}, "status": {"replicas": 3}},
+    )
+    assert via_status.status == 200, via_status.body
     assert via_status.body["status"] == {"replicas": 3}
     assert via_status.body["spec"]["replicas"] == 1  # /status ignores spec
+    assert via_status.body["metadata"]["generation"] == 2
 
 
 async def test_status_of_a_kind_without_status_subresource_is_404(http: Http, namespace: str) -> None:
@@ -485,12 +513,15 @@ async def test_events_k8s_io_requires_its_fields(http: Http, namespace: str) -> 
 
 async def test_status_writes_are_owned_separately(http: Http, namespace: str) -> None:
     await http.post(deploy_path(namespace), deployment("web"), query={"fieldManager": "creator"})
-    await http.patch(
+    # A value no deployment controller writes, read from the answer: on a real cluster the
+    # controller's own status writes take over the fields it sets right after.
+    patched = await http.patch(
         deploy_path(namespace, "web") + "/status",
-        {"status": {"replicas": 1}},
+        {"status": {"replicas": 7}},
         query={"fieldManager": "status-writer"},
     )
-    managed = (await http.get(deploy_path(namespace, "web"))).body["metadata"]["managedFields"]
+    assert patched.status == 200, patched.body
+    managed = patched.body["metadata"]["managedFields"]
     by_manager = {(m["manager"], m.get("subresource")): m for m in managed}
     assert ("creator", None) in by_manager
     status_entry = by_manager[("status-writer", "status")]

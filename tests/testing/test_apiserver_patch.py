@@ -145,7 +145,9 @@ async def test_no_op_patch_keeps_the_resource_version(http: Http, namespace: str
 async def test_status_patch_ignores_spec(http: Http, namespace: str) -> None:
     path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
     await http.post(path, deployment("web"))
-    reply = await http.patch(f"{path}/web/status", {"spec": {"replicas": 5}, "status": {"replicas": 2}})
+    # A status no deployment controller would write (on a real cluster one writes status too).
+    reply = await http.patch(f"{path}/web/status", {"spec": {"replicas": 5}, "status": {"replicas": 7}})
     assert reply.status == 200
     assert reply.body["spec"]["replicas"] == 1
-    assert reply.body["status"] == {"replicas": 2}
+    assert reply.body["status"]["replicas"] == 7
+    assert reply.body["metadata"]["generation"] == 1

@@ -236,6 +236,8 @@ async def test_bookmarks_arrive_periodically() -> None:
                         "metadata": {"resourceVersion": added["object"]["metadata"]["resourceVersion"]},
                     },
                 }
+                # Periodic: they keep coming while nothing changes.
+                assert [(await s.next()) == bookmark for _ in range(3)] == [True, True, True]
             async with http.watch(cm_path("default"), {"resourceVersion": rv}) as s:
                 # Without allowWatchBookmarks no bookmark is sent; the stream ends at its timeout.
                 await s.next()  # the ADDED replayed from history

@@ -6,6 +6,7 @@ import os
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -119,6 +121,42 @@ def test_sigint_stops_the_server_cleanly(served: tuple[subprocess.Popen[str], Pa
     assert "current-context" in kubeconfig.read_text()
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 0
+
+
+def test_serve_listens_on_the_port_asked_for(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memop.testing",
+            "serve",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        banner = read_line_containing(proc, "listening", timeout=30)
+        assert f"http://127.0.0.1:{port}," in banner
+        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        assert server == f"http://127.0.0.1:{port}"
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+            conn.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert conn.recv(12) == b"HTTP/1.1 200"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
 
 
 @pytest.mark.kubectl

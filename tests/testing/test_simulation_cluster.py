@@ -227,6 +227,26 @@ async def test_scaling_up_and_down(cluster: Cluster) -> None:
     await wait_for(empty, message="the deployment to scale to zero")
 
 
+async def test_a_deleted_pod_is_replaced(cluster: Cluster) -> None:
+    await cluster.apps.create_namespaced_deployment(NS, deployment("web", replicas=3))
+    await rollout_done(cluster, "web", 3)
+    [rs] = await replicasets_of(cluster, "web")
+    victim, *survivors = await pods_of(cluster, "web")
+    await cluster.core.delete_namespaced_pod(victim.metadata.name, NS)
+
+    async def replaced() -> list[client.V1Pod] | None:
+        pods = await pods_of(cluster, "web")
+        names = {p.metadata.name for p in pods}
+        ready = all(p.status.phase == "Running" for p in pods)
+        return pods if len(pods) == 3 and victim.metadata.name not in names and ready else None
+
+    pods = await wait_for(replaced, message="the deleted pod to be replaced")
+    assert {p.metadata.name for p in survivors} < {p.metadata.name for p in pods}
+    assert all(p.metadata.owner_references[0].uid == rs.metadata.uid for p in pods)
+    d = await rollout_done(cluster, "web", 3)
+    assert d.status.ready_replicas == 3
+
+
 async def test_a_template_change_rolls_to_a_new_replicaset(cluster: Cluster) -> None:
     await cluster.apps.create_namespaced_deployment(NS, deployment("web", replicas=2))
     await rollout_done(cluster, "web", 2)

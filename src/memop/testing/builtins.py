@@ -10,14 +10,18 @@ owns exclusively (decoded request bodies or fresh copies).
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import re
+import zlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memop.runtime.labels import InvalidSelectorError, Selector
 from memop.testing.errors import bad_request
 from memop.testing.objects import (
     JsonDict,
+    dns1123_subdomain_errors,
+    forbidden,
     go_quote,
     go_repr,
     invalid,
@@ -30,6 +34,9 @@ from memop.testing.quantity import canonical as canonical_quantity
 from memop.testing.resources import ResourceType
 from memop.testing.schema import FieldError
 from memop.testing.strategy import Strategy
+
+if TYPE_CHECKING:
+    from memop.testing.store import Store
 
 
 class BuiltinStrategy(Strategy):
@@ -672,4 +679,590 @@ BUILTINS: tuple[tuple[ResourceType, Strategy, Conversion | None, Conversion | No
     (DEPLOYMENTS, DeploymentStrategy(), None, None),
     (REPLICASETS, ReplicaSetStrategy(), None, None),
     (LEASES, LeaseStrategy(), None, None),
+)
+
+
+# --- service accounts, services, RBAC and pod disruption budgets ---------------------------------
+# What install manifests carry besides workloads. Appended to BUILTINS at the end of this module.
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+SERVICE_ACCOUNTS = ResourceType(
+    "", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",)
+)
+SERVICES = ResourceType(
+    "", "v1", "services", "Service", True, "service", ("svc",), has_status=True, categories=("all",)
+)
+ROLES = ResourceType(RBAC_GROUP, "v1", "roles", "Role", True, "role")
+ROLE_BINDINGS = ResourceType(RBAC_GROUP, "v1", "rolebindings", "RoleBinding", True, "rolebinding")
+CLUSTER_ROLES = ResourceType(RBAC_GROUP, "v1", "clusterroles", "ClusterRole", False, "clusterrole")
+CLUSTER_ROLE_BINDINGS = ResourceType(
+    RBAC_GROUP, "v1", "clusterrolebindings", "ClusterRoleBinding", False, "clusterrolebinding"
+)
+POD_DISRUPTION_BUDGETS = ResourceType(
+    "policy",
+    "v1",
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+    True,
+    "poddisruptionbudget",
+    ("pdb",),
+    has_status=True,
+)
+
+# kube-apiserver's defaults: --service-cluster-ip-range=10.96.0.0/12 (kubeadm's) and
+# --service-node-port-range=30000-32767.
+SERVICE_CIDR = ipaddress.IPv4Network("10.96.0.0/12")
+NODE_PORTS = range(30000, 32768)
+_SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+_PROTOCOLS = ["SCTP", "TCP", "UDP"]
+_PORT_RANGE_MSG = "must be between 1 and 65535, inclusive"
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """``IsDNS1035Label`` (Service names): empty when ``value`` is one."""
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not re.fullmatch(_DNS1035_LABEL_FMT, value):
+        errs.append(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+            f"regex used for validation is '{_DNS1035_LABEL_FMT}')"
+        )
+    return errs
+
+
+def path_segment_name_errors(name: str) -> list[str]:
+    """``IsValidPathSegmentName`` (RBAC names such as ``system:auth-delegator``)."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
+
+
+def port_name_errors(name: str) -> list[str]:
+    """``IsValidPortName`` (a named targetPort)."""
+    errs = []
+    if len(name) > 15:
+        errs.append("must be no more than 15 characters")
+    if not re.fullmatch("[-a-z0-9]+", name):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", name):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        errs.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
+# --- services ---
+
+
+def _needs_node_ports(spec: Mapping[str, Any]) -> bool:
+    kind = spec.get("type")
+    return kind == "NodePort" or (
+        kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is not False
+    )
+
+
+def default_service(obj: JsonDict) -> None:
+    """``SetDefaults_Service``."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    if not spec.get("sessionAffinity"):
+        spec["sessionAffinity"] = "None"
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        config = spec.get("sessionAffinityConfig")
+        client_ip = config.get("clientIP") if isinstance(config, dict) else None
+        if not isinstance(client_ip, dict) or client_ip.get("timeoutSeconds") is None:
+            spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
+    if not spec.get("type"):
+        spec["type"] = "ClusterIP"
+    for port in spec.get("ports") or ():
+        if not isinstance(port, dict):
+            continue
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+        if port.get("targetPort") in (None, 0, ""):
+            port["targetPort"] = port.get("port", 0)
+    kind = spec["type"]
+    if kind in ("NodePort", "LoadBalancer") or (kind == "ClusterIP" and spec.get("externalIPs")):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if kind in ("NodePort", "LoadBalancer", "ClusterIP"):
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    if kind == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
+
+
+def _allocated(store: Store, obj: Mapping[str, Any]) -> tuple[set[str], set[int]]:
+    """Cluster IPs and node ports held by every Service but ``obj``."""
+    meta = obj.get("metadata") or {}
+    me = (meta.get("namespace") or "", meta.get("name") or "")
+    ips: set[str] = set()
+    node_ports: set[int] = set()
+    storage = store.storage_for("", "services")
+    for namespace, names in (storage.objects if storage is not None else {}).items():
+        for name, entry in names.items():
+            if (namespace, name) == me:
+                continue
+            spec = entry.obj.get("spec") or {}
+            ips.update(ip for ip in spec.get("clusterIPs") or () if isinstance(ip, str))
+            node_ports.update(p["nodePort"] for p in spec.get("ports") or () if _is_int(p.get("nodePort")))
+    return ips, node_ports
+
+
+def _start(obj: Mapping[str, Any], size: int) -> int:
+    """Where the search for a free address starts: spread out, but reproducible for a name."""
+    meta = obj.get("metadata") or {}
+    return zlib.crc32(f"{meta.get('namespace')}/{meta.get('name')}".encode()) % size
+
+
+def _free_cluster_ip(obj: Mapping[str, Any], used: set[str]) -> str | None:
+    # Like the allocator with ServiceIPStaticSubrange: dynamic addresses come from the upper
+    # part of the range first (the first 256 are for users who pick theirs, 10.96.0.1 for the
+    # kubernetes Service).
+    size = SERVICE_CIDR.num_addresses - 2
+    static = min(max(16, size // 16), 256)
+    first = SERVICE_CIDR.network_address + 1
+    upper = size - static
+    start = _start(obj, upper)
+    for i in range(size):
+        offset = static + (start + i) % upper if i < upper else i - upper
+        ip = str(first + offset)
+        if ip not in used:
+            return ip
+    return None
+
+
+def _requested_ip_errors(ip: str, ips: list[Any], used: set[str]) -> list[FieldError]:
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return [
+            invalid("spec.clusterIPs[0]", ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")
+        ]
+    reason = ""
+    if address not in SERVICE_CIDR or address in (
+        SERVICE_CIDR.network_address,
+        SERVICE_CIDR.broadcast_address,
+    ):
+        reason = f"the provided IP ({ip}) is not in the valid range. The range of valid IPs is {SERVICE_CIDR}"
+    elif ip in used:
+        reason = "provided IP is already allocated"
+    if reason:
+        return [invalid("spec.clusterIPs", ips, f"failed to allocate IP {ip}: {reason}")]
+    return []
+
+
+def _same_port(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    return new.get("name", "") == old.get("name", "") and new.get("port") == old.get("port")
+
+
+def _allocate_node_ports(
+    obj: JsonDict, spec: JsonDict, old_spec: Mapping[str, Any] | None, used: set[int]
+) -> list[FieldError]:
+    errs: list[FieldError] = []
+    ports = [p for p in spec.get("ports") or () if isinstance(p, dict)]
+    old_ports = [p for p in (old_spec or {}).get("ports") or () if isinstance(p, dict)]
+    held = {p["nodePort"] for p in old_ports if _is_int(p.get("nodePort"))}
+    start = _start(obj, len(NODE_PORTS))
+    for i, port in enumerate(spec.get("ports") or ()):
+        if not isinstance(port, dict):
+            continue
+        if port.get("nodePort") in (None, 0):
+            kept = next(
+                (p["nodePort"] for p in old_ports if _same_port(port, p) and _is_int(p.get("nodePort"))), None
+            )
+            if kept is not None:
+                port["nodePort"] = kept
+                continue
+            taken = used | {p.get("nodePort") for p in ports}
+            free = (NODE_PORTS[(start + k) % len(NODE_PORTS)] for k in range(len(NODE_PORTS)))
+            port["nodePort"] = next((n for n in free if n not in taken), 0)
+        elif _is_int(port["nodePort"]) and port["nodePort"] not in held:
+            number = port["nodePort"]
+            if number not in NODE_PORTS:
+                reason = (
+                    "provided port is not in the valid range. The range of valid ports is "
+                    f"{NODE_PORTS.start}-{NODE_PORTS.stop - 1}"
+                )
+                errs.append(invalid(f"spec.ports[{i}].nodePort", number, reason))
+            elif number in used:
+                errs.append(
+                    invalid(f"spec.ports[{i}].nodePort", number, "provided port is already allocated")
+                )
+    return errs
+
+
+def _service_port_repr(port: Mapping[str, Any]) -> str:
+    """The (protocol, port) key ``ValidateService`` reports duplicates with, in Go's ``%#v``."""
+    return (
+        f'core.ServicePort{{Name:"", Protocol:{go_quote(str(port.get("protocol", "")))}, '
+        f"AppProtocol:(*string)(nil), Port:{port.get('port', 0)}, "
+        'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}'
+    )
+
+
+def validate_service(obj: Mapping[str, Any]) -> list[FieldError]:
+    """The parts of ``ValidateService`` manifests run into: type, affinity, ports."""
+    errs: list[FieldError] = []
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    kind = spec.get("type")
+    headless = spec.get("clusterIP") == "None"
+    ports = spec.get("ports") or []
+    if not ports and not headless and kind != "ExternalName":
+        errs.append(required("spec.ports"))
+    if kind not in _SERVICE_TYPES:
+        errs.append(not_supported("spec.type", kind, _SERVICE_TYPES))
+    if kind == "ExternalName" and not spec.get("externalName"):
+        errs.append(required("spec.externalName"))
+    if spec.get("sessionAffinity") not in ("ClientIP", "None"):
+        errs.append(not_supported("spec.sessionAffinity", spec.get("sessionAffinity"), ["ClientIP", "None"]))
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        path = f"spec.ports[{i}]"
+        if not isinstance(port, dict):
+            errs.append(invalid(path, port, "must be an object"))
+            continue
+        name = port.get("name") or ""
+        if len(ports) > 1 and not name:
+            errs.append(required(f"{path}.name"))
+        elif name:
+            errs.extend(validate_name(f"{path}.name", str(name), label=True))
+            if name in names:
+                errs.append(
+                    FieldError(
+                        field=f"{path}.name",
+                        type="FieldValueDuplicate",
+                        message=f"{path}.name: Duplicate value: {go_quote(str(name))}",
+                    )
+                )
+            names.add(str(name))
+        number = port.get("port", 0)
+        if not (_is_int(number) and 1 <= int(number) <= 65535):
+            errs.append(invalid(f"{path}.port", number, _PORT_RANGE_MSG))
+        protocol = port.get("protocol")
+        if not protocol:
+            errs.append(required(f"{path}.protocol"))
+        elif protocol not in _PROTOCOLS:
+            errs.append(not_supported(f"{path}.protocol", protocol, _PROTOCOLS))
+        target = port.get("targetPort")
+        if isinstance(target, str):
+            errs.extend(invalid(f"{path}.targetPort", target, msg) for msg in port_name_errors(target))
+        elif isinstance(target, bool) or not (isinstance(target, int) and 1 <= target <= 65535):
+            errs.append(invalid(f"{path}.targetPort", target, _PORT_RANGE_MSG))
+        if kind == "ClusterIP" and port.get("nodePort"):
+            errs.append(forbidden(f"{path}.nodePort", "may not be used when `type` is 'ClusterIP'"))
+    seen: set[tuple[Any, Any]] = set()
+    for i, port in enumerate(ports):
+        if not isinstance(port, dict):
+            continue
+        key = (port.get("protocol"), port.get("port"))
+        if key in seen:
+            errs.append(
+                FieldError(
+                    field=f"spec.ports[{i}]",
+                    type="FieldValueDuplicate",
+                    message=f"spec.ports[{i}]: Duplicate value: {_service_port_repr(port)}",
+                )
+            )
+        seen.add(key)
+    return errs
+
+
+class ServiceAccountStrategy(BuiltinStrategy):
+    generation = False
+    unconditional_update = True
+    return_deleted_object = True
+    strategic_merge = True
+
+
+class ServiceStrategy(BuiltinStrategy):
+    generation = False
+    unconditional_update = True
+    return_deleted_object = True
+    strategic_merge = True
+
+    def name_errors(self, name: str) -> list[str]:
+        return dns1035_label_errors(name)
+
+    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        default_service(obj)
+        return obj
+
+    def initial_status(self, obj: JsonDict) -> Any:
+        return {"loadBalancer": {}}
+
+    def allocate(self, store: Store, obj: JsonDict, old: JsonDict | None) -> list[FieldError]:
+        """The cluster IP (and node ports) of the service REST storage, on create and when an
+        update needs new ones; an update that leaves allocated values out keeps them."""
+        spec = obj.get("spec")
+        if not isinstance(spec, dict) or spec.get("type") == "ExternalName":
+            return []
+        old_spec = (old.get("spec") or {}) if old is not None else None
+        was_external = old_spec is not None and old_spec.get("type") == "ExternalName"
+        if old_spec is not None and not was_external:
+            # patchAllocatedValues, and a client that only changed clusterIP changes clusterIPs too.
+            if not spec.get("clusterIP") and old_spec.get("clusterIP"):
+                spec["clusterIP"] = old_spec["clusterIP"]
+            if not spec.get("clusterIPs") and old_spec.get("clusterIPs"):
+                spec["clusterIPs"] = list(old_spec["clusterIPs"])
+            ips = spec.get("clusterIPs")
+            if (
+                spec.get("clusterIP")
+                and ips == old_spec.get("clusterIPs")
+                and ips
+                and spec["clusterIP"] != ips[0]
+            ):
+                spec["clusterIPs"] = [spec["clusterIP"], *ips[1:]]
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("ipFamilies", ["IPv4"])
+        ips = spec.get("clusterIPs")
+        if not spec.get("clusterIP") and isinstance(ips, list) and ips:
+            spec["clusterIP"] = ips[0]
+        used_ips, used_ports = _allocated(store, obj)
+        errs: list[FieldError] = []
+        ip = spec.get("clusterIP")
+        if not ip:
+            free = _free_cluster_ip(obj, used_ips)
+            if free is None:
+                return [invalid("spec.clusterIPs", [], "failed to allocate IP: range is full")]
+            spec["clusterIP"] = free
+            spec["clusterIPs"] = [free]
+        else:
+            if not spec.get("clusterIPs"):
+                spec["clusterIPs"] = [ip]
+            if ip != "None" and isinstance(ip, str) and (old_spec is None or was_external):
+                errs.extend(_requested_ip_errors(ip, spec["clusterIPs"], used_ips))
+        if _needs_node_ports(spec):
+            errs.extend(_allocate_node_ports(obj, spec, old_spec, used_ports))
+        return errs
+
+    def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        return validate_service(obj)
+
+    def validate_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        errs = validate_service(new)
+        new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+        if "ExternalName" in (new_spec.get("type"), old_spec.get("type")):
+            return errs
+        if new_spec.get("clusterIP") == "None" and old_spec.get("clusterIP") == "None":
+            return errs
+        new_ips, old_ips = new_spec.get("clusterIPs") or [], old_spec.get("clusterIPs") or []
+        if new_ips and old_ips and new_ips[0] != old_ips[0]:
+            errs.append(invalid("spec.clusterIPs[0]", new_ips, "may not change once set"))
+        return errs
+
+
+# --- RBAC ---
+
+
+def _validate_rules(obj: Mapping[str, Any], namespaced: bool) -> list[FieldError]:
+    """``validatePolicyRule`` for each rule."""
+    errs: list[FieldError] = []
+    for i, rule in enumerate(obj.get("rules") or ()):
+        path = f"rules[{i}]"
+        if not isinstance(rule, dict):
+            errs.append(invalid(path, rule, "must be an object"))
+            continue
+        if not rule.get("verbs"):
+            errs.append(required(f"{path}.verbs", "verbs must contain at least one value"))
+        urls = rule.get("nonResourceURLs")
+        if urls:
+            if namespaced:
+                errs.append(
+                    invalid(
+                        f"{path}.nonResourceURLs", urls, "namespaced rules cannot apply to non-resource URLs"
+                    )
+                )
+            if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
+                errs.append(
+                    invalid(
+                        f"{path}.nonResourceURLs",
+                        urls,
+                        "rules cannot apply to both regular resources and non-resource URLs",
+                    )
+                )
+            continue
+        if not rule.get("apiGroups"):
+            errs.append(required(f"{path}.apiGroups", "resource rules must supply at least one api group"))
+        if not rule.get("resources"):
+            errs.append(required(f"{path}.resources", "resource rules must supply at least one resource"))
+        if rule.get("resourceNames") and len(rule.get("resources") or ()) > 1:
+            errs.append(
+                required(f"{path}.resourceNames", "resource names cannot apply to multiple resources")
+            )
+    return errs
+
+
+def _role_ref_repr(ref: Mapping[str, Any]) -> str:
+    return (
+        f"rbac.RoleRef{{APIGroup:{go_quote(str(ref.get('apiGroup', '')))}, "
+        f"Kind:{go_quote(str(ref.get('kind', '')))}, Name:{go_quote(str(ref.get('name', '')))}}}"
+    )
+
+
+def _validate_binding(obj: Mapping[str, Any], namespaced: bool) -> list[FieldError]:
+    """``ValidateRoleBinding``/``ValidateClusterRoleBinding`` past ObjectMeta."""
+    errs: list[FieldError] = []
+    ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
+    assert isinstance(ref, dict)
+    if ref.get("apiGroup") != RBAC_GROUP:
+        errs.append(not_supported("roleRef.apiGroup", ref.get("apiGroup", ""), [RBAC_GROUP]))
+    kinds = ["Role", "ClusterRole"] if namespaced else ["ClusterRole"]
+    if ref.get("kind") not in kinds:
+        errs.append(not_supported("roleRef.kind", ref.get("kind", ""), kinds))
+    name = ref.get("name")
+    if not name:
+        errs.append(required("roleRef.name"))
+    else:
+        errs.extend(invalid("roleRef.name", name, msg) for msg in path_segment_name_errors(str(name)))
+    for i, subject in enumerate(obj.get("subjects") or ()):
+        path = f"subjects[{i}]"
+        if not isinstance(subject, dict):
+            errs.append(invalid(path, subject, "must be an object"))
+            continue
+        sname = str(subject.get("name") or "")
+        group = subject.get("apiGroup") or ""
+        if not sname:
+            errs.append(required(f"{path}.name"))
+        kind = subject.get("kind")
+        if kind == "ServiceAccount":
+            errs.extend(
+                invalid(f"{path}.name", sname, msg) for msg in dns1123_subdomain_errors(sname) if sname
+            )
+            if group:
+                errs.append(not_supported(f"{path}.apiGroup", group, [""]))
+            if not namespaced and not subject.get("namespace"):
+                errs.append(required(f"{path}.namespace"))
+        elif kind in ("User", "Group"):
+            if not sname:
+                errs.append(invalid(f"{path}.name", sname, f"{kind.lower()} name cannot be empty"))
+            if group != RBAC_GROUP:
+                errs.append(not_supported(f"{path}.apiGroup", group, [RBAC_GROUP]))
+        else:
+            errs.append(not_supported(f"{path}.kind", kind or "", ["ServiceAccount", "User", "Group"]))
+    return errs
+
+
+class _RbacStrategy(BuiltinStrategy):
+    generation = False
+    unconditional_update = True
+    strategic_merge = True
+
+    def name_errors(self, name: str) -> list[str]:
+        return path_segment_name_errors(name)
+
+
+class RoleStrategy(_RbacStrategy):
+    """Roles and ClusterRoles (``rtype.namespaced`` tells them apart)."""
+
+    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        obj.setdefault("rules", None)  # not omitempty in the typed object
+        return obj
+
+    def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        return _validate_rules(obj, rtype.namespaced)
+
+
+class RoleBindingStrategy(_RbacStrategy):
+    """RoleBindings and ClusterRoleBindings: roleRef may not change."""
+
+    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        ref = obj.setdefault("roleRef", {})
+        if isinstance(ref, dict):
+            if not ref.get("apiGroup"):
+                ref["apiGroup"] = RBAC_GROUP
+            ref.setdefault("kind", "")
+            ref.setdefault("name", "")
+        for subject in obj.get("subjects") or ():
+            if (
+                isinstance(subject, dict)
+                and not subject.get("apiGroup")
+                and subject.get("kind") in ("User", "Group")
+            ):
+                subject["apiGroup"] = RBAC_GROUP
+        return obj
+
+    def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        return _validate_binding(obj, rtype.namespaced)
+
+    def validate_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        errs = _validate_binding(new, rtype.namespaced)
+        ref = new.get("roleRef") if isinstance(new.get("roleRef"), dict) else {}
+        assert isinstance(ref, dict)
+        if ref != old.get("roleRef"):
+            errs.append(invalid("roleRef", ref, "cannot change roleRef", raw_value=_role_ref_repr(ref)))
+        return errs
+
+
+# --- pod disruption budgets ---
+
+
+def _int_or_percent_errors(path: str, value: Any) -> list[FieldError]:
+    """``ValidatePositiveIntOrPercent`` and ``IsNotMoreThan100Percent``."""
+    if isinstance(value, str):
+        match = re.fullmatch("([0-9]+)%", value)
+        if match is None:
+            return [
+                invalid(
+                    path,
+                    value,
+                    "a valid percent string must be a numeric string followed by an ending '%' "
+                    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                )
+            ]
+        if int(match.group(1)) > 100:
+            return [invalid(path, value, "must not be greater than 100%")]
+        return []
+    if _is_int(value) and value < 0:
+        return [invalid(path, value, "must be greater than or equal to 0")]
+    return []
+
+
+class PodDisruptionBudgetStrategy(BuiltinStrategy):
+    unconditional_update = True
+    strategic_merge = True
+
+    def initial_status(self, obj: JsonDict) -> Any:
+        return {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+
+    def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        errs: list[FieldError] = []
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+            errs.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
+        for key in ("minAvailable", "maxUnavailable"):
+            if spec.get(key) is not None:
+                errs.extend(_int_or_percent_errors(f"spec.{key}", spec[key]))
+        selector = spec.get("selector")
+        if isinstance(selector, dict):
+            try:
+                Selector.from_label_selector(selector)
+            except InvalidSelectorError as error:
+                errs.append(
+                    invalid("spec.selector", selector, str(error), raw_value=_label_selector_repr(selector))
+                )
+        return errs
+
+
+BUILTINS = (
+    *BUILTINS,
+    (SERVICE_ACCOUNTS, ServiceAccountStrategy(), None, None),
+    (SERVICES, ServiceStrategy(), None, None),
+    (ROLES, RoleStrategy(), None, None),
+    (ROLE_BINDINGS, RoleBindingStrategy(), None, None),
+    (CLUSTER_ROLES, RoleStrategy(), None, None),
+    (CLUSTER_ROLE_BINDINGS, RoleBindingStrategy(), None, None),
+    (POD_DISRUPTION_BUDGETS, PodDisruptionBudgetStrategy(), None, None),
 )

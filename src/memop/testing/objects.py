@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from memop.runtime.labels import label_value_errors, qualified_name_errors
@@ -160,15 +160,24 @@ def validate_name(path: str, name: str, *, label: bool = False) -> list[FieldErr
     return [invalid(path, name, msg) for msg in errs]
 
 
-def validate_object_meta(meta: Mapping[str, Any], *, label_names: bool = False) -> list[FieldError]:
+def validate_object_meta(
+    meta: Mapping[str, Any],
+    *,
+    label_names: bool = False,
+    name_errors: Callable[[str], list[str]] | None = None,
+) -> list[FieldError]:
     """``ValidateObjectMeta`` for the parts clients set: name, labels, annotations, finalizers,
-    ownerReferences. Assumes ``meta.name`` was already generated from ``generateName``."""
+    ownerReferences. Assumes ``meta.name`` was already generated from ``generateName``.
+    ``name_errors`` is the kind's name rule when it is neither a DNS-1123 subdomain nor a label."""
     errs: list[FieldError] = []
     name = meta.get("name")
     if not name:
         errs.append(required("metadata.name", "name or generateName is required"))
     elif isinstance(name, str):
-        errs.extend(validate_name("metadata.name", name, label=label_names))
+        if name_errors is not None:
+            errs.extend(invalid("metadata.name", name, msg) for msg in name_errors(name))
+        else:
+            errs.extend(validate_name("metadata.name", name, label=label_names))
     labels = meta.get("labels")
     if labels is not None:
         if not isinstance(labels, dict):

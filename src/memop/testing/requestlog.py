@@ -130,5 +130,13 @@ class RequestLog:
     def counts_by_resource(self, *, verb: str | None = None, user_agent: str | None = None) -> Counter[str]:
         return Counter(r.resource for r in self.filter(verb=verb, user_agent=user_agent))
 
+    def counts_by_user_agent(self, *, verb: str | None = None, resource: str | None = None) -> Counter[str]:
+        """API resource requests per client, keyed by the whole User-Agent header."""
+        return Counter(r.user_agent for r in self.filter(verb=verb, resource=resource))
+
+    def counts(self, *, user_agent: str | None = None) -> Counter[tuple[str, str]]:
+        """API resource requests per (verb, resource), of one client (User-Agent prefix) or all."""
+        return Counter((r.verb, r.resource) for r in self.filter(user_agent=user_agent))
+
     def clear(self) -> None:
         self._records.clear()

@@ -739,7 +739,8 @@ class Store:
             meta["name"] = self._generate_name(storage, ns, str(generate))
         name = str(meta.get("name") or "")
         self._check_namespace_open(rtype, ns, name)
-        errors = validate_object_meta(meta, label_names=strategy.label_names)
+        self._raise_invalid(rtype, name, strategy.allocate(self, obj, None))
+        errors = validate_object_meta(meta, name_errors=strategy.name_errors)
         if name:
             errors.extend(strategy.validate_create(obj, rtype))
         self._raise_invalid(rtype, name, errors)
@@ -888,8 +889,9 @@ class Store:
                 else:
                     new.pop("status", None)
             strategy.prepare_update(new, old, rtype)
+            self._raise_invalid(rtype, str(old_meta["name"]), strategy.allocate(self, new, old))
         meta = new["metadata"]
-        errors = validate_object_meta(meta, label_names=strategy.label_names)
+        errors = validate_object_meta(meta, name_errors=strategy.name_errors)
         errors.extend(validate_object_meta_update(meta, old_meta))
         errors.extend(strategy.validate_update(new, old, rtype))
         self._raise_invalid(rtype, str(old_meta["name"]), errors)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memop.testing.errors import ApiError, bad_request
-from memop.testing.objects import JsonDict
+from memop.testing.objects import JsonDict, dns1123_label_errors, dns1123_subdomain_errors
 from memop.testing.resources import ResourceType
 from memop.testing.schema import FieldError
 
@@ -53,6 +53,15 @@ class Strategy:
 
     def prepare_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> None:
         """Normalise an update of the main resource (reset fields users may not change)."""
+
+    def name_errors(self, name: str) -> list[str]:
+        """Why ``name`` is no valid object name of the kind (empty when it is one)."""
+        return dns1123_label_errors(name) if self.label_names else dns1123_subdomain_errors(name)
+
+    def allocate(self, store: Store, obj: JsonDict, old: JsonDict | None) -> list[FieldError]:
+        """Assign what the registry allocates from cluster-wide pools (a Service's cluster IP)
+        before validation, on create (``old`` None) and update; errors answer 422 Invalid."""
+        return []
 
     def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
         """Kind-specific validation of a new object (ObjectMeta is validated by the store)."""
