@@ -57,6 +57,11 @@ from collections.abc import AsyncIterator, Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
+# memop first, as in the operator process: it imports only the parts of kubernetes_asyncio it
+# uses (memop.runtime.k8simport), which the baseline must reflect.
+import memop  # noqa: F401
+
+# isort: split
 from kubernetes_asyncio.client import ApiClient
 
 from memop.memcached.api import API_VERSION, FINALIZER, KIND, MEMCACHEDS, parse_spec

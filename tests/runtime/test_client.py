@@ -281,6 +281,14 @@ async def test_injected_statuses_become_typed_errors(cluster: ClusterHandle, nam
         await client.get(CONFIGMAPS, "x", namespace)
     assert (unavailable.value.code, unavailable.value.retry_after) == (503, 2.0)
 
+    # What an API server sends for a missing or expired token (the in-memory server does not
+    # authenticate, so it is injected).
+    server.faults.fail(401, times=1, verb="get", resource="configmaps", message="Unauthorized")
+    with pytest.raises(errors.Unauthorized) as unauthorized:
+        await client.get(CONFIGMAPS, "x", namespace)
+    assert unauthorized.value.code == 401
+    assert not errors.is_retryable(unauthorized.value)
+
 
 async def test_unknown_resource_is_not_found(cluster: ClusterHandle, namespace: str) -> None:
     client = make_client(cluster)

@@ -6,17 +6,20 @@ Runs against the in-memory API server over real HTTP through the real Client.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio.client import ApiClient
+from aiohttp import web
+from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop.runtime.backoff import Backoff
 from memop.runtime.client import Client
-from memop.runtime.reflector import Reflector
+from memop.runtime.clock import FakeClock
+from memop.runtime.reflector import ListWatcher, Reflector
 from memop.runtime.resources import CONFIGMAPS
-from memop.runtime.store import DELETED, ObjectStore
+from memop.runtime.store import DELETED, MODIFIED, ObjectStore
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
@@ -24,19 +27,27 @@ NS = "default"
 
 
 class Recorder:
-    """Every change the reflector dispatched, and the set of names it believes exist."""
+    """Every change the reflector dispatched, and the objects (name -> resourceVersion) a
+    handler would believe exist from those changes alone."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []
-        self.alive: set[str] = set()
+        self.alive: dict[str, str] = {}
+        self.violations: list[str] = []
 
     def __call__(self, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         name = obj["metadata"]["name"]
-        self.events.append((event_type, name, obj["metadata"].get("resourceVersion", "")))
+        rv = obj["metadata"].get("resourceVersion", "")
+        self.events.append((event_type, name, rv))
+        # Recorded rather than raised: the reflector would catch an exception and relist.
         if event_type == DELETED:
-            self.alive.discard(name)
+            if self.alive.pop(name, None) is None:
+                self.violations.append(f"DELETED {name}, which was never added")
         else:
-            self.alive.add(name)
+            if (name in self.alive) != (event_type == MODIFIED):
+                # An ADDED for a known object, or a MODIFIED for an unknown one: an event was lost.
+                self.violations.append(f"{event_type} {name} rv={rv}")
+            self.alive[name] = rv
 
     def deleted(self) -> set[str]:
         return {name for kind, name, _ in self.events if kind == DELETED}
@@ -68,12 +79,14 @@ def store_state(store: ObjectStore) -> dict[str, str]:
 
 
 async def converged(client: Client, store: ObjectStore, recorder: Recorder) -> bool:
+    """The store equals the server, and so does what the handler was told (latest versions
+    included, so every update reached it, not only creates and deletes)."""
     state = await server_state(client)
-    return store_state(store) == state and recorder.alive == set(state)
+    return store_state(store) == state and recorder.alive == state
 
 
 class Running:
-    def __init__(self, client: Client, **kwargs: Any) -> None:
+    def __init__(self, client: ListWatcher, **kwargs: Any) -> None:
         self.store = ObjectStore(CONFIGMAPS)
         self.recorder = Recorder()
         kwargs.setdefault("backoff", Backoff(initial=0.02, maximum=0.1, jitter=0.1))
@@ -90,6 +103,7 @@ class Running:
         self.task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await self.task
+        assert self.recorder.violations == []
 
 
 async def test_list_then_watch_mirrors_creates_updates_and_deletes(client: Client) -> None:
@@ -161,7 +175,7 @@ async def test_compaction_while_disconnected_still_delivers_the_deletes_in_the_g
     for name in ("x", "y", "z"):
         await client.create(CONFIGMAPS, configmap(name), NS)
     async with Running(client) as run:
-        assert run.recorder.alive == {"x", "y", "z"}
+        assert set(run.recorder.alive) == {"x", "y", "z"}
         # Keep the reflector away: its next watches fail, then delete in the gap and compact.
         server.faults.fail(500, times=3, verb="watch", resource="configmaps")
         await server.drop_watches()
@@ -179,7 +193,12 @@ async def test_list_failures_429_and_500_are_retried_until_synced(server: ApiSer
     server.faults.fail(500, times=4, verb="list", resource="configmaps")
     server.faults.fail(429, times=4, verb="list", resource="configmaps", retry_after=0)
     async with Running(client) as run:
-        assert run.recorder.alive == {"a"}
+        assert set(run.recorder.alive) == {"a"}
+        assert await converged(client, run.store, run.recorder)
+        # Each failed LIST was retried (by the client, then the reflector's backoff), not lost.
+        assert server.log.count(verb="list", resource="configmaps", status=200) >= 1
+        assert server.log.count(verb="list", resource="configmaps", status=500) == 4
+        assert server.log.count(verb="list", resource="configmaps", status=429) == 4
 
 
 async def test_server_restart_is_survived(server: ApiServer, client: Client) -> None:
@@ -203,3 +222,166 @@ async def test_managed_fields_never_reach_the_store(client: Client) -> None:
         assert raw["metadata"].get("managedFields"), (
             "the server should send managedFields for this to mean anything"
         )
+
+
+class RecordingClient:
+    """The real Client, passed through unchanged, with the arguments of each watch recorded."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.watches: list[dict[str, Any]] = []
+
+    async def list(self, res: Any, namespace: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        return await self.client.list(res, namespace, **kwargs)
+
+    def watch(self, res: Any, namespace: str | None = None, **kwargs: Any) -> Any:
+        self.watches.append(dict(kwargs))
+        return self.client.watch(res, namespace, **kwargs)
+
+
+async def test_each_watch_asks_for_bookmarks_a_random_timeout_and_resumes_where_it_was(
+    server: ApiServer, client: Client
+) -> None:
+    recording = RecordingClient(client)
+    async with Running(recording, read_timeout=42.0, rand=random.Random(3)) as run:
+        _, list_rv = await client.list_all(CONFIGMAPS, NS)
+        await wait_for(lambda: len(recording.watches) == 1, timeout=5)
+        assert int(recording.watches[0]["resource_version"]) >= int(list_rv)
+        for round_ in range(8):
+            created = await client.create(CONFIGMAPS, configmap(f"c{round_}"), NS)
+            await wait_for(lambda: run.store.get(f"c{round_}", NS) is not None, timeout=5)  # noqa: B023
+            opened = len(recording.watches)
+            await server.drop_watches()
+            await wait_for(lambda: len(recording.watches) > opened, timeout=5)  # noqa: B023
+            resumed = recording.watches[-1]["resource_version"]
+            # From where it was (never before the object it has seen, never from scratch).
+            assert int(resumed) >= int(created["metadata"]["resourceVersion"])
+        await wait_for(lambda: converged(client, run.store, run.recorder), timeout=5)
+        assert run.reflector.relists == 1
+    timeouts = [w["timeout_seconds"] for w in recording.watches]
+    assert all(300 <= t < 600 for t in timeouts), timeouts
+    assert len(set(timeouts)) > 1  # random per watch, so many processes do not reconnect in lockstep
+    assert all(w["allow_bookmarks"] is True and w["read_timeout"] == 42.0 for w in recording.watches)
+
+
+# -- no hot loops: what must wait on the backoff -------------------------------------------
+
+
+class SleepRecordingClock(FakeClock):
+    """A FakeClock that remembers every sleep asked of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sleeps: list[float] = []
+
+    async def sleep(self, delay: float) -> None:
+        self.sleeps.append(delay)
+        await super().sleep(delay)
+
+
+class OnFakeClock:
+    """A reflector whose clock (backoff sleeps, short-watch detection) only moves when told."""
+
+    def __init__(self, client: ListWatcher) -> None:
+        self.clock = SleepRecordingClock()
+        self.store = ObjectStore(CONFIGMAPS)
+        self.recorder = Recorder()
+        self.reflector = Reflector(
+            client,
+            CONFIGMAPS,
+            self.store,
+            self.recorder,
+            namespace=NS,
+            clock=self.clock,
+            backoff=Backoff(clock=self.clock, jitter=0.0),
+        )
+        self.task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> OnFakeClock:
+        self.task = asyncio.create_task(self.reflector.run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await self.task
+        assert self.recorder.violations == []
+
+    async def backs_off(self, delay: float) -> None:
+        """Wait until the reflector sleeps on the clock (so it is not looping), check for how
+        long, and let the sleep end."""
+        sleeps = len(self.clock.sleeps)
+        await wait_for(
+            lambda: self.clock.pending_timers() == 1 and len(self.clock.sleeps) > sleeps, timeout=5
+        )
+        assert self.clock.sleeps[sleeps:] == [pytest.approx(delay)]
+        self.clock.advance(delay)
+
+
+async def test_a_list_answering_410_is_retried_after_the_backoff(server: ApiServer, client: Client) -> None:
+    await client.create(CONFIGMAPS, configmap("a"), NS)
+    server.faults.fail(410, times=2, verb="list", resource="configmaps")
+    async with OnFakeClock(client) as run:
+        await run.backs_off(0.8)
+        assert server.log.count(verb="list", resource="configmaps") == 1
+        await run.backs_off(1.6)
+        await asyncio.wait_for(run.reflector.synced.wait(), 5)
+        assert server.log.count(verb="list", resource="configmaps") == 3
+        assert set(run.recorder.alive) == {"a"}
+
+
+async def test_a_watch_answering_410_right_after_its_list_backs_off(
+    server: ApiServer, client: Client
+) -> None:
+    server.faults.fail(410, times=2, verb="watch", resource="configmaps")
+    async with OnFakeClock(client) as run:
+        await run.backs_off(0.8)
+        await run.backs_off(1.6)
+        await wait_for(
+            lambda: server.log.count(verb="watch", resource="configmaps", status=200) == 1, timeout=5
+        )
+        assert server.log.count(verb="list", resource="configmaps") == 3
+        await client.create(CONFIGMAPS, configmap("b"), NS)
+        await wait_for(lambda: converged(client, run.store, run.recorder), timeout=5)
+
+
+async def test_a_watch_expiring_after_a_while_relists_at_once(server: ApiServer, client: Client) -> None:
+    async with OnFakeClock(client) as run:
+        await wait_for(lambda: server.log.count(verb="watch", resource="configmaps") == 1, timeout=5)
+        run.clock.advance(60.0)  # the watch has been running a minute
+        await client.create(CONFIGMAPS, configmap("a"), NS)
+        await wait_for(lambda: run.store.get("a", NS) is not None, timeout=5)
+        await server.expire_watches()
+        await wait_for(lambda: run.reflector.relists == 2, timeout=5)
+        await client.create(CONFIGMAPS, configmap("b"), NS)
+        await wait_for(lambda: converged(client, run.store, run.recorder), timeout=5)
+        assert run.clock.sleeps == []
+
+
+async def test_a_watch_that_ends_at_once_and_empty_backs_off() -> None:
+    """A server (or proxy) answering every watch with an empty 200 must not be hammered."""
+    watches: list[str] = []
+
+    async def configmaps(request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch") == "true":
+            watches.append(request.query.get("resourceVersion", ""))
+            return web.Response(status=200, content_type="application/json", body=b"")
+        return web.json_response({"kind": "ConfigMapList", "metadata": {"resourceVersion": "5"}, "items": []})
+
+    app = web.Application()
+    app.router.add_get(f"/api/v1/namespaces/{NS}/configmaps", configmaps)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        configuration = Configuration(host=f"http://127.0.0.1:{runner.addresses[0][1]}")
+        async with ApiClient(configuration) as api, OnFakeClock(Client(api, max_retries=0)) as run:
+            await run.backs_off(0.8)
+            assert watches == ["5"]
+            await run.backs_off(1.6)
+            assert watches == ["5", "5"]  # resumed from where it was, no relist
+            assert run.reflector.relists == 1
+    finally:
+        await runner.cleanup()

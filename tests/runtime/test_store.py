@@ -1,14 +1,19 @@
-"""ObjectStore: indexes stay exact through churn, replace emits the implied changes."""
+"""ObjectStore: indexes stay exact through churn, replace emits the implied changes, and
+compact() copies objects with every string interned."""
 
 from __future__ import annotations
 
+import copy
+import json
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memop.runtime.resources import PODS
-from memop.runtime.store import ADDED, DELETED, MODIFIED, ObjectStore
+from memop.runtime.store import ADDED, DELETED, MODIFIED, ObjectStore, compact
 
 
 def pod(
@@ -148,3 +153,90 @@ def test_indexes_always_agree_with_a_full_scan(
     assert all(store._by_label.values())
     assert all(store._by_owner.values())
     assert all(store._by_namespace.values())
+
+
+# -- compact -------------------------------------------------------------------------------
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+json_objects = st.dictionaries(st.text(max_size=6), json_values, max_size=5)
+
+
+def walk(value: Any) -> Iterator[Any]:
+    """Every value in a JSON tree, dict keys included, parents before children."""
+    yield value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from walk(item)
+
+
+def same_types(a: Any, b: Any) -> bool:
+    """Equal with the same types throughout (== alone takes True for 1 and 1.0 for 1)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_types(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_types(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_objects)
+def test_compact_is_an_equal_copy_sharing_no_container_with_interned_strings(obj: dict[str, Any]) -> None:
+    before = copy.deepcopy(obj)
+    out = compact(obj)
+    assert same_types(out, obj)
+    assert same_types(obj, before)  # the input is left as it was
+    input_containers = {id(v) for v in walk(obj) if isinstance(v, dict | list)}
+    assert not any(id(v) in input_containers for v in walk(out) if isinstance(v, dict | list))
+    for value in walk(out):
+        if isinstance(value, str):
+            assert value is sys.intern(value)
+
+
+def test_compact_makes_separately_parsed_objects_share_their_strings() -> None:
+    text = json.dumps(pod("p", labels={"app.kubernetes.io/name": "memcached-" + "x" * 40}))
+    first, second = json.loads(text), json.loads(text)
+    value = "memcached-" + "x" * 40
+    # json.loads shares nothing between two documents...
+    assert (
+        first["metadata"]["labels"]["app.kubernetes.io/name"]
+        is not second["metadata"]["labels"]["app.kubernetes.io/name"]
+    )
+    a, b = compact(first), compact(second)
+    # ...compacted, each string (values and keys) is held once.
+    assert (
+        a["metadata"]["labels"]["app.kubernetes.io/name"] is b["metadata"]["labels"]["app.kubernetes.io/name"]
+    )
+    assert a["metadata"]["labels"]["app.kubernetes.io/name"] == value
+    key_a = next(k for k in a["metadata"]["labels"])
+    key_b = next(k for k in b["metadata"]["labels"])
+    assert key_a is key_b
+
+
+def test_prepare_keeps_nothing_of_the_parsed_input() -> None:
+    store = ObjectStore(PODS)
+    parsed = json.loads(json.dumps(pod("p", labels={"app": "x"}, managedFields=[{"manager": "m"}])))
+    # Held, not just their ids: prepare frees managedFields, whose id a new list may reuse.
+    containers = [v for v in walk(parsed) if isinstance(v, dict | list)]
+    prepared = store.prepare(parsed)
+    assert not any(v is c for v in walk(prepared) for c in containers if isinstance(v, dict | list))
+    assert prepared["metadata"]["labels"] == {"app": "x"}
+    assert "managedFields" not in prepared["metadata"]

@@ -106,7 +106,14 @@ def _stop_per_request_env_lookups(api_client: ApiClient, base_url: str) -> None:
     hand-offs per call, which were over a third of memop's CPU in bench/converge.py. Our host
     never changes, so the proxy question has one answer, asked here once. When a proxy variable
     applies, the session is left as it is (aiohttp then sends through that proxy, as client-go
-    would). ``~/.netrc`` is not a source of Kubernetes credentials (client-go never reads it).
+    would). ``~/.netrc`` is not a source of Kubernetes credentials (client-go never reads it),
+    and a ``~/.netrc`` entry for the API server's host would even break every request: aiohttp
+    refuses to combine its credentials with our Authorization header (a ValueError).
+
+    ``ClientSession.trust_env`` has no setter and the session is kubernetes_asyncio's to build,
+    so this sets the attribute the property reads, ``_trust_env``, and only when aiohttp lists
+    it among the session's attributes (``ClientSession.ATTRS``); otherwise the session is left
+    as it is (slower, still correct). tests/runtime/test_client_env.py pins the behaviour.
     """
     session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
     if not isinstance(session, aiohttp.ClientSession) or not session.trust_env:
@@ -115,7 +122,9 @@ def _stop_per_request_env_lookups(api_client: ApiClient, base_url: str) -> None:
     proxies = getproxies_environment()
     if url.scheme in proxies and not proxy_bypass(url.hostname or ""):
         return
-    # ClientSession.trust_env has no setter; _trust_env is the attribute it reads per request.
+    if "_trust_env" not in getattr(aiohttp.ClientSession, "ATTRS", ()):
+        log.debug("this aiohttp has no ClientSession._trust_env: environment lookups stay on")
+        return
     session._trust_env = False
 
 

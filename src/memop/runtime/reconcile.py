@@ -14,6 +14,13 @@ Result(requeue_after=d), d > 0    forget, then add_after(d)                     
 Result(requeue=True)              rate-limited requeue                              requeue
 Result() or None                  forget                                            success
 ================================  ===============================================  ==============
+
+One deliberate difference from controller-runtime: there a Conflict is an error like any
+other (``result="error"``, counted in ``reconcile_errors_total``, logged at error level). Here
+the queue operation is the same (a rate-limited requeue) but it is labelled ``requeue`` and
+logged at info: a 409 is the expected outcome of optimistic concurrency (someone wrote first
+and the watch brings their version), and counting it as an error makes error-rate alerts fire
+on healthy contention.
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ Semantics follow client-go ``tools/cache/reflector.go``:
   a bookmark's), with no LIST; at once when the broken stream had lasted a second or delivered
   an event (a dropped connection is not a failure of the server's; client-go only backs off
   after a "very short watch"), after the backoff otherwise;
-- on 410 Gone / Expired, LIST again;
+- on 410 Gone / Expired, LIST again: at once when the watch had run a while, after the
+  backoff when the 410 came from a LIST or from a watch opened less than a second after its
+  LIST (client-go backs off before every relist; we only where a loop could form);
+- a watch that ends cleanly but at once, having delivered nothing, counts as a failure;
 - every failure waits on an exponential backoff (0.8 s to 30 s, jittered, reset after two
   minutes without failures); 429 and 5xx are failures like any other.
 
@@ -120,6 +123,7 @@ class Reflector:
         self._clock = clock or RealClock()
         self._backoff = backoff or Backoff(clock=self._clock)
         self._rand = rand or random.Random()
+        self._listed_at = 0.0  # monotonic time of the last stored LIST
         self._name = f"{resource}" + (f" in {namespace}" if namespace else "")
 
     def __repr__(self) -> str:
@@ -141,14 +145,30 @@ class Reflector:
             except _StreamBroke as broke:
                 log.info("watch of %s broke, resuming it: %s", self._name, broke, extra=self._fields())
                 self.rewatches += 1
-            except Gone:
-                log.info(
-                    "watch of %s expired at resourceVersion %s, relisting",
+            except Gone as error:
+                if not need_list and self._clock.monotonic() - self._listed_at >= _SHORT_WATCH_SECONDS:
+                    log.info(
+                        "watch of %s expired at resourceVersion %s, relisting",
+                        self._name,
+                        self.last_resource_version,
+                        extra=self._fields(),
+                    )
+                    need_list = True
+                    continue
+                # A LIST answered 410, or a watch did right after its LIST: relisting at once
+                # could repeat forever without a pause, so this is a failure like any other.
+                failed = "list" if need_list else "watch"
+                need_list = True
+                delay = self._backoff.next_delay()
+                log.warning(
+                    "%s of %s answered 410 Gone, relisting in %.1fs: %s",
+                    failed,
                     self._name,
-                    self.last_resource_version,
+                    delay,
+                    error,
                     extra=self._fields(),
                 )
-                need_list = True
+                await self._clock.sleep(delay)
             except (ApiError, TransportError) as error:
                 delay = self._backoff.next_delay()
                 level = (
@@ -182,6 +202,7 @@ class Reflector:
         prepared, list_rv = await self._list_prepared()
         changes = self.store.replace(prepared, self.namespace if self.resource.namespaced else None)
         self.last_resource_version = list_rv
+        self._listed_at = self._clock.monotonic()
         self.relists += 1
         for change in changes:
             self._dispatch(*change)
@@ -261,6 +282,10 @@ class Reflector:
             raise
         finally:
             await stream.aclose()
+        if not delivered and self._clock.monotonic() - started < _SHORT_WATCH_SECONDS:
+            # Ended cleanly but at once and empty: not the server's timeoutSeconds. Watching
+            # again at once could loop without a pause (client-go's "very short watch").
+            raise TransportError(f"the watch of {self._name} ended at once without an event")
 
     def _apply(self, event: Any) -> None:
         kind = event.get("type") if isinstance(event, dict) else None

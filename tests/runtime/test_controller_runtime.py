@@ -16,10 +16,11 @@ from prometheus_client import REGISTRY
 from memop.runtime import predicates
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
+from memop.runtime.clock import FakeClock
 from memop.runtime.controller import Controller, ControllerBuilder
-from memop.runtime.errors import Conflict
+from memop.runtime.errors import ApiError, Conflict
 from memop.runtime.reconcile import Request, Result, TerminalError
-from memop.runtime.resources import CONFIGMAPS
+from memop.runtime.resources import CONFIGMAPS, LEASES, NAMESPACES
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
@@ -181,7 +182,9 @@ async def test_requeue_after_waits_at_least_the_delay(client: Client, cache: Cac
     await controller.stop(timeout=5)
 
 
-async def test_an_exception_never_kills_a_worker(client: Client, cache: Cache) -> None:
+async def test_an_exception_never_kills_a_worker(
+    client: Client, cache: Cache, caplog: pytest.LogCaptureFixture
+) -> None:
     async def explode(request: Request) -> None:
         if request.name.startswith("bad"):
             raise KeyError("a bug in the reconciler")
@@ -193,6 +196,12 @@ async def test_an_exception_never_kills_a_worker(client: Client, cache: Cache) -
     await make(client, "good")
     await wait_for(lambda: reconciler.count("good") == 1, timeout=5)
     await controller.stop(timeout=5)
+    assert metric("controller_runtime_reconcile_panics_total", controller) >= 3
+    # Logged with its traceback.
+    logged = [r for r in caplog.records if r.name == "memop.controller" and r.exc_info]
+    assert logged
+    assert all(r.exc_info and isinstance(r.exc_info[1], KeyError) for r in logged)
+    assert "in explode" in caplog.text  # the frame where it was raised
 
 
 async def test_reconcile_timeout_counts_as_an_error_and_retries(client: Client, cache: Cache) -> None:
@@ -258,4 +267,201 @@ async def test_generation_predicate_drops_metadata_only_updates(client: Client, 
     await make(client, "marker")
     await wait_for(lambda: reconciler.count("marker") == 1, timeout=5)
     assert reconciler.count("cm") == 1
+    await controller.stop(timeout=5)
+
+
+# -- Result handling pinned on a fake clock ------------------------------------------------
+
+
+async def settle(predicate: Callable[[], bool]) -> None:
+    """Wait (on the event loop, not the fake clock) until ``predicate`` holds."""
+    await wait_for(predicate, timeout=5)
+
+
+async def still(reconciler: ScriptedReconciler, calls: int) -> None:
+    """Let every ready callback run, then check no further reconcile started."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(reconciler.calls) == calls
+
+
+async def test_each_result_maps_to_its_queue_operation_with_exact_delays(
+    client: Client, cache: Cache
+) -> None:
+    clock = FakeClock()
+    script: list[Any] = [
+        RuntimeError("first failure"),  # rate-limited: 5 ms
+        ApiError("server said no", code=500),  # rate-limited: 10 ms
+        Result(requeue=True),  # rate-limited: 20 ms
+        Result(requeue_after=30.0),  # forget, then exactly 30 s
+        RuntimeError("after the forget"),  # backoff starts afresh: 5 ms
+        Result(requeue=True, requeue_after=2.0),  # requeue_after wins: forget, 2 s
+        TerminalError("hopeless"),  # forget, never again by itself
+        None,  # success (after an event)
+    ]
+
+    async def scripted(request: Request) -> Result | None:
+        outcome = script.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome  # type: ignore[no-any-return]
+
+    reconciler = ScriptedReconciler(scripted)
+    name = f"test-{next(_names)}"
+    controller = ControllerBuilder(cache, name, clock=clock).for_(CONFIGMAPS).build(reconciler)
+    await cache.start()
+    await controller.start()
+    key = Request(NS, "x")
+    await make(client, "x")
+
+    async def reconciled(calls: int, requeues: int) -> None:
+        await settle(lambda: len(reconciler.calls) == calls and not reconciler.running)
+        assert controller.queue.num_requeues(key) == requeues
+
+    async def fires_after(delay: float, calls: int) -> None:
+        # Not a hair before the delay (the fake clock moves only when told), then at once.
+        clock.advance(delay * 0.9)
+        await still(reconciler, calls)
+        clock.advance(delay * 0.2)
+        await settle(lambda: len(reconciler.calls) == calls + 1)
+
+    await reconciled(1, 1)
+    await fires_after(0.005, 1)
+    await reconciled(2, 2)
+    await fires_after(0.010, 2)
+    await reconciled(3, 3)
+    await fires_after(0.020, 3)
+    await reconciled(4, 0)  # requeue_after forgot the backoff
+    await fires_after(30.0, 4)
+    await reconciled(5, 1)
+    await fires_after(0.005, 5)
+    await reconciled(6, 0)
+    await fires_after(2.0, 6)
+    await reconciled(7, 0)  # terminal: forgotten, and no retry however long we wait
+    clock.advance(2000.0)
+    await still(reconciler, 7)
+    await client.patch(CONFIGMAPS, "x", {"data": {"changed": "yes"}}, NS)  # an event brings it back
+    await reconciled(8, 0)
+    assert script == []
+    assert metric("controller_runtime_reconcile_total", controller, result="error") == 4
+    assert metric("controller_runtime_reconcile_total", controller, result="requeue") == 1
+    assert metric("controller_runtime_reconcile_total", controller, result="requeue_after") == 2
+    assert metric("controller_runtime_reconcile_total", controller, result="success") == 1
+    assert metric("controller_runtime_reconcile_errors_total", controller) == 4
+    assert metric("controller_runtime_reconcile_panics_total", controller) == 2
+    assert metric("controller_runtime_terminal_reconcile_errors_total", controller) == 1
+    await controller.stop(timeout=5)
+
+
+# -- owns, watches, predicates ---------------------------------------------------------------
+
+
+def lease(name: str, *owners: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "ownerReferences": list(owners), "labels": labels or {}}, "spec": {}}
+
+
+def owner_ref(obj: dict[str, Any], *, controller: bool = True, kind: str | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": obj["apiVersion"] if kind is None else "apps/v1",
+        "kind": kind or obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "controller": controller,
+    }
+
+
+async def test_owned_objects_enqueue_their_controlling_owner_of_the_for_kind(
+    client: Client, cache: Cache
+) -> None:
+    async def nothing(request: Request) -> None:
+        return None
+
+    reconciler = ScriptedReconciler(nothing)
+    controller = (
+        ControllerBuilder(cache, f"test-{next(_names)}").for_(CONFIGMAPS).owns(LEASES).build(reconciler)
+    )
+    await cache.start()
+    await controller.start()
+    parent = await client.create(CONFIGMAPS, {"metadata": {"name": "parent"}, "data": {}}, NS)
+    other = await client.create(CONFIGMAPS, {"metadata": {"name": "other"}, "data": {}}, NS)
+    await settle(lambda: reconciler.count("parent") == 1 and reconciler.count("other") == 1)
+
+    await client.create(LEASES, lease("child", owner_ref(parent)), NS)
+    await settle(lambda: reconciler.count("parent") == 2)
+    await client.patch(LEASES, "child", {"metadata": {"labels": {"touched": "yes"}}}, NS)
+    await settle(lambda: reconciler.count("parent") == 3)
+
+    # Neither a non-controller owner nor a controller of another kind is enqueued.
+    await client.create(LEASES, lease("adopted", owner_ref(other, controller=False)), NS)
+    await client.create(LEASES, lease("foreign", owner_ref(other, kind="Deployment")), NS)
+    await client.delete(LEASES, "child", NS)  # same stream, so it arrives after the two above
+    await settle(lambda: reconciler.count("parent") == 4)
+    await settle(lambda: not reconciler.running and len(controller.queue) == 0)
+    assert reconciler.count("other") == 1
+    assert reconciler.count("adopted") == reconciler.count("foreign") == reconciler.count("child") == 0
+
+    # Moving the controller reference from one owner to another reconciles both.
+    await client.create(LEASES, lease("moving", owner_ref(parent)), NS)
+    await settle(lambda: reconciler.count("parent") == 5)
+    await client.patch(LEASES, "moving", {"metadata": {"ownerReferences": [owner_ref(other)]}}, NS)
+    await settle(lambda: reconciler.count("parent") == 6 and reconciler.count("other") == 2)
+    await controller.stop(timeout=5)
+
+
+async def test_watches_map_events_through_the_map_function_after_the_predicates(
+    client: Client, cache: Cache
+) -> None:
+    async def nothing(request: Request) -> None:
+        return None
+
+    def for_namespace(ns: dict[str, Any]) -> list[Request]:
+        return [Request(NS, f"for-{ns['metadata']['name']}")]
+
+    reconciler = ScriptedReconciler(nothing)
+    controller = (
+        ControllerBuilder(cache, f"test-{next(_names)}")
+        .for_(CONFIGMAPS)
+        .watches(NAMESPACES, for_namespace, predicates.label_selector("team=x"))
+        .build(reconciler)
+    )
+    await cache.start()
+    await controller.start()
+    await client.create(NAMESPACES, {"metadata": {"name": "n1", "labels": {"team": "x"}}})
+    await client.create(NAMESPACES, {"metadata": {"name": "n2", "labels": {"team": "y"}}})
+    await settle(lambda: reconciler.count("for-n1") == 1)
+    await client.patch(NAMESPACES, "n2", {"metadata": {"labels": {"team": "x"}}})
+    await settle(lambda: reconciler.count("for-n2") == 1)
+    # Leaving the selection still passes (the old object matched): the mapped request learns.
+    await client.patch(NAMESPACES, "n1", {"metadata": {"labels": {"team": "z"}}})
+    await settle(lambda: reconciler.count("for-n1") == 2)
+    # Outside the selection before and after: dropped. Then a marker on the same stream.
+    await client.patch(NAMESPACES, "n1", {"metadata": {"labels": {"team": "w"}}})
+    await client.create(NAMESPACES, {"metadata": {"name": "n3", "labels": {"team": "x"}}})
+    await settle(lambda: reconciler.count("for-n3") == 1 and not reconciler.running)
+    assert reconciler.count("for-n1") == 2
+    assert not any(r.name in ("for-default", "for-kube-system") for r in reconciler.calls)
+    await controller.stop(timeout=5)
+
+
+async def test_resource_version_predicate_passes_real_updates_and_resyncs(
+    client: Client, cache: Cache
+) -> None:
+    async def nothing(request: Request) -> None:
+        return None
+
+    reconciler = ScriptedReconciler(nothing)
+    controller = (
+        ControllerBuilder(cache, f"test-{next(_names)}")
+        .for_(CONFIGMAPS, predicates.resource_version_changed)
+        .build(reconciler)
+    )
+    await cache.start()
+    await controller.start()
+    await make(client, "cm")
+    await settle(lambda: reconciler.count("cm") == 1 and not reconciler.running)
+    await client.patch(CONFIGMAPS, "cm", {"metadata": {"labels": {"a": "b"}}}, NS)  # a change
+    await settle(lambda: reconciler.count("cm") == 2 and not reconciler.running)
+    # A resync replays the cache as it is: it always passes (its own event type).
+    cache.informer(CONFIGMAPS).resync()
+    await settle(lambda: reconciler.count("cm") == 3)
     await controller.stop(timeout=5)

@@ -1,0 +1,258 @@
+"""Cache: reflectors per namespace scope, reads from memory, sync, resync, handlers, own writes.
+
+Runs against the in-memory API server over real HTTP through the real Client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+
+from memop.runtime.cache import Cache
+from memop.runtime.client import Client
+from memop.runtime.clock import FakeClock
+from memop.runtime.resources import CONFIGMAPS, NAMESPACES, PODS
+from memop.runtime.store import ADDED, MODIFIED, RESYNC, Obj
+from memop.testing.server import ApiServer
+from memop.testing.wait import wait_for
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    async with ApiServer(bookmark_interval=0.2) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def client(server: ApiServer) -> AsyncIterator[Client]:
+    async with ApiClient(server.client_configuration()) as api:
+        yield Client(api, user_agent="cache-test", max_retries=0, timeout=5)
+
+
+class Events:
+    """A handler that records (type, namespace/name, resourceVersion)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def __call__(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        meta = obj["metadata"]
+        self.seen.append((event_type, f"{meta.get('namespace', '')}/{meta['name']}", meta["resourceVersion"]))
+
+    def of(self, event_type: str) -> list[str]:
+        return sorted(name for kind, name, _ in self.seen if kind == event_type)
+
+
+async def namespaces(client: Client, *names: str) -> None:
+    for name in names:
+        await client.create(NAMESPACES, {"metadata": {"name": name}})
+
+
+def configmap(name: str, labels: dict[str, str] | None = None, owner: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": labels or {}}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": "example.com/v1", "kind": "Owner", "name": "o", "uid": owner, "controller": True}
+        ]
+    return {"metadata": meta, "data": {"k": name}}
+
+
+def names(objs: list[Obj]) -> list[str]:
+    return sorted(f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}" for o in objs)
+
+
+async def test_a_scoped_cache_watches_each_namespace_and_nothing_else(
+    server: ApiServer, client: Client
+) -> None:
+    await namespaces(client, "a", "b", "c")
+    for ns in ("a", "b", "c"):
+        await client.create(CONFIGMAPS, configmap("before"), ns)
+    cache = Cache(client, namespaces=["a", "b", "a"])
+    configmaps = cache.informer(CONFIGMAPS)
+    cluster_scoped = cache.informer(NAMESPACES)
+    assert [r.namespace for r in configmaps.reflectors] == ["a", "b"]
+    assert [r.namespace for r in cluster_scoped.reflectors] == [None]
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        for ns in ("a", "b", "c"):
+            await client.create(CONFIGMAPS, configmap("after"), ns)
+        await wait_for(lambda: len(cache.list(CONFIGMAPS)) == 4, timeout=5)
+        assert names(cache.list(CONFIGMAPS)) == ["a/after", "a/before", "b/after", "b/before"]
+        assert cache.get(CONFIGMAPS, "before", "c") is None
+        assert {"a", "b", "c"} <= {o["metadata"]["name"] for o in cache.list(NAMESPACES)}
+        assert (cache.in_scope("a"), cache.in_scope("c"), cache.in_scope(None)) == (True, False, True)
+        # One LIST and WATCH per namespace, no cluster-wide one, for the namespaced kind.
+        for ns in ("a", "b"):
+            assert server.log.count(verb="list", resource="configmaps", namespace=ns) == 1
+            assert server.log.count(verb="watch", resource="configmaps", namespace=ns) >= 1
+        assert server.log.count(verb="list", resource="configmaps", namespace="c") == 0
+        assert server.log.count(verb="watch", resource="configmaps", namespace="c") == 0
+        assert server.log.count(verb="list", resource="configmaps", namespace="") == 0
+    finally:
+        await cache.stop()
+
+
+async def test_an_unscoped_cache_runs_one_cluster_wide_reflector(server: ApiServer, client: Client) -> None:
+    await namespaces(client, "a", "b")
+    cache = Cache(client)
+    assert [r.namespace for r in cache.informer(CONFIGMAPS).reflectors] == [None]
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        await client.create(CONFIGMAPS, configmap("x"), "a")
+        await client.create(CONFIGMAPS, configmap("y"), "b")
+        await wait_for(lambda: names(cache.list(CONFIGMAPS)) == ["a/x", "b/y"], timeout=5)
+        assert names(cache.list(CONFIGMAPS, "b")) == ["b/y"]
+        assert server.log.count(verb="list", resource="configmaps", namespace="") == 1
+    finally:
+        await cache.stop()
+
+
+async def test_reads_are_served_from_memory_with_every_index(server: ApiServer, client: Client) -> None:
+    await namespaces(client, "a", "b")
+    await client.create(CONFIGMAPS, configmap("web-1", {"app": "web", "tier": "front"}, owner="u1"), "a")
+    await client.create(CONFIGMAPS, configmap("web-2", {"app": "web", "tier": "back"}, owner="u2"), "a")
+    await client.create(CONFIGMAPS, configmap("db", {"app": "db"}, owner="u1"), "b")
+    cache = Cache(client)
+    cache.informer(CONFIGMAPS)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        requests = len(server.log.filter())
+        got = cache.get(CONFIGMAPS, "web-1", "a")
+        assert got is not None
+        assert got["data"] == {"k": "web-1"}
+        assert "managedFields" not in got["metadata"]
+        assert cache.get(CONFIGMAPS, "web-1", "b") is None
+        assert names(cache.list(CONFIGMAPS, "a")) == ["a/web-1", "a/web-2"]
+        assert names(cache.list(CONFIGMAPS, selector="app=web")) == ["a/web-1", "a/web-2"]
+        assert names(cache.list(CONFIGMAPS, selector="app in (web,db),tier!=back")) == ["a/web-1", "b/db"]
+        assert names(cache.list(CONFIGMAPS, owner_uid="u1")) == ["a/web-1", "b/db"]
+        assert names(cache.list(CONFIGMAPS, "b", owner_uid="u1", selector="app=db")) == ["b/db"]
+        assert cache.list(CONFIGMAPS, "b", owner_uid="u2") == []
+        assert len(server.log.filter()) == requests  # not one API call
+    finally:
+        await cache.stop()
+
+
+async def test_wait_for_sync_reports_a_reflector_that_cannot_list(server: ApiServer, client: Client) -> None:
+    server.faults.fail(403, times=None, verb="list", resource="pods")
+    cache = Cache(client, namespaces=["default"])
+    cache.informer(CONFIGMAPS)
+    cache.informer(PODS)
+    await cache.start()
+    try:
+        assert not await cache.wait_for_sync(timeout=0.5)
+        assert not cache.has_synced
+        assert cache.informer(CONFIGMAPS).has_synced
+        unsynced = cache.unsynced()
+        assert len(unsynced) == 1
+        assert "pods in default" in unsynced[0]
+        server.faults.clear()
+        # The reflector keeps retrying with backoff; once a LIST succeeds the cache is synced.
+        assert await cache.wait_for_sync(timeout=10)
+        assert cache.has_synced
+        assert cache.unsynced() == []
+    finally:
+        await cache.stop()
+
+
+async def test_resync_replays_the_cache_without_calling_the_api(server: ApiServer, client: Client) -> None:
+    await client.create(CONFIGMAPS, configmap("one"), "default")
+    await client.create(CONFIGMAPS, configmap("two"), "default")
+    clock = FakeClock()
+    cache = Cache(client, namespaces=["default"], resync_period=100.0, clock=clock)
+    events = Events()
+    cache.informer(CONFIGMAPS).add_handler(events)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        assert events.of(ADDED) == ["default/one", "default/two"]
+        requests = len(server.log.filter(verb="list")) + len(server.log.filter(verb="get"))
+        clock.advance(89.0)  # before the earliest jittered period (90 s)
+        await asyncio.sleep(0)
+        assert events.of(RESYNC) == []
+        clock.advance(22.0)  # past the latest (110 s)
+        await wait_for(lambda: events.of(RESYNC) == ["default/one", "default/two"], timeout=5)
+        clock.advance(111.0)
+        await wait_for(lambda: len(events.of(RESYNC)) == 4, timeout=5)
+        assert len(server.log.filter(verb="list")) + len(server.log.filter(verb="get")) == requests
+    finally:
+        await cache.stop()
+
+
+async def test_a_late_handler_is_replayed_the_stored_objects_and_a_failing_one_harms_no_other(
+    client: Client,
+) -> None:
+    await client.create(CONFIGMAPS, configmap("old"), "default")
+    cache = Cache(client, namespaces=["default"])
+    informer = cache.informer(CONFIGMAPS)
+    calls: list[str] = []
+
+    def broken(event_type: str, obj: Obj, old: Obj | None) -> None:
+        calls.append(event_type)
+        raise RuntimeError("a bug in a handler")
+
+    informer.add_handler(broken)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        late = Events()
+        informer.add_handler(late)
+        assert late.seen
+        assert late.of(ADDED) == ["default/old"]
+        await client.patch(CONFIGMAPS, "old", {"data": {"k": "changed"}}, "default")
+        await client.create(CONFIGMAPS, configmap("new"), "default")
+        await wait_for(lambda: late.of(ADDED) == ["default/new", "default/old"], timeout=5)
+        assert late.of(MODIFIED) == ["default/old"]
+        assert calls == [ADDED, MODIFIED, ADDED]  # it kept being called, and raised each time
+        informer.remove_handler(late)
+        await client.create(CONFIGMAPS, configmap("unseen"), "default")
+        await wait_for(lambda: cache.get(CONFIGMAPS, "unseen", "default") is not None, timeout=5)
+        assert "default/unseen" not in late.of(ADDED)
+    finally:
+        await cache.stop()
+
+
+async def test_record_write_makes_our_own_write_readable_at_once(server: ApiServer, client: Client) -> None:
+    await client.create(CONFIGMAPS, configmap("cm"), "default")
+    cache = Cache(client, namespaces=["default"])
+    events = Events()
+    cache.informer(CONFIGMAPS).add_handler(events)
+    # Before the cache syncs nothing is recorded: the LIST will bring the state.
+    early = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "early"}}, "default")
+    assert not cache.record_write(CONFIGMAPS, early)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        reflector = cache.informer(CONFIGMAPS).reflectors[0]
+        seen = len(events.seen)
+        server.silence_watches(True)  # the watch cannot deliver our write before we record it
+        written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "ours"}}, "default")
+        assert cache.record_write(CONFIGMAPS, written)
+        server.silence_watches(False)
+        stored = cache.get(CONFIGMAPS, "cm", "default")
+        assert stored is not None
+        assert stored["data"] == {"k": "ours"}
+        written["data"]["k"] = "changed by the caller afterwards"
+        assert stored["data"] == {"k": "ours"}  # the store holds its own copy
+        # When the watch delivers the same version, nothing is dispatched again.
+        await wait_for(
+            lambda: int(reflector.last_resource_version) >= int(stored["metadata"]["resourceVersion"]),
+            timeout=5,
+        )
+        assert len(events.seen) == seen
+        # A version at or below what the stream delivered is never stored (it may be stale).
+        assert not cache.record_write(CONFIGMAPS, written)
+        assert not cache.record_write(
+            CONFIGMAPS, {**written, "metadata": {**written["metadata"], "resourceVersion": "x"}}
+        )
+        # Nor is anything for a resource this cache does not hold.
+        assert not cache.record_write(PODS, written)
+    finally:
+        await cache.stop()

@@ -1,0 +1,152 @@
+"""The client and the process environment: proxies are honoured, per-request lookups are not.
+
+kubernetes_asyncio builds its aiohttp session with ``trust_env=True``; Client switches the
+session's per-request environment lookups (proxy variables, ``~/.netrc``) off when no proxy
+applies to the API server, and leaves them on when one does. These tests pin both halves
+against the in-memory API server and a loopback HTTP proxy, so a change in aiohttp (the
+attribute Client sets is a private one) fails here rather than silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from kubernetes_asyncio.client import ApiClient
+
+from memop.runtime.client import Client
+from memop.runtime.resources import CONFIGMAPS
+from memop.testing.server import ApiServer
+
+NS = "default"
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+class LoopbackProxy:
+    """A forward HTTP proxy stand-in on 127.0.0.1: records each request, answers a ConfigMap."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, str | None]] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        self.requests.append((request.method, str(request.url), request.headers.get("Authorization")))
+        return web.json_response(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-the-proxy", "namespace": NS}}
+        )
+
+    async def __aenter__(self) -> LoopbackProxy:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._answer)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No proxy variables, and a netrc file with credentials for the API server's host."""
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.delenv("REQUEST_METHOD", raising=False)
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    return monkeypatch
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    async with ApiServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[LoopbackProxy]:
+    async with LoopbackProxy() as p:
+        yield p
+
+
+def session_of(api: ApiClient) -> aiohttp.ClientSession:
+    session = api.rest_client.pool_manager
+    assert isinstance(session, aiohttp.ClientSession)
+    return session
+
+
+def configmap(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "data": {"k": "v"}}
+
+
+async def test_without_a_proxy_the_session_stops_reading_the_environment_per_request(
+    clean_env: pytest.MonkeyPatch, server: ApiServer
+) -> None:
+    # The premise: left as kubernetes_asyncio builds it, the session reads ~/.netrc on every
+    # request, and the entry for our host even breaks bearer-token requests.
+    async with ApiClient(server.client_configuration()) as untouched:
+        assert session_of(untouched).trust_env
+        with pytest.raises(ValueError, match="AUTHORIZATION"):
+            await untouched.rest_client.request(
+                "GET",
+                f"{server.url}/api/v1/namespaces/{NS}/configmaps",
+                headers={"Authorization": "Bearer token"},
+                _preload_content=False,
+            )
+
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api)
+        assert session_of(api).trust_env is False
+        created = await client.create(CONFIGMAPS, configmap("plain"), NS)
+        assert created["metadata"]["name"] == "plain"
+        assert (await client.get(CONFIGMAPS, "plain", NS))["data"] == {"k": "v"}
+        items, _ = await client.list_all(CONFIGMAPS, NS)
+        assert [i["metadata"]["name"] for i in items] == ["plain"]
+
+
+async def test_a_proxy_that_applies_to_the_server_is_used(
+    clean_env: pytest.MonkeyPatch, server: ApiServer, proxy: LoopbackProxy
+) -> None:
+    clean_env.delenv("NETRC")
+    clean_env.setenv("HTTP_PROXY", proxy.url)
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api)
+        assert session_of(api).trust_env is True  # left alone: aiohttp sends through the proxy
+        answer = await client.get(CONFIGMAPS, "anything", NS)
+    assert answer["metadata"]["name"] == "from-the-proxy"
+    assert len(proxy.requests) == 1
+    method, url, authorization = proxy.requests[0]
+    # A forward proxy gets the absolute URL of the API server, credentials included.
+    assert (method, url) == ("GET", f"{server.url}/api/v1/namespaces/{NS}/configmaps/anything")
+    assert authorization
+    assert authorization.startswith("Bearer ")
+    assert server.log.count(verb="get", resource="configmaps") == 0
+
+
+async def test_a_proxy_the_server_is_exempt_from_is_not_used(
+    clean_env: pytest.MonkeyPatch, server: ApiServer, proxy: LoopbackProxy
+) -> None:
+    clean_env.setenv("HTTP_PROXY", proxy.url)
+    clean_env.setenv("NO_PROXY", "127.0.0.1")
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api)
+        assert session_of(api).trust_env is False
+        await client.create(CONFIGMAPS, configmap("direct"), NS)
+        assert (await client.get(CONFIGMAPS, "direct", NS))["metadata"]["name"] == "direct"
+    assert proxy.requests == []
+    assert server.log.count(verb="get", resource="configmaps") == 1
