@@ -1,4 +1,5 @@
-"""The cache benchmarks (bench/reflector.py, bench/memory.py) still run and report their figures.
+"""The benchmarks (bench/reflector.py, bench/memory.py, bench/workqueue.py) still run and report
+their figures.
 
 Each runs as its own process at a tiny size, as a user would run it, so a change to the runtime
 or the test server that breaks a benchmark fails here instead of the next time someone measures.
@@ -77,3 +78,21 @@ def test_memory_benchmark_reports_every_kind_with_and_without_transforms() -> No
     assert result["with_transforms"]["pods"]["transform"] == "pod_transform"
     assert result["with_transforms"]["deployments"]["transform"] == "deployment_transform"
     assert result["without_transforms"]["pods"]["transform"] is None
+
+
+def test_workqueue_benchmark_reports_every_key_kind_with_and_without_metrics() -> None:
+    # The benchmark itself asserts every added key was taken and finished exactly once.
+    result = run_bench("workqueue.py", "--keys=200", "--rounds=2", "--repeats=2")
+    assert result["keys"] == 200
+    assert result["rounds_per_run"] == 2
+    assert result["runs"] == 2
+    labels = {
+        f"{kind}_{key}_metrics_{metrics}"
+        for kind in ("sequential", "workers")
+        for key in ("request", "string")
+        for metrics in ("on", "off")
+    }
+    assert labels <= result.keys()
+    for label in labels:
+        assert result[label]["median"] > 0
+        assert result[label]["best"] >= result[label]["median"]
