@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +24,20 @@ import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
+from memop.runtime import store
 from memop.testing.server import ApiServer
+
+# Every cache in the tests, in-process or in the memop processes they start (which inherit the
+# environment), checks that no reader changes a cached object in place (memop.runtime.store).
+os.environ.setdefault(store.CHECK_ENV, "1")
+
+
+@pytest.fixture(autouse=True)
+def _cached_objects_stay_unchanged() -> Iterator[None]:
+    before = len(store.MUTATIONS_DETECTED)
+    yield
+    assert store.MUTATIONS_DETECTED[before:] == [], "a cached object was changed in place"
+
 
 FAKE_ONLY_REASON = (
     "needs the in-memory API server (fault injection or its test controls); USE_EXISTING_CLUSTER=true"

@@ -636,10 +636,15 @@ def test_pod_transform_keeps_what_status_and_watches_read() -> None:
     kept = pod_transform(full)
     assert kept == {
         "metadata": {k: full["metadata"][k] for k in (
-            "name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp"
+            "name", "namespace", "resourceVersion", "deletionTimestamp", "labels"
         )},
         "status": {"phase": "Running"},
     }  # fmt: skip
+    with_more_labels = {**full, "metadata": {**full["metadata"], "labels": {
+        **full["metadata"]["labels"], "pod-template-hash": "abc", "team": "x"
+    }}}  # fmt: skip
+    assert pod_transform(with_more_labels) == kept  # only the labels memop selects on
+    assert pod_transform({"metadata": {"labels": "oops"}})["metadata"]["labels"] == "oops"
     assert pods_to_memcached(kept) == pods_to_memcached(full)
     assert nodes([kept]) == nodes([full])
     assert pod_transform({}) == {"metadata": {}, "status": {}}

@@ -35,6 +35,7 @@ from memop.runtime.errors import AlreadyExists, ApiError, Conflict, Forbidden, N
 from memop.runtime.events import NORMAL, WARNING, EventRecorder
 from memop.runtime.reconcile import Request, Result
 from memop.runtime.resources import DEPLOYMENTS, PODS, Resource
+from memop.runtime.sharing import EVERY_ITEM, Path
 from memop.runtime.store import Obj, Transform
 
 log = logging.getLogger("memop.memcached")
@@ -299,17 +300,22 @@ def _controller_uid(obj: Obj) -> str | None:
 
 def pod_transform(pod: Obj) -> Obj:
     """Keep only what the status computation (name, phase, deletionTimestamp) and the pod
-    watch (the instance label) read of a pod: pods are the bulk of the cache (three per
-    Memcached of size 3). Dropped, among the rest: the conditions (readiness comes from the
-    Deployment's status) and the ownerReferences (a pod's owner is a ReplicaSet, which memop
-    never looks up; dropping them also keeps pods out of the cache's owner index)."""
+    watch and list (the name and instance labels) read of a pod: pods are the bulk of the
+    cache (three per Memcached of size 3). Dropped, among the rest: the conditions (readiness
+    comes from the Deployment's status), the ownerReferences (a pod's owner is a ReplicaSet,
+    which memop never looks up; without them pods stay out of the cache's owner index), the
+    uid and the other labels (pod-template-hash: one label index entry less per pod, and the
+    kept labels are equal for all the pods of a Memcached, so held once: CACHE_SHARED)."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     kept_meta = {
-        k: meta[k]
-        for k in ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
-        if k in meta
+        k: meta[k] for k in ("name", "namespace", "resourceVersion", "deletionTimestamp") if k in meta
     }
+    labels = meta.get("labels")
+    if isinstance(labels, dict):
+        kept_meta["labels"] = {k: labels[k] for k in (NAME_LABEL, INSTANCE_LABEL) if k in labels}
+    elif labels is not None:
+        kept_meta["labels"] = labels  # malformed: kept as it is, for the watch to judge
     kept_status = {"phase": status["phase"]} if "phase" in status else {}
     return {"metadata": kept_meta, "status": kept_status}
 
@@ -367,6 +373,16 @@ def deployment_transform(deployment: Obj) -> Obj:
 # of those resources exists (the first caller of Cache.informer fixes the transform).
 CACHE_TRANSFORMS: dict[Resource, Transform] = {PODS: pod_transform, DEPLOYMENTS: deployment_transform}
 
+# The parts of cached objects that are equal across many objects, held once each (see
+# memop.runtime.sharing): a Deployment's pod template (the same for every Memcached of one
+# spec), a pod's kept labels and status, a Memcached's spec, finalizers and conditions (equal
+# for the Memcacheds that changed in the same second the same way).
+CACHE_SHARED: dict[Resource, tuple[Path, ...]] = {
+    DEPLOYMENTS: (("spec", "template", "spec"),),
+    PODS: (("metadata", "labels"), ("status",)),
+    MEMCACHEDS: (("spec",), ("metadata", "finalizers"), ("status", "conditions", EVERY_ITEM)),
+}
+
 
 def setup(
     cache: Cache,
@@ -377,8 +393,9 @@ def setup(
     memcached_resource: Resource = MEMCACHEDS,
 ) -> Controller:
     """Declare the memcached controller on ``cache``; the caller runs it (a Manager)."""
-    for resource, transform in CACHE_TRANSFORMS.items():
-        cache.informer(resource, transform=transform)
+    for resource in (memcached_resource, DEPLOYMENTS, PODS):
+        shared = CACHE_SHARED[MEMCACHEDS if resource is memcached_resource else resource]
+        cache.informer(resource, transform=CACHE_TRANSFORMS.get(resource), shared=shared)
     reconciler = MemcachedReconciler(client, cache, recorder)
     return (
         ControllerBuilder(cache, CONTROLLER_NAME)

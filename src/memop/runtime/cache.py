@@ -23,6 +23,7 @@ from memop.runtime.clock import Clock, RealClock
 from memop.runtime.labels import Selector
 from memop.runtime.reflector import ListWatcher, Reflector
 from memop.runtime.resources import Resource
+from memop.runtime.sharing import Path
 from memop.runtime.store import ADDED, RESYNC, Obj, ObjectStore, Transform, compact, resource_version
 
 log = logging.getLogger("memop.cache")
@@ -105,17 +106,19 @@ class Cache:
         resource: Resource,
         *,
         transform: Transform | None = None,
+        shared: tuple[Path, ...] = (),
         label_selector: Selector | None = None,
     ) -> Informer:
         """The informer for ``resource``, created on first use (and started if the cache runs).
 
         ``transform`` runs on every object as it enters the store (after managedFields are
-        stripped), to drop fields no controller reads; ``label_selector`` narrows the watch
-        itself. Both are fixed by the first caller.
+        stripped), to drop fields no controller reads; the subtrees at the ``shared`` paths
+        are held once however many objects have them equal (see :mod:`memop.runtime.sharing`);
+        ``label_selector`` narrows the watch itself. All are fixed by the first caller.
         """
         informer = self._informers.get(resource)
         if informer is None:
-            informer = Informer(resource, ObjectStore(resource, transform))
+            informer = Informer(resource, ObjectStore(resource, transform, shared))
             scopes: Iterable[str | None] = (
                 self.namespaces if resource.namespaced and self.namespaces else [None]
             )

@@ -14,6 +14,13 @@ object is also made of fresh containers only, so it keeps nothing of the parsed 
 and the input (managedFields, fields the transform dropped) is freed whole. It costs about
 as much CPU as parsing the prepared object again (a few microseconds for a pod).
 
+Equal subtrees at the paths a resource declares (``shared``: a Deployment's pod template, a
+pod's labels) are held once, through a :class:`memop.runtime.sharing.SubtreeSharer` per store:
+another reason the objects must never be changed in place. With ``MEMOP_CHECK_CACHE=1`` in the
+environment (the test suite sets it) the store verifies that: it keeps each object's JSON and
+compares it when the object is replaced or removed, logging an error and recording the key in
+:data:`MUTATIONS_DETECTED` when a caller changed it.
+
 Invariants: every key in ``_objects`` appears in exactly the index entries its object implies
 (namespace, controller owner uid, each label pair) and in no other; an index entry with no
 keys left is removed, so the indexes never grow with churn.
@@ -22,12 +29,18 @@ keys left is removed, so the indexes never grow with churn.
 from __future__ import annotations
 
 import builtins
+import json
+import logging
+import os
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from memop.runtime.labels import Selector
 from memop.runtime.resources import Resource
+from memop.runtime.sharing import Path, SubtreeSharer, share_paths
+
+log = logging.getLogger("memop.store")
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "" when cluster-scoped, name)
@@ -37,6 +50,11 @@ ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
 RESYNC = "RESYNC"
+
+CHECK_ENV = "MEMOP_CHECK_CACHE"
+# (resource, key) of every cached object found changed in place (with MEMOP_CHECK_CACHE=1).
+MUTATIONS_DETECTED: list[tuple[str, tuple[str, str]]] = []
+MUTATION_MARK = "changed in place by its reader"  # in the error logged (tests look for it)
 
 
 def object_key(obj: Obj) -> Key:
@@ -72,9 +90,15 @@ def _label_pairs(obj: Obj) -> list[tuple[str, str]]:
 class ObjectStore:
     """One resource's objects by (namespace, name), indexed by namespace, owner and label."""
 
-    def __init__(self, resource: Resource, transform: Transform | None = None) -> None:
+    def __init__(
+        self, resource: Resource, transform: Transform | None = None, shared: tuple[Path, ...] = ()
+    ) -> None:
         self.resource = resource
         self._transform = transform
+        self._shared = shared
+        self._sharer = SubtreeSharer()
+        # MEMOP_CHECK_CACHE=1: key -> the JSON of the object as stored, to catch mutations.
+        self._fingerprints: dict[Key, str] | None = {} if os.environ.get(CHECK_ENV) == "1" else None
         self._objects: dict[Key, Obj] = {}
         self._by_namespace: dict[str, set[Key]] = {}
         self._by_owner: dict[str, set[Key]] = {}
@@ -144,24 +168,43 @@ class ObjectStore:
             meta.pop("managedFields", None)
         if self._transform is not None:
             obj = self._transform(obj)
-        return compact(obj)
+        obj = compact(obj)
+        if self._shared:
+            share_paths(obj, self._shared, self._sharer)
+        return obj
 
     def upsert(self, obj: Obj) -> Obj | None:
         """Store ``obj`` (already prepared); return the object it replaced, if any."""
         key = object_key(obj)
         old = self._objects.get(key)
         if old is not None:
+            self._check_unchanged(key, old)
             self._unindex(key, old)
         self._objects[key] = obj
         self._index(key, obj)
+        if self._fingerprints is not None:
+            self._fingerprints[key] = _fingerprint(obj)
         return old
 
     def remove(self, key: Key) -> Obj | None:
         """Drop the object at ``key``; return it, or None if it was not there."""
         old = self._objects.pop(key, None)
         if old is not None:
+            self._check_unchanged(key, old)
             self._unindex(key, old)
+            if self._fingerprints is not None:
+                del self._fingerprints[key]
         return old
+
+    def _check_unchanged(self, key: Key, obj: Obj) -> None:
+        if self._fingerprints is None or self._fingerprints.get(key) == _fingerprint(obj):
+            return
+        MUTATIONS_DETECTED.append((self.resource.plural, key))
+        log.error(
+            "a cached %s was " + MUTATION_MARK + ": cached objects are read-only",
+            self.resource.plural,
+            extra={"object": f"{key[0]}/{key[1]}" if key[0] else key[1]},
+        )
 
     def replace(
         self, objects: Iterable[Obj], namespace: str | None = None
@@ -207,6 +250,10 @@ class ObjectStore:
             _discard(self._by_owner, owner, key)
         for pair in _label_pairs(obj):
             _discard(self._by_label, pair, key)
+
+
+def _fingerprint(obj: Obj) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)
 
 
 _intern = sys.intern

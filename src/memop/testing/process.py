@@ -27,6 +27,7 @@ from prometheus_client.samples import Sample
 
 from memop import __version__
 from memop.options import build_parser, env_name
+from memop.runtime.store import MUTATION_MARK
 from memop.testing.wait import wait_for
 
 
@@ -204,6 +205,9 @@ class MemopProcess:
                 await self.kill()
         elif self._reader is not None:
             await self._reader
+        mutated = [r for r in self.records if MUTATION_MARK in str(r.get("msg", ""))]
+        if mutated:  # with MEMOP_CHECK_CACHE=1, as the tests run memop (memop.runtime.store)
+            raise AssertionError(f"memop changed cached objects in place: {mutated[:3]}")
 
     def _tail(self) -> str:
         return "\n".join(self.lines[-30:])

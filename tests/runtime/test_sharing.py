@@ -1,0 +1,139 @@
+"""Equal subtrees of cached objects held once, and the store's check that nobody writes into them."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import pytest
+
+from memop.memcached.api import MEMCACHEDS, parse_spec
+from memop.memcached.controller import CACHE_SHARED, CACHE_TRANSFORMS
+from memop.memcached.desired import desired_deployment
+from memop.runtime import store as store_module
+from memop.runtime.resources import CONFIGMAPS, DEPLOYMENTS, PODS
+from memop.runtime.sharing import SubtreeSharer, share_paths
+from memop.runtime.store import ObjectStore
+
+
+def test_equal_subtrees_come_back_as_one_instance() -> None:
+    sharer = SubtreeSharer()
+    first = sharer.share({"a": [1, {"b": "c"}], "d": None})
+    second = sharer.share({"d": None, "a": [1, {"b": "c"}]})  # key order does not matter
+    assert second is first
+    assert sharer.share({"a": [1, {"b": "x"}], "d": None}) is not first
+    assert sharer.share([1, 2]) == [1, 2]
+    assert len(sharer) == 3
+
+
+def test_scalars_and_non_json_values_pass_through() -> None:
+    sharer = SubtreeSharer()
+    assert sharer.share("text") == "text"
+    assert sharer.share(3) == 3
+    odd = {"set": {1, 2}}
+    assert sharer.share(odd) is odd
+    assert len(sharer) == 0
+
+
+def test_the_table_forgets_what_nothing_uses_and_stays_bounded_under_churn() -> None:
+    sharer = SubtreeSharer(purge_at=64)
+    kept = [sharer.share({"kept": i}) for i in range(10)]
+    for i in range(10_000):
+        sharer.share({"gone": i})  # used by nobody once shared
+        assert len(sharer) <= 2 * 64
+    sharer.purge()
+    assert len(sharer) == 10
+    assert sharer.share({"kept": 3}) is kept[3]
+
+
+def test_share_paths_follows_keys_and_every_list_item() -> None:
+    sharer = SubtreeSharer()
+    paths = (("spec", "template"), ("status", "conditions", "*"), ("missing", "path"), ("spec", "n", "x"))
+
+    def obj(name: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name},
+            "spec": {"template": {"containers": [{"image": "i"}]}, "n": 1},
+            "status": {"conditions": [{"type": "A"}, {"type": "B", "name": name}]},
+        }
+
+    one, two = obj("one"), obj("two")
+    share_paths(one, paths, sharer)
+    share_paths(two, paths, sharer)
+    assert one["spec"]["template"] is two["spec"]["template"]
+    assert one["status"]["conditions"][0] is two["status"]["conditions"][0]
+    assert one["status"]["conditions"][1] is not two["status"]["conditions"][1]
+    assert one == obj("one")
+    assert two == obj("two")
+    odd = {"status": {"conditions": "not a list"}, "spec": []}
+    share_paths(odd, paths, sharer)
+    assert odd == {"status": {"conditions": "not a list"}, "spec": []}
+
+
+def _memcached(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "finalizers": ["f"]},
+        "spec": {"size": 3},
+        "status": {"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": "t"}]},
+    }
+
+
+def test_memops_caches_hold_the_repeated_parts_once() -> None:
+    deployments = ObjectStore(DEPLOYMENTS, CACHE_TRANSFORMS[DEPLOYMENTS], CACHE_SHARED[DEPLOYMENTS])
+    a, b = (deployments.prepare(desired_deployment(_memcached(n), parse_spec(_memcached(n)))) for n in "ab")
+    assert a["spec"]["template"]["spec"] is b["spec"]["template"]["spec"]
+    assert a["spec"]["selector"] != b["spec"]["selector"]  # per instance: not shared, not equal
+    memcacheds = ObjectStore(MEMCACHEDS, None, CACHE_SHARED[MEMCACHEDS])
+    x, y = (memcacheds.prepare(_memcached(n)) for n in "xy")
+    assert x["spec"] is y["spec"]
+    assert x["metadata"]["finalizers"] is y["metadata"]["finalizers"]
+    assert x["status"]["conditions"][0] is y["status"]["conditions"][0]
+    assert x["metadata"] is not y["metadata"]
+    pods = ObjectStore(PODS, CACHE_TRANSFORMS[PODS], CACHE_SHARED[PODS])
+    labels = {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "x"}
+    p, q = (
+        pods.prepare(
+            {
+                "metadata": {"name": n, "namespace": "ns", "labels": dict(labels)},
+                "status": {"phase": "Running"},
+            }
+        )
+        for n in ("p1", "p2")
+    )
+    assert p["metadata"]["labels"] is q["metadata"]["labels"]
+    assert p["status"] is q["status"]
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> ObjectStore:
+    monkeypatch.setenv(store_module.CHECK_ENV, "1")
+    return ObjectStore(CONFIGMAPS, None, (("data",),))
+
+
+def test_a_reader_changing_a_cached_object_is_reported(
+    checked: ObjectStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    obj = checked.prepare({"metadata": {"name": "c", "namespace": "ns"}, "data": {"k": "v"}})
+    checked.upsert(obj)
+    before = len(store_module.MUTATIONS_DETECTED)
+    cached = checked.get("c", "ns")
+    assert cached is not None
+    cached["data"]["k"] = "changed"  # what a reader must never do
+    with caplog.at_level(logging.ERROR, logger="memop.store"):
+        checked.upsert(checked.prepare(copy.deepcopy(obj)))
+    try:
+        assert store_module.MUTATIONS_DETECTED[before:] == [("configmaps", ("ns", "c"))]
+        assert store_module.MUTATION_MARK in caplog.text
+    finally:
+        del store_module.MUTATIONS_DETECTED[before:]
+
+
+def test_an_untouched_object_passes_the_check(checked: ObjectStore) -> None:
+    before = len(store_module.MUTATIONS_DETECTED)
+    for version in ("1", "2"):
+        checked.upsert(checked.prepare({"metadata": {"name": "c", "resourceVersion": version}, "data": {}}))
+    assert checked.remove(("", "c")) is not None
+    assert store_module.MUTATIONS_DETECTED[before:] == []
