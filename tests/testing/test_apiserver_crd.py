@@ -3,6 +3,7 @@ subresources, versions, schema updates and deletion."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -524,6 +525,93 @@ async def test_the_schema_is_enforced_on_create_and_on_every_kind_of_update(
         ok = await http.patch(widgets.path("w"), {"spec": {"size": 5, "mode": "b"}})
         assert ok.status == 200, ok.body
         assert ok.body["spec"] == {"image": "x", "size": 5, "mode": "b"}
+    finally:
+        if cluster.real:
+            await http.delete(f"{CRDS}/widgets.{group}")
+
+
+async def test_custom_resource_paths_must_fit_the_crd_scope(
+    http: Http, widgets: Widgets, cluster: ClusterHandle
+) -> None:
+    """The apiextensions server hands a request whose scope does not fit the CRD on (404)."""
+    body = {"apiVersion": f"{widgets.group}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}
+    assert (await http.post(widgets.path(), body)).status == 201
+    across = f"/apis/{widgets.group}/v1/widgets"
+    assert (await http.get(across)).status == 200  # a list across namespaces is served
+    for reply in (
+        await http.get(f"{across}/w"),
+        await http.patch(f"{across}/w", {"spec": {"size": 2}}),
+        await http.delete(f"{across}/w"),
+        await http.post(across, body),
+        await http.delete(across),
+    ):
+        assert reply.status == 404, reply.body
+    assert (await http.get(widgets.path("w"))).body["spec"] == {"size": 1}
+
+    group = f"t{uuid.uuid4().hex[:8]}.memop.test"
+    assert (await http.post(CRDS, crd_body(group, scope="Cluster"))).status == 201
+    try:
+        await established(http, f"widgets.{group}")
+        await wait_for(lambda: _served(http, group), timeout=30)
+        cluster_body = {**body, "apiVersion": f"{group}/v1"}
+        assert (await http.post(f"/apis/{group}/v1/widgets", cluster_body)).status == 201
+        under = f"/apis/{group}/v1/namespaces/{widgets.namespace}/widgets"
+        for reply in (
+            await http.get(under),
+            await http.get(f"{under}/w"),
+            await http.post(under, {**cluster_body, "metadata": {"name": "x"}}),
+            await http.delete(f"{under}/w"),
+        ):
+            assert reply.status == 404, reply.body
+        names = [
+            item["metadata"]["name"] for item in (await http.get(f"/apis/{group}/v1/widgets")).body["items"]
+        ]
+        assert names == ["w"]
+    finally:
+        if cluster.real:
+            await http.delete(f"{CRDS}/widgets.{group}")
+
+
+PATTERNS = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "image": {"type": "string", "pattern": "^[a-z0-9./-]+(:[a-z0-9.]+)?$"},
+                "price": {"type": "string", "pattern": "^\\$[0-9]+$"},
+                "symbols": {"type": "string", "pattern": "^[$a-z]+$"},
+            },
+        },
+    },
+}
+
+
+async def test_schema_patterns_follow_go_regexp(http: Http, namespace: str, cluster: ClusterHandle) -> None:
+    """``$`` ends the text (a trailing newline does not match it); ``\\$`` and ``[$]`` are dollars."""
+    group = f"t{uuid.uuid4().hex[:8]}.memop.test"
+    assert (await http.post(CRDS, crd_body(group, schema=PATTERNS))).status == 201
+    try:
+        await established(http, f"widgets.{group}")
+        await wait_for(lambda: _served(http, group), timeout=30)
+        path = f"/apis/{group}/v1/namespaces/{namespace}/widgets"
+
+        def widget(name: str, **spec: str) -> dict[str, Any]:
+            return {"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
+
+        good = await http.post(path, widget("good", image="memcached:1.6", price="$12", symbols="$a$"))
+        assert good.status == 201, good.body
+        for field, value in (("image", "memcached\n"), ("price", "$12\n"), ("symbols", "$ab\n")):
+            reply = await http.post(path, widget("bad", **{field: value}))
+            assert reply.status == 422, (field, reply.body)
+            [cause] = reply.body["details"]["causes"]
+            pattern = PATTERNS["properties"]["spec"]["properties"][field]["pattern"]  # type: ignore[index]
+            assert cause == {
+                "reason": "FieldValueInvalid",
+                "message": f"Invalid value: {json.dumps(value)}: spec.{field} in body should match "
+                f"'{pattern}'",
+                "field": f"spec.{field}",
+            }
     finally:
         if cluster.real:
             await http.delete(f"{CRDS}/widgets.{group}")

@@ -322,6 +322,56 @@ async def test_pod_defaults(http: Http, namespace: str) -> None:
     assert guaranteed["status"]["qosClass"] == "Guaranteed"
 
 
+async def test_a_pod_image_must_not_have_surrounding_whitespace(http: Http, namespace: str) -> None:
+    """validateContainerOnlyForPod: Pods refuse it (containers and init containers, on create and
+    update); pod templates keep accepting it for backward compatibility."""
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {
+            "initContainers": [{"name": "init", "image": "busybox:1.36\n"}],
+            "containers": [{"name": "c", "image": " memcached:1.6"}, {"name": "d", "image": "busybox:1.36"}],
+        },
+    }
+    reply = await http.post(pods, pod)
+    assert reply.status == 422, reply.body
+    assert reply.body["reason"] == "Invalid"
+    assert reply.body["message"] == (
+        'Pod "p" is invalid: [spec.containers[0].image: Invalid value: " memcached:1.6": must not have '
+        'leading or trailing whitespace, spec.initContainers[0].image: Invalid value: "busybox:1.36\\n": '
+        "must not have leading or trailing whitespace]"
+    )
+    assert [(c["reason"], c["field"]) for c in reply.body["details"]["causes"]] == [
+        ("FieldValueInvalid", "spec.containers[0].image"),
+        ("FieldValueInvalid", "spec.initContainers[0].image"),
+    ]
+
+    pod["spec"] = {"containers": [{"name": "c", "image": "memcached:1.6"}]}
+    assert (await http.post(pods, pod)).status == 201
+    patched = await http.patch(
+        f"{pods}/p",
+        {"spec": {"containers": [{"name": "c", "image": "memcached:1.6\t"}]}},
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert patched.status == 422, patched.body
+    assert patched.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "memcached:1.6\\t": must not have leading or trailing whitespace',
+            "field": "spec.containers[0].image",
+        }
+    ]
+
+    body = deployment("web", image=" memcached:1.6 ")
+    body["spec"]["replicas"] = 0  # no pods: a real ReplicaSet controller could not create them
+    created = await http.post(deploy_path(namespace), body)
+    assert created.status == 201, created.body
+    assert created.body["spec"]["template"]["spec"]["containers"][0]["image"] == " memcached:1.6 "
+    rs = {**body, "apiVersion": "apps/v1", "kind": "ReplicaSet"}
+    replicasets = f"/apis/apps/v1/namespaces/{namespace}/replicasets"
+    assert (await http.post(replicasets, rs)).status == 201
+
+
 async def test_delete_answers_status_or_object(http: Http, namespace: str) -> None:
     cm = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body
     reply = await http.delete(cm_path(namespace, "a"))

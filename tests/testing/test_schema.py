@@ -452,6 +452,49 @@ def test_root_type_error_has_no_field() -> None:
     ]
 
 
+# --- patterns: Go RE2 semantics ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "accepted", "rejected"),
+    [
+        # "$" without the m flag matches only at the very end (Python's also before a final "\n")
+        ("^[a-z]+$", ["memcached"], ["memcached\n", "Memcached"]),
+        ("^memcached:[0-9.]+$", ["memcached:1.6"], ["memcached:1.6\n"]),
+        # an escaped "$" and a "$" in a class are literal dollars
+        ("^price\\$[0-9]+$", ["price$12"], ["price$12\n", "price12", "price$"]),
+        ("^[$a-z]+$", ["$abc", "abc$"], ["$abc\n", "ABC"]),
+        ("^a[$]$", ["a$"], ["a$\n", "a"]),
+        ("^a[\\]$]+$", ["a]$"], ["a]$\n"]),
+        ("^[]$]$", ["]", "$"], ["$\n"]),
+        ("\\$$", ["cost$"], ["cost$\n"]),
+        # \z is Go's end of text; \Q...\E quotes
+        ("^a\\z", ["a"], ["a\n"]),
+        ("^\\Qa$b\\E$", ["a$b"], ["a$b\n", "ab"]),
+        # the m flag makes ^ and $ match at line boundaries, for the rest of its group
+        ("(?m)^b$", ["a\nb", "b\nc"], ["ab"]),
+        ("(?m:^b$)|^c$", ["a\nb", "c"], ["c\n"]),
+        ("a(?i)b|c", ["aB", "C"], ["xb", "Ab"]),
+        # Go's \d, \w, \s and POSIX classes are ASCII
+        ("^\\d+$", ["123"], ["\u0661\u0662"]),
+        ("^\\w+$", ["a_1"], ["\u00e9"]),
+        ("^[[:alpha:]$]+$", ["ab$"], ["ab1", "ab$\n"]),
+        ("^(?<n>x)$", ["x"], ["x\n"]),
+        ("^\\x{41}$", ["A"], ["B"]),
+        ("[0-9]", ["a1b"], ["ab"]),  # unanchored patterns search
+    ],
+)
+def test_patterns_match_as_go_regexp_does(pattern: str, accepted: list[str], rejected: list[str]) -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": pattern}}}
+    for value in accepted:
+        assert messages(schema, {"x": value}) == [], (pattern, value)
+    for value in rejected:
+        shown = json.dumps(value, ensure_ascii=False)
+        assert messages(schema, {"x": value}) == [
+            f"x: Invalid value: {shown}: x in body should match '{pattern}'"
+        ]
+
+
 # --- defaulting ---------------------------------------------------------------------------------
 
 

@@ -269,6 +269,35 @@ def validate_containers(spec: Any, path: str) -> list[FieldError]:
     return errs
 
 
+# Go's unicode.IsSpace, which strings.TrimSpace strips (Python's str.strip also strips \x1c-\x1f).
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def validate_pod_only_containers(spec: Any) -> list[FieldError]:
+    """The container checks of a Pod that pod templates skip (validateContainerOnlyForPod).
+
+    Pod templates (Deployments, ReplicaSets, ...) keep accepting an image with leading or
+    trailing whitespace for backward compatibility (``" "`` is a placeholder some tools use);
+    a Pod refuses it, in ``containers`` and ``initContainers``.
+    """
+    errs: list[FieldError] = []
+    if not isinstance(spec, dict):
+        return errs
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key)
+        if not isinstance(containers, list):
+            continue
+        for i, container in enumerate(containers):
+            image = container.get("image") if isinstance(container, dict) else None
+            if isinstance(image, str) and image.strip(_GO_SPACE) != image:
+                errs.append(
+                    invalid(f"spec.{key}[{i}].image", image, "must not have leading or trailing whitespace")
+                )
+    return errs
+
+
 def _label_selector_repr(selector: Mapping[str, Any]) -> str:
     labels = selector.get("matchLabels")
     exprs = selector.get("matchExpressions")
@@ -439,7 +468,8 @@ class PodStrategy(BuiltinStrategy):
         return {"phase": "Pending", "qosClass": pod_qos_class(obj)}
 
     def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
-        return validate_containers(obj.get("spec"), "spec")
+        spec = obj.get("spec")
+        return validate_containers(spec, "spec") + validate_pod_only_containers(spec)
 
 
 class ConfigMapStrategy(BuiltinStrategy):

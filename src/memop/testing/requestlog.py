@@ -26,6 +26,9 @@ class RequestInfo:
     subresource: str = ""
     namespace: str = ""
     name: str = ""
+    # Whether the resource sits under /namespaces/{namespace}/ (a namespace object's own path,
+    # /api/v1/namespaces/{name}, names a namespace without being such a path).
+    namespaced_path: bool = False
 
 
 @dataclass(frozen=True, slots=True)

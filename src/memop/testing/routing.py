@@ -5,12 +5,17 @@ name, subresource status; ``/apis/apps/v1/deployments`` -> a list (or watch) acr
 namespaces; the legacy ``/watch/`` prefix and ``?watch=true`` make a GET a watch. A namespace
 object's own path (``/api/v1/namespaces/ns[/status|/finalize]``) names the namespace both as
 object and as request namespace, as in Kubernetes. Anything else is a non-resource request.
+
+:func:`check_scope` answers what kube-apiserver has no route for: a cluster-scoped kind under
+``/namespaces/{ns}/``, and a namespaced kind without one except to list or watch it across
+namespaces.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from memop.testing.errors import method_not_allowed, not_found_path
 from memop.testing.requestlog import RequestInfo
 
 _NAMESPACE_SUBRESOURCES = frozenset(("status", "finalize"))
@@ -41,10 +46,12 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> RequestIn
         if not rest:
             return plain
     namespace = ""
+    namespaced_path = False
     if rest[0] == "namespaces" and len(rest) > 1:
         namespace = rest[1]
         if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
             rest = rest[2:]
+            namespaced_path = True
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = "/".join(rest[2:]) if len(rest) > 2 else ""
@@ -65,4 +72,29 @@ def parse_request(method: str, path: str, query: Mapping[str, str]) -> RequestIn
         subresource=subresource,
         namespace=namespace,
         name=name,
+        namespaced_path=namespaced_path,
     )
+
+
+def check_scope(info: RequestInfo, *, namespaced: bool, builtin: bool) -> None:
+    """Raise what kube-apiserver answers when the path does not fit the kind's scope.
+
+    Built-in kinds are routed by path: a cluster-scoped kind has no route under
+    ``/namespaces/{ns}/`` and a namespaced kind only a GET one (list or watch) across namespaces,
+    so anything else is 404 NotFound, or 405 for another method on that collection. The
+    apiextensions server hands a custom resource request whose scope does not fit its CRD to the
+    next handler (404), except a list or watch of a namespaced one across namespaces.
+    """
+    if not namespaced:
+        if info.namespaced_path:
+            raise not_found_path()
+        return
+    if info.namespaced_path:
+        return
+    if not builtin:
+        if info.verb not in ("list", "watch"):
+            raise not_found_path()
+    elif info.name:
+        raise not_found_path()
+    elif info.verb not in ("list", "watch"):
+        raise method_not_allowed()

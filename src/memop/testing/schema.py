@@ -19,7 +19,8 @@ additionalProperties (schema or bool), items, minimum/maximum with exclusiveMini
 exclusiveMaximum, multipleOf, minLength/maxLength, pattern, minItems/maxItems,
 minProperties/maxProperties, default, x-kubernetes-preserve-unknown-fields,
 x-kubernetes-int-or-string, x-kubernetes-embedded-resource, x-kubernetes-list-type (set, map) with
-x-kubernetes-list-map-keys. String formats (date-time, ...), allOf/anyOf/oneOf/not and CEL rules
+x-kubernetes-list-map-keys; ``pattern`` matches as Go's RE2 does (:func:`go_regexp`). String
+formats (date-time, ...), allOf/anyOf/oneOf/not and CEL rules
 (x-kubernetes-validations) are not evaluated.
 """
 
@@ -29,6 +30,7 @@ import functools
 import json
 import math
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -123,9 +125,157 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+# --- patterns: Go RE2 syntax in Python's re -------------------------------------------------------
+
+# Go's Perl classes are ASCII-only; Python's are Unicode (\d matches "٣").
+_PERL_CLASSES = {"d": "0-9", "s": "\\t\\n\\f\\r ", "w": "0-9A-Za-z_"}
+_POSIX_CLASSES = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "ascii": "\\x00-\\x7f",
+    "blank": "\\t ",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z",
+    "word": "0-9A-Za-z_",
+    "xdigit": "0-9A-Fa-f",
+}
+_FLAG_GROUP = re.compile(r"\(\?([imsU]*(?:-[imsU]*)?)([:)])")
+
+
+def _go_escape(pattern: str, i: int, in_class: bool) -> tuple[str, int]:
+    """The Python form of the escape at ``pattern[i]`` (a backslash) and the index after it."""
+    if i + 1 >= len(pattern):
+        return "\\", i + 1  # a trailing backslash: Go rejects it, and so does Python
+    c = pattern[i + 1]
+    if c == "x" and pattern.startswith("{", i + 2):
+        end = pattern.find("}", i + 3)
+        digits = pattern[i + 3 : end]
+        if end > 0 and digits and all(d in string.hexdigits for d in digits):
+            return f"\\U{int(digits, 16):08x}", end + 1
+    if c in _PERL_CLASSES:
+        return (_PERL_CLASSES[c] if in_class else f"[{_PERL_CLASSES[c]}]"), i + 2
+    if c in "DSW" and not in_class:
+        return f"[^{_PERL_CLASSES[c.lower()]}]", i + 2
+    if not in_class:
+        if c == "z":
+            return "\\Z", i + 2
+        if c in "bB":
+            return f"(?a:\\{c})", i + 2
+    return pattern[i : i + 2], i + 2
+
+
+def _go_class(pattern: str, i: int) -> tuple[str, int]:
+    """The Python form of the character class opening at ``pattern[i]`` and the index after it."""
+    out = ["["]
+    i += 1
+    if pattern.startswith("^", i):
+        out.append("^")
+        i += 1
+    if pattern.startswith("]", i):  # a leading "]" is literal
+        out.append("\\]")
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        c = pattern[i]
+        if c == "\\":
+            text, i = _go_escape(pattern, i, in_class=True)
+            out.append(text)
+            continue
+        if c == "[" and pattern.startswith("[:", i):
+            end = pattern.find(":]", i + 2)
+            name = pattern[i + 2 : end] if end > 0 else ""
+            if name in _POSIX_CLASSES:
+                out.append(_POSIX_CLASSES[name])
+                i = end + 2
+                continue
+        # Literal in Go; "[" (nested set) and doubled "&", "~", "|" mean more to Python.
+        out.append("\\" + c if c in "[&~|" else c)
+        i += 1
+    out.append("]")
+    return "".join(out), i + 1
+
+
+def go_regexp(pattern: str) -> str:
+    """A Python ``re`` pattern that matches what Go's ``regexp`` (RE2) matches with ``pattern``.
+
+    The server validates ``pattern`` with Go's ``regexp.MatchString``: ``$`` (without the ``m``
+    flag) matches only at the end of the text, where Python's also matches before a final
+    newline; ``\\z``, ``\\Q...\\E``, ``\\x{...}``, ``(?<name>...)`` and POSIX classes
+    (``[[:alpha:]]``) have Python forms; ``\\d``, ``\\s``, ``\\w`` and ``\\b`` are ASCII-only. The
+    ``m`` flag is applied by rewriting ``^`` and ``$``, as Python allows flags only up front.
+    """
+    out: list[str] = []
+    # Per open group: whether ``m`` is on, and the flag groups opened by ``(?flags)`` in it,
+    # closed before each ``|`` (and reopened after it) and at the group's end.
+    frames: list[tuple[list[bool], list[str]]] = [([False], [])]
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        multiline, opened = frames[-1]
+        if c == "\\":
+            if pattern.startswith("Q", i + 1):
+                end = pattern.find("\\E", i + 2)
+                literal = pattern[i + 2 : end if end >= 0 else n]
+                out.append(re.escape(literal))
+                i = end + 2 if end >= 0 else n
+                continue
+            text, i = _go_escape(pattern, i, in_class=False)
+            out.append(text)
+            continue
+        if c == "[":
+            text, i = _go_class(pattern, i)
+            out.append(text)
+            continue
+        if c == "$":
+            out.append("(?m:$)" if multiline[0] else "\\Z")
+        elif c == "^":
+            out.append("(?m:^)" if multiline[0] else "\\A")
+        elif c == "(":
+            flags = _FLAG_GROUP.match(pattern, i)
+            if flags is not None:
+                on, _, off = flags.group(1).partition("-")
+                mode = ("m" in on or multiline[0]) and "m" not in off
+                on, off = on.replace("m", ""), off.replace("m", "")
+                scoped = f"(?{on}-{off}:" if off else f"(?{on}:"
+                if flags.group(2) == ":":
+                    out.append(scoped)
+                    frames.append(([mode], []))
+                else:  # (?flags) sets them up to the end of the enclosing group
+                    multiline[0] = mode
+                    if on or off:
+                        out.append(scoped)
+                        opened.append(scoped)
+                i = flags.end()
+                continue
+            if pattern.startswith("(?<", i) and not pattern.startswith(("(?<=", "(?<!"), i):
+                out.append("(?P<")  # Go 1.22's named group syntax
+                i += 3
+            else:
+                out.append("(")
+                i += 1
+            frames.append(([multiline[0]], []))
+            continue
+        elif c == ")":
+            if len(frames) > 1:
+                out.append(")" * len(frames.pop()[1]))
+            out.append(")")
+        elif c == "|":
+            out.append(")" * len(opened) + "|" + "".join(opened))
+        else:
+            out.append(c)
+        i += 1
+    out.append(")" * len(frames[0][1]))
+    return "".join(out)
+
+
 @functools.lru_cache(maxsize=256)
 def _pattern(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    return re.compile(go_regexp(pattern))
 
 
 # --- validation -------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from memop.testing.faults import Faults
 from memop.testing.objects import forbidden, required
 from memop.testing.requestlog import RequestInfo, RequestLog, RequestRecord
 from memop.testing.reviews import REVIEW_RESOURCES, Reviews
-from memop.testing.routing import is_true, parse_request
+from memop.testing.routing import check_scope, is_true, parse_request
 from memop.testing.store import DEFAULT_MANAGER, Entry, Served, Store
 from memop.testing.watch import Watcher, WatchHub, error_line
 
@@ -328,6 +328,7 @@ class ApiServer:
     async def _resource(self, request: web.Request, info: RequestInfo, user_agent: str) -> web.Response:
         store = self.store
         served = store.served(info.group, info.version, info.resource)
+        check_scope(info, namespaced=served.rtype.namespaced, builtin=served.storage.strategy.builtin)
         query = request.query
         namespace = info.namespace or None
         if served.rtype.namespaced and info.resource == "namespaces":
@@ -549,6 +550,7 @@ class ApiServer:
     ) -> web.StreamResponse:
         try:
             served = self.store.served(info.group, info.version, info.resource)
+            check_scope(info, namespaced=served.rtype.namespaced, builtin=served.storage.strategy.builtin)
             query = request.query
             namespace = info.namespace if served.rtype.namespaced and info.namespace else None
             field_selector = query.get("fieldSelector")
