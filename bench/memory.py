@@ -21,10 +21,11 @@ The objects are what a cluster running memop holds, made by the same code paths:
    of Memcacheds, waits for its LIST to be stored, collects garbage and reads RSS; then
    Deployments; then Pods.
 
-Figures (KiB = 1024 bytes), for ``with_transforms`` (the transforms memop installs:
+Figures (KiB = 1024 bytes), for ``with_transforms`` (what memop installs:
 ``memop.memcached.controller.CACHE_TRANSFORMS``, ``pod_transform`` and
-``deployment_transform``) and ``without_transforms`` (what the store always does: drop
-managedFields and compact, see :mod:`memop.runtime.store`):
+``deployment_transform``, and the shared subtrees of ``CACHE_SHARED``) and
+``without_transforms`` (what the store always does: drop managedFields and compact, see
+:mod:`memop.runtime.store`):
 
 - ``baseline_mib``: RSS of the process with memop imported and an empty cache started;
 - ``<kind>.kib_per_object``: the RSS increase while that kind's N objects were listed and
@@ -65,7 +66,7 @@ import memop  # noqa: F401
 from kubernetes_asyncio.client import ApiClient
 
 from memop.memcached.api import API_VERSION, FINALIZER, KIND, MEMCACHEDS, parse_spec
-from memop.memcached.controller import CACHE_TRANSFORMS
+from memop.memcached.controller import CACHE_SHARED, CACHE_TRANSFORMS
 from memop.memcached.crd import crd
 from memop.memcached.desired import INSTANCE_LABEL, desired_deployment
 from memop.memcached.status import compute_status
@@ -124,7 +125,8 @@ async def run_measure(args: argparse.Namespace) -> dict[str, Any]:
             result: dict[str, Any] = {"baseline_mib": round(baseline / MIB, 1)}
             for name, res in KINDS:
                 transform = CACHE_TRANSFORMS.get(res) if args.transforms == "on" else None
-                informer = cache.informer(res, transform=transform)
+                shared = CACHE_SHARED[res] if args.transforms == "on" else ()
+                informer = cache.informer(res, transform=transform, shared=shared)
                 if not await cache.wait_for_sync(timeout=300):
                     raise RuntimeError(f"the {name} informer did not sync")
                 if len(informer.store) != args.objects:
@@ -135,6 +137,7 @@ async def run_measure(args: argparse.Namespace) -> dict[str, Any]:
                     "kib_per_object": round((after - before) / args.objects / 1024, 2),
                     "rss_mib": round(after / MIB, 1),
                     "transform": getattr(transform, "__name__", None),
+                    "shared": ["/".join(path) for path in shared],
                 }
                 before = after
         finally:

@@ -588,8 +588,9 @@ def test_deployment_transform_keeps_what_is_read_and_drops_the_rest() -> None:
         "updatedReplicas": 2,
         "readyReplicas": 2,
         "availableReplicas": 2,
-        "conditions": [live["status"]["conditions"][1]],
-    }
+    }  # a healthy Progressing condition is not read: dropped
+    live["status"]["conditions"][1].update(reason="ProgressDeadlineExceeded")
+    assert deployment_transform(live)["status"]["conditions"] == [live["status"]["conditions"][1]]
 
 
 @pytest.mark.parametrize(
@@ -605,7 +606,14 @@ def test_deployment_transform_keeps_what_is_read_and_drops_the_rest() -> None:
         ),
         (
             {"status": {"conditions": ["x", {"type": "Progressing"}, {"type": "ReplicaFailure"}]}},
-            {"metadata": {}, "status": {"conditions": [{"type": "Progressing"}]}},
+            {"metadata": {}, "status": {}},
+        ),
+        (
+            {"status": {"conditions": ["x", {"type": "Progressing", "reason": "ProgressDeadlineExceeded"}]}},
+            {
+                "metadata": {},
+                "status": {"conditions": [{"type": "Progressing", "reason": "ProgressDeadlineExceeded"}]},
+            },
         ),
     ],
 )

@@ -344,8 +344,10 @@ def deployment_transform(deployment: Obj) -> Obj:
     """Keep what the reconciler reads of a Deployment: ``deployment_patch`` (labels, owner
     references, the whole of spec but strategy and the rollout tunables, the template whole, so
     a rewritten container keeps its server defaults) and ``compute_status`` (generation, the
-    replica counts, the Progressing condition). Dropped: annotations, creationTimestamp,
-    spec.strategy, revisionHistoryLimit, progressDeadlineSeconds and the other conditions."""
+    replica counts, the Progressing condition when it says ProgressDeadlineExceeded, the only
+    case its reason and message are read). Dropped: annotations, creationTimestamp,
+    spec.strategy, revisionHistoryLimit, progressDeadlineSeconds and the other conditions (a
+    healthy Progressing condition names the ReplicaSet: unique, half a KiB per Deployment)."""
     meta = deployment.get("metadata") or {}
     spec = deployment.get("spec")
     status = deployment.get("status") or {}
@@ -362,9 +364,15 @@ def deployment_transform(deployment: Obj) -> Obj:
     kept_status: Obj = {k: status[k] for k in _DEPLOYMENT_STATUS if k in status}
     conditions = status.get("conditions")
     if isinstance(conditions, list):
-        kept_status["conditions"] = [
-            c for c in conditions if isinstance(c, dict) and c.get("type") == "Progressing"
+        stuck = [
+            c
+            for c in conditions
+            if isinstance(c, dict)
+            and c.get("type") == "Progressing"
+            and c.get("reason") == "ProgressDeadlineExceeded"
         ]
+        if stuck:
+            kept_status["conditions"] = stuck
     out["status"] = kept_status
     return out
 
