@@ -6,6 +6,7 @@ Runs against the in-memory API server over real HTTP through the real Client.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -234,7 +235,10 @@ async def test_record_write_makes_our_own_write_readable_at_once(server: ApiServ
         seen = len(events.seen)
         server.silence_watches(True)  # the watch cannot deliver our write before we record it
         written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "ours"}}, "default")
+        answer = copy.deepcopy(written)
         assert cache.record_write(CONFIGMAPS, written)
+        assert written == answer  # the writer's object is left as it is, managedFields and all
+        assert "managedFields" in written["metadata"]
         server.silence_watches(False)
         stored = cache.get(CONFIGMAPS, "cm", "default")
         assert stored is not None

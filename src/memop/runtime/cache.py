@@ -24,7 +24,7 @@ from memop.runtime.labels import Selector
 from memop.runtime.reflector import ListWatcher, Reflector
 from memop.runtime.resources import Resource
 from memop.runtime.sharing import Path
-from memop.runtime.store import ADDED, RESYNC, Obj, ObjectStore, Transform, compact, resource_version
+from memop.runtime.store import ADDED, RESYNC, Obj, ObjectStore, Transform, resource_version
 
 log = logging.getLogger("memop.cache")
 
@@ -112,9 +112,11 @@ class Cache:
         """The informer for ``resource``, created on first use (and started if the cache runs).
 
         ``transform`` runs on every object as it enters the store (after managedFields are
-        stripped), to drop fields no controller reads; the subtrees at the ``shared`` paths
-        are held once however many objects have them equal (see :mod:`memop.runtime.sharing`);
-        ``label_selector`` narrows the watch itself. All are fixed by the first caller.
+        stripped), to drop fields no controller reads; it returns a new object and must not
+        change the one it is given (:meth:`record_write` passes objects their writer still
+        uses). The subtrees at the ``shared`` paths are held once however many objects have
+        them equal (see :mod:`memop.runtime.sharing`); ``label_selector`` narrows the watch
+        itself. All are fixed by the first caller.
         """
         informer = self._informers.get(resource)
         if informer is None:
@@ -196,9 +198,7 @@ class Cache:
                 return False
         except ValueError:
             return False
-        # A copy, since the caller keeps using obj (prepare may change what it is given);
-        # compact() copies every dict and list, several times faster than copy.deepcopy.
-        informer.store.upsert(informer.store.prepare(compact(obj)))
+        informer.store.upsert(informer.store.prepare_copy(obj))  # the caller keeps using obj
         return True
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -166,6 +166,17 @@ class ObjectStore:
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
+        return self._transformed_copy(obj)
+
+    def prepare_copy(self, obj: Obj) -> Obj:
+        """:meth:`prepare` for an object its caller keeps using (a write's answer): ``obj`` is
+        left as it is. Transforms never change their input; compaction copies the rest."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and "managedFields" in meta:
+            obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+        return self._transformed_copy(obj)
+
+    def _transformed_copy(self, obj: Obj) -> Obj:
         if self._transform is not None:
             obj = self._transform(obj)
         obj = compact(obj)
