@@ -28,6 +28,7 @@ from memop.memcached.controller import (
     BLOCKED_RECHECK_SECONDS,
     CACHE_TRANSFORMS,
     MemcachedReconciler,
+    declare_informers,
     deployment_transform,
     pod_transform,
     pods_to_memcached,
@@ -144,9 +145,7 @@ async def env() -> AsyncIterator[Env]:
         await client.create(NAMESPACES, {"metadata": {"name": namespace}})
         clock = FakeClock()
         cache = Cache(memop, namespaces=[namespace])
-        for resource, transform in CACHE_TRANSFORMS.items():
-            cache.informer(resource, transform=transform)
-        cache.informer(MEMCACHEDS)
+        declare_informers(cache)
         recorder = EventRecorder(memop, "memcached-controller", clock=clock)
         recorder.start()
         await cache.start()
@@ -609,6 +608,35 @@ async def test_setup_watches_memcacheds_by_generation_owned_deployments_and_pods
     pod = {**_pod("c"), "spec": {"nodeName": "n1"}, "status": {"phase": "Running", "podIP": "10.0.0.1"}}
     assert cache.informer(PODS).store.prepare(pod) == pod_transform(pod)
     assert {PODS: pod_transform, DEPLOYMENTS: deployment_transform} == CACHE_TRANSFORMS
+    # Only memcached pods are listed and watched, as the reconciler selects them.
+    assert [r.label_selector for r in cache.informer(PODS).reflectors] == ["app.kubernetes.io/name=memcached"]
+    assert [r.label_selector for r in cache.informer(DEPLOYMENTS).reflectors] == [None]
+
+
+async def test_only_memcached_pods_reach_the_cache(env: Env) -> None:
+    """Other pods of the namespace are never listed or watched (most of a cluster's pods)."""
+    ns = env.namespace
+    foreign = {
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+    }
+    ours = {**_pod("c", namespace=ns), "spec": {"containers": [{"name": "memcached", "image": "memcached"}]}}
+    ours["metadata"] = {**ours["metadata"], "name": "memcached-pod"}
+    await env.client.create(PODS, foreign, ns)
+    await env.client.create(PODS, ours, ns)
+    await wait_for(lambda: env.cache.get(PODS, "memcached-pod", ns) is not None, timeout=10)
+    late = {**foreign, "metadata": {**foreign["metadata"], "name": "web-2"}}
+    await env.client.create(PODS, late, ns)
+    # A change after web-2, seen by the cache: the watch has passed web-2 without bringing it.
+    patched = await env.client.patch(PODS, "memcached-pod", {"metadata": {"labels": {"x": "y"}}}, ns)
+    written = patched["metadata"]["resourceVersion"]
+
+    def caught_up() -> bool:
+        cached = env.cache.get(PODS, "memcached-pod", ns)
+        return cached is not None and cached["metadata"]["resourceVersion"] == written
+
+    await wait_for(caught_up, timeout=10)
+    assert [p["metadata"]["name"] for p in env.cache.list(PODS, ns)] == ["memcached-pod"]
 
 
 def test_pod_transform_keeps_what_status_and_watches_read() -> None:

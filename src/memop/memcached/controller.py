@@ -33,6 +33,7 @@ from memop.runtime.clock import Clock, RealClock
 from memop.runtime.controller import Controller, ControllerBuilder
 from memop.runtime.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound, TransportError
 from memop.runtime.events import NORMAL, WARNING, EventRecorder
+from memop.runtime.labels import Selector
 from memop.runtime.reconcile import Request, Result
 from memop.runtime.resources import DEPLOYMENTS, PODS, Resource
 from memop.runtime.sharing import EVERY_ITEM, Path
@@ -392,6 +393,25 @@ CACHE_SHARED: dict[Resource, tuple[Path, ...]] = {
 }
 
 
+# Only pods labelled as memcached pods are watched: the reconciler lists a Memcached's pods by
+# this label and its instance label, and the pod watch maps nothing else, so other pods (most
+# of a cluster's) never reach memop: not decoded, not cached.
+POD_SELECTOR = Selector.parse(f"{NAME_LABEL}={APP_NAME}")
+
+
+def declare_informers(cache: Cache, memcached_resource: Resource = MEMCACHEDS) -> None:
+    """The informers the controller reads, with their transforms, shared subtrees and (pods)
+    label selector: declared before anything else asks for them (the first caller of
+    Cache.informer fixes these)."""
+    for resource in (memcached_resource, DEPLOYMENTS, PODS):
+        cache.informer(
+            resource,
+            transform=CACHE_TRANSFORMS.get(resource),
+            shared=CACHE_SHARED[MEMCACHEDS if resource is memcached_resource else resource],
+            label_selector=POD_SELECTOR if resource is PODS else None,
+        )
+
+
 def setup(
     cache: Cache,
     client: Client,
@@ -401,9 +421,7 @@ def setup(
     memcached_resource: Resource = MEMCACHEDS,
 ) -> Controller:
     """Declare the memcached controller on ``cache``; the caller runs it (a Manager)."""
-    for resource in (memcached_resource, DEPLOYMENTS, PODS):
-        shared = CACHE_SHARED[MEMCACHEDS if resource is memcached_resource else resource]
-        cache.informer(resource, transform=CACHE_TRANSFORMS.get(resource), shared=shared)
+    declare_informers(cache, memcached_resource)
     reconciler = MemcachedReconciler(client, cache, recorder)
     return (
         ControllerBuilder(cache, CONTROLLER_NAME)

@@ -259,6 +259,11 @@ class Reflector:
             if token is None:
                 return prepared, str(meta.get("resourceVersion") or "")
 
+    @property
+    def label_selector(self) -> str | None:
+        """The label selector of this reflector's LIST and WATCH (None: every object)."""
+        return self._selector
+
     async def _watch(self) -> None:
         timeout = self._rand.randrange(self._timeouts[0], self._timeouts[1])
         stream = self._client.watch(
