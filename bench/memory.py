@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import os
@@ -54,7 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,39 +146,6 @@ async def run_measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- the seeding process ------------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def api_server(directory: Path, *options: str) -> AsyncIterator[Path]:
-    """Run ``python -m memop.testing serve`` with ``options`` until the block ends; yield its
-    kubeconfig. Its output goes to ``server.log`` in ``directory``, shown if it fails to start
-    (it logs clients that hang up mid-request, as ours do when the benchmark stops a cache)."""
-    kubeconfig = directory / "kubeconfig"
-    log_path = directory / "server.log"
-    with log_path.open("wb") as log_file:
-        server = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "memop.testing",
-            "serve",
-            "--kubeconfig",
-            str(kubeconfig),
-            *options,
-            stdout=log_file,
-            stderr=log_file,
-        )
-        try:
-            deadline = time.monotonic() + SERVER_START_TIMEOUT
-            while not kubeconfig.exists():
-                if server.returncode is not None or time.monotonic() > deadline:
-                    log_tail = log_path.read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"the API server did not start:\n{log_tail}")
-                await asyncio.sleep(0.05)
-            yield kubeconfig
-        finally:
-            if server.returncode is None:
-                server.terminate()
-            await asyncio.wait_for(server.wait(), 10)
 
 
 async def bounded(jobs: Sequence[Awaitable[Any]]) -> list[Any]:
@@ -305,8 +271,19 @@ async def measure(kubeconfig: Path, args: argparse.Namespace, transforms: str) -
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    # Imported here, not by the measuring process: it would bring aiohttp.web into the baseline.
+    from memop.testing.process import serving_async  # noqa: PLC0415
+
     with tempfile.TemporaryDirectory(prefix="memop-bench-") as tmp:
-        async with api_server(Path(tmp), "--simulate-controllers") as kubeconfig:
+        # The server's log (it logs clients that hang up mid-request, as ours do when the
+        # benchmark stops a cache) goes to server.log, shown if it fails to start.
+        async with serving_async(
+            Path(tmp) / "kubeconfig",
+            "--simulate-controllers",
+            output=Path(tmp) / "server.log",
+            timeout=SERVER_START_TIMEOUT,
+        ) as server:
+            kubeconfig = server.kubeconfig
             configuration = await load_configuration(str(kubeconfig))
             async with ApiClient(configuration) as api:
                 client = Client(api, user_agent=MEMOP_USER_AGENT)

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import os
@@ -78,6 +77,7 @@ from memop.runtime.client import Client
 from memop.runtime.kubeconfig import load_configuration
 from memop.runtime.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, PODS, Resource
 from memop.runtime.store import Obj, resource_version
+from memop.testing.process import serving_async
 
 NAMESPACE = "bench"
 PODS_PER_DEPLOYMENT = 10
@@ -283,39 +283,6 @@ async def run_ingest(args: argparse.Namespace) -> dict[str, Any]:
 # -- the seeding process ------------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def api_server(directory: Path, *options: str) -> AsyncIterator[Path]:
-    """Run ``python -m memop.testing serve`` with ``options`` until the block ends; yield its
-    kubeconfig. Its output goes to ``server.log`` in ``directory``, shown if it fails to start
-    (it logs clients that hang up mid-request, as ours do when the benchmark stops a cache)."""
-    kubeconfig = directory / "kubeconfig"
-    log_path = directory / "server.log"
-    with log_path.open("wb") as log_file:
-        server = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "memop.testing",
-            "serve",
-            "--kubeconfig",
-            str(kubeconfig),
-            *options,
-            stdout=log_file,
-            stderr=log_file,
-        )
-        try:
-            deadline = time.monotonic() + SERVER_START_TIMEOUT
-            while not kubeconfig.exists():
-                if server.returncode is not None or time.monotonic() > deadline:
-                    log_tail = log_path.read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"the API server did not start:\n{log_tail}")
-                await asyncio.sleep(0.05)
-            yield kubeconfig
-        finally:
-            if server.returncode is None:
-                server.terminate()
-            await asyncio.wait_for(server.wait(), 10)
-
-
 async def _gather_bounded(jobs: list[Any]) -> None:
     for start in range(0, len(jobs), SEED_CONCURRENCY):
         await asyncio.gather(*jobs[start : start + SEED_CONCURRENCY])
@@ -355,7 +322,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         options = ["--history-size", str(history)]
         if args.kind == "pods":
             options.append("--simulate-controllers")
-        async with api_server(Path(tmp), *options) as kubeconfig:
+        # The server's log (it logs clients that hang up mid-request, as ours do when the
+        # benchmark stops a cache) goes to server.log, shown if it fails to start.
+        async with serving_async(
+            Path(tmp) / "kubeconfig", *options, output=Path(tmp) / "server.log", timeout=SERVER_START_TIMEOUT
+        ) as server:
+            kubeconfig = server.kubeconfig
             configuration = await load_configuration(str(kubeconfig))
             async with ApiClient(configuration) as api:
                 client = Client(api, user_agent="memop-bench-seed/1")

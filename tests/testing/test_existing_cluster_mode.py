@@ -14,11 +14,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from memop.testing.process import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITES = [
@@ -35,35 +36,8 @@ pytestmark = pytest.mark.fake_only
 
 @pytest.fixture
 def served_cluster(tmp_path: Path) -> Iterator[Path]:
-    kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memop.testing",
-            "serve",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--simulate-controllers",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not kubeconfig.exists():
-            assert proc.poll() is None, f"the server exited early: {proc.communicate()[1]}"
-            assert time.monotonic() < deadline, "the kubeconfig was never written"
-            time.sleep(0.05)
-        yield kubeconfig
-    finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+    with serving(tmp_path / "kubeconfig", "--simulate-controllers") as server:
+        yield server.kubeconfig
 
 
 def test_the_server_tests_pass_against_an_existing_cluster(served_cluster: Path) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from memop.testing.process import ApiServerProcess, serving
+
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -64,33 +66,9 @@ def read_line_containing(proc: subprocess.Popen[str], needle: str, timeout: floa
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memop.testing",
-            "serve",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--simulate-controllers",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not kubeconfig.exists():
-            assert proc.poll() is None, f"the server exited early: {proc.communicate()}"
-            assert time.monotonic() < deadline, "the kubeconfig was never written"
-            time.sleep(0.05)
-        yield proc, kubeconfig
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+def served(tmp_path: Path) -> Iterator[ApiServerProcess]:
+    with serving(tmp_path / "kubeconfig", "--simulate-controllers") as server:
+        yield server
 
 
 def test_serve_help_lists_the_options() -> None:
@@ -116,56 +94,49 @@ def test_serve_requires_a_kubeconfig_path() -> None:
     assert "--kubeconfig" in result.stderr
 
 
-def test_sigint_stops_the_server_cleanly(served: tuple[subprocess.Popen[str], Path]) -> None:
-    proc, kubeconfig = served
-    assert "current-context" in kubeconfig.read_text()
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=20) == 0
+def test_sigint_stops_the_server_cleanly(served: ApiServerProcess) -> None:
+    assert "current-context" in served.kubeconfig.read_text()
+    assert served.process is not None
+    served.process.send_signal(signal.SIGINT)
+    assert served.process.wait(timeout=20) == 0
 
 
 def test_serve_listens_on_the_port_asked_for(tmp_path: Path) -> None:
     with socket.socket() as probe:  # a port that was free a moment ago
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memop.testing",
-            "serve",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        banner = read_line_containing(proc, "listening", timeout=30)
-        assert f"http://127.0.0.1:{port}," in banner
-        server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    with serving(tmp_path / "kubeconfig", "--port", str(port)) as served:
+        assert f"listening on http://127.0.0.1:{port}, kubeconfig {served.kubeconfig}" in served.banner
+        server = yaml.safe_load(served.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         assert server == f"http://127.0.0.1:{port}"
         with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
             conn.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             assert conn.recv(12) == b"HTTP/1.1 200"
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
+        assert served.process is not None
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=20) == 0
+
+
+@pytest.mark.parametrize("to_file", [False, True], ids=["output-kept-aside", "output-to-file"])
+def test_a_server_that_does_not_start_fails_with_its_output(tmp_path: Path, to_file: bool) -> None:
+    log = tmp_path / "server.log" if to_file else None
+    with (
+        pytest.raises(RuntimeError, match="exited with status 2") as failure,
+        serving(tmp_path / "kubeconfig", "--pod-ready-delay", "-1", output=log),
+    ):
+        pytest.fail("the server started")
+    assert "--pod-ready-delay must not be negative" in str(failure.value)
+    assert not (tmp_path / "kubeconfig").exists()
+    if log is not None:
+        assert "--pod-ready-delay must not be negative" in log.read_text()
 
 
 @pytest.mark.kubectl
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
-def test_kubectl_drives_the_served_api(served: tuple[subprocess.Popen[str], Path], tmp_path: Path) -> None:
-    proc, kubeconfig = served
-    banner = read_line_containing(proc, "listening", timeout=10)
-    assert "http://127.0.0.1:" in banner
-    assert str(kubeconfig) in banner
+def test_kubectl_drives_the_served_api(served: ApiServerProcess, tmp_path: Path) -> None:
+    kubeconfig = served.kubeconfig
+    assert served.url.startswith("http://127.0.0.1:")
+    assert served.banner.endswith(f"kubeconfig {kubeconfig}")
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
 
     def kubectl(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -198,5 +169,6 @@ def test_kubectl_drives_the_served_api(served: tuple[subprocess.Popen[str], Path
     assert missing.returncode != 0
     assert "NotFound" in missing.stderr
 
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=20) == 0
+    assert served.process is not None
+    served.process.send_signal(signal.SIGTERM)
+    assert served.process.wait(timeout=20) == 0

@@ -1,4 +1,5 @@
-"""Run ``python -m memop`` as a real subprocess, for tests and benchmarks.
+"""Run ``python -m memop`` and ``python -m memop.testing serve`` as real subprocesses, for
+tests and benchmarks.
 
 Probes and metrics bind to free loopback ports (``127.0.0.1:0``); the real ports are read
 from memop's own "serving ... on host:port" log lines, so there is no port race. Output (JSON
@@ -7,6 +8,10 @@ log lines) is collected as it comes and can be waited on.
 The process inherits this process's environment except memop's own flag variables
 (WATCH_NAMESPACE, LEADER_ELECT, LOG_LEVEL, ...): only ``env`` sets those, so a developer's
 shell cannot change what a test runs.
+
+:func:`serving` (and :func:`serving_async`) runs the in-memory API server as its own process
+(:class:`ApiServerProcess`) for as long as a block runs: ready once the server prints its
+"listening on ..., kubeconfig ..." line, which it does after writing the kubeconfig.
 """
 
 from __future__ import annotations
@@ -15,11 +20,15 @@ import asyncio
 import contextlib
 import json
 import os
+import selectors
 import signal
+import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
@@ -243,3 +252,143 @@ class MemopProcesses:
     async def stop(self) -> None:
         """End every process still running (SIGTERM, then SIGKILL after 15 s)."""
         await asyncio.gather(*(process.stop() for process in self.started))
+
+
+class ApiServerProcess:
+    """``python -m memop.testing serve --kubeconfig KUBECONFIG *options`` as a process; start
+    with :meth:`start`, end with :meth:`stop` (or use :func:`serving` / :func:`serving_async`).
+
+    The server's log (its stderr) goes to ``output`` if given, else to a temporary file; either
+    way its tail is in the error when the server does not start. Its stdout is read only for
+    the ready line (the CLI prints nothing else there).
+    """
+
+    READY = "listening on "
+
+    def __init__(
+        self, kubeconfig: str | Path, options: Sequence[str] = (), *, output: Path | None = None
+    ) -> None:
+        self.kubeconfig = Path(kubeconfig)
+        self.options = list(options)
+        self.output = output
+        self.process: subprocess.Popen[bytes] | None = None
+        self.banner = ""
+        self._log: IO[bytes] | None = None
+        self._stdout = b""
+
+    @property
+    def command(self) -> list[str]:
+        serve = [sys.executable, "-m", "memop.testing", "serve"]
+        return [*serve, f"--kubeconfig={self.kubeconfig}", *self.options]
+
+    @property
+    def url(self) -> str:
+        """The server's ``http://127.0.0.1:port``, from its ready line."""
+        return self.banner.split(self.READY, 1)[1].split(", kubeconfig ", 1)[0]
+
+    def spawn(self) -> None:
+        """Start the process, without waiting for it to serve (see :meth:`wait_ready`)."""
+        assert self.process is None, "already started"
+        # Closed by stop(); the server writes to it for as long as it runs.
+        log = self.output.open("w+b") if self.output is not None else tempfile.TemporaryFile()  # noqa: SIM115
+        self._log = log
+        self.process = subprocess.Popen(
+            self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log
+        )
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        """Block until the server has printed its ready line (so the kubeconfig is written);
+        RuntimeError with its output if it exits first or ``timeout`` passes."""
+        assert self.process is not None
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                for line in self._stdout.splitlines(keepends=True):
+                    if line.endswith(b"\n") and self.READY.encode() in line:
+                        self.banner = line.decode(errors="replace").strip()
+                        if not self.kubeconfig.is_file():
+                            self._fail(f"it said it is ready but {self.kubeconfig} does not exist")
+                        return
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._fail(f"it did not print its ready line within {timeout} s")
+                if selector.select(left):
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            self.process.wait(5)
+                        self._fail(f"it exited with status {self.process.returncode}")
+                    self._stdout += chunk
+
+    def start(self, timeout: float = 30) -> ApiServerProcess:
+        """:meth:`spawn`, then :meth:`wait_ready`; stops the process if it does not start."""
+        try:
+            self.spawn()
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout: float = 20) -> int | None:
+        """End the process (SIGTERM, then SIGKILL after ``timeout``); its exit status."""
+        try:
+            if self.process is None:
+                return None
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            return self.process.returncode
+        finally:
+            if self.process is not None and self.process.stdout is not None:
+                self.process.stdout.close()
+            if self._log is not None:
+                self._log.close()
+
+    def output_tail(self, size: int = 4000) -> str:
+        """The end of what the server wrote (its log, then its stdout)."""
+        log = b""
+        if self._log is not None and not self._log.closed:
+            fd = self._log.fileno()
+            end = os.fstat(fd).st_size
+            log = os.pread(fd, size, max(0, end - size))  # not moving the offset the server writes at
+        return (log + self._stdout[-size:]).decode(errors="replace")
+
+    def _fail(self, why: str) -> None:
+        raise RuntimeError(
+            f"the API server ({' '.join(self.command[1:])}) did not start: {why}\n{self.output_tail()}"
+        )
+
+
+@contextlib.contextmanager
+def serving(
+    kubeconfig: str | Path, *options: str, output: Path | None = None, timeout: float = 30
+) -> Iterator[ApiServerProcess]:
+    """Run ``python -m memop.testing serve`` writing ``kubeconfig``, with ``options``, while the
+    block runs; yield it once it serves (see :class:`ApiServerProcess`)."""
+    server = ApiServerProcess(kubeconfig, options, output=output).start(timeout)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.asynccontextmanager
+async def serving_async(
+    kubeconfig: str | Path, *options: str, output: Path | None = None, timeout: float = 30
+) -> AsyncIterator[ApiServerProcess]:
+    """:func:`serving` for async code: the waits run in a thread, not on the event loop."""
+    server = ApiServerProcess(kubeconfig, options, output=output)
+    try:
+        server.spawn()
+        await asyncio.to_thread(server.wait_ready, timeout)
+        yield server
+    finally:
+        await asyncio.to_thread(server.stop)
