@@ -236,54 +236,39 @@ def service_account(name: str = SERVICE_ACCOUNT, namespace: str = NAMESPACE) -> 
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace)}
 
 
-def cluster_role(name: str) -> dict[str, Any]:
-    """A ClusterRole with the watched-scope rules: what memop needs to watch all namespaces."""
+def _role(name: str, rules: list[dict[str, Any]], namespace: str | None = None) -> dict[str, Any]:
+    """A Role in ``namespace``, or a ClusterRole without one, holding ``rules``."""
     return {
         "apiVersion": RBAC_API_VERSION,
-        "kind": "ClusterRole",
-        "metadata": _meta(name),
-        "rules": policy_rules(Scope.WATCHED),
+        "kind": "ClusterRole" if namespace is None else "Role",
+        "metadata": _meta(name, namespace),
+        "rules": rules,
     }
+
+
+def cluster_role(name: str) -> dict[str, Any]:
+    """A ClusterRole with the watched-scope rules: what memop needs to watch all namespaces."""
+    return _role(name, policy_rules(Scope.WATCHED))
 
 
 def namespaced_role(name: str, namespace: str) -> dict[str, Any]:
     """A Role with the ClusterRole's rules, for one watched ``namespace``."""
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": "Role",
-        "metadata": _meta(name, namespace),
-        "rules": policy_rules(Scope.WATCHED),
-    }
+    return _role(name, policy_rules(Scope.WATCHED), namespace)
 
 
 def metrics_auth_role(name: str) -> dict[str, Any]:
     """The ClusterRole for ``--metrics-secure``: review a scraper's token and permission."""
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": "ClusterRole",
-        "metadata": _meta(name),
-        "rules": policy_rules(Scope.METRICS_AUTH),
-    }
+    return _role(name, policy_rules(Scope.METRICS_AUTH))
 
 
 def metrics_reader_role(name: str) -> dict[str, Any]:
     """The ClusterRole to bind to whatever scrapes memop's ``--metrics-secure`` endpoint."""
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": "ClusterRole",
-        "metadata": _meta(name),
-        "rules": [dict(rule) for rule in METRICS_READER_RULES],
-    }
+    return _role(name, [dict(rule) for rule in METRICS_READER_RULES])
 
 
 def leader_election_role(name: str, namespace: str) -> dict[str, Any]:
     """The Role in the operator's ``namespace`` for its leader-election Lease."""
-    return {
-        "apiVersion": RBAC_API_VERSION,
-        "kind": "Role",
-        "metadata": _meta(name, namespace),
-        "rules": policy_rules(Scope.OPERATOR),
-    }
+    return _role(name, policy_rules(Scope.OPERATOR), namespace)
 
 
 def binding(

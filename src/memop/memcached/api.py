@@ -57,17 +57,13 @@ INT32_MAX = 2**31 - 1
 # bytes (67108864) is over it. Without a maximum that typo would start pods that ask memcached
 # for 64 TiB and are OOM-killed as the cache fills.
 MAX_MEMORY_LIMIT_MIB = 1024 * 1024
-# Whitespace as Go's unicode.IsSpace defines it (the Unicode White_Space property): what
-# strings.TrimSpace trims, and so what Kubernetes' Deployment validation refuses at either end of
-# a container image ("must not have leading or trailing whitespace"). An image reference never
-# contains whitespace anywhere (the reference grammar has none), so memop refuses it anywhere:
-# at the ends the Deployment write would fail forever, inside the pods could never pull it.
-# Python's str.isspace is not this set (it adds U+001C..U+001F), so it is spelled out.
-IMAGE_WHITESPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680"
-    + "".join(chr(c) for c in range(0x2000, 0x200B))
-    + "\u2028\u2029\u202f\u205f\u3000"
-)
+# No whitespace as Go's unicode.IsSpace defines it (the Unicode White_Space property): what
+# strings.TrimSpace trims, and so what Kubernetes refuses at either end of a Pod's container
+# image ("must not have leading or trailing whitespace"). An image reference never contains
+# whitespace anywhere (the reference grammar has none), so memop refuses it anywhere: at the
+# ends the pods could never be created, inside they could never pull it. Python's str.isspace
+# is not this set (it adds U+001C..U+001F), so it is spelled out:
+# \t\n\v\f\r, space, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
 # Spelled for both regexp engines (the schema is checked by Go RE2, parse_spec by Python's re):
 # \t\n\v\f\r and two-digit \xHH mean the same in both, and the characters above U+00FF, for which
 # the two have no common escape, are written as themselves. Not \S: Go's \s is ASCII-only and

@@ -13,7 +13,6 @@ their Memcached through the per-instance label, so ``status.nodes`` follows pods
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from memop.memcached.api import FINALIZER, MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
@@ -29,7 +28,7 @@ from memop.memcached.status import compute_status, status_changed
 from memop.runtime import predicates
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
-from memop.runtime.clock import Clock, RealClock
+from memop.runtime.clock import Clock, RealClock, rfc3339
 from memop.runtime.controller import Controller, ControllerBuilder
 from memop.runtime.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound, TransportError
 from memop.runtime.events import NORMAL, WARNING, EventRecorder
@@ -55,10 +54,6 @@ def pods_to_memcached(pod: Obj) -> list[Request]:
     if not isinstance(instance, str) or not instance:
         return []
     return [Request(str(meta.get("namespace") or ""), instance)]
-
-
-def _rfc3339(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 class MemcachedReconciler:
@@ -133,12 +128,14 @@ class MemcachedReconciler:
         reason: str,
         message: str,
         deployment: Obj | None = None,
+        *,
+        finalizing: bool = False,
     ) -> None:
         """Tell the user where they look (an Event, the Degraded condition); never raises."""
         log.error("%s", message)
         self.recorder.record(memcached, WARNING, reason, message)
         try:
-            await self._write_status(memcached, spec, deployment, error=message)
+            await self._write_status(memcached, spec, deployment, error=message, finalizing=finalizing)
         except (ApiError, TransportError) as error:
             log.warning("could not record the failure in status either: %s", error)
 
@@ -224,7 +221,7 @@ class MemcachedReconciler:
             spec,
             deployment,
             pods,
-            _rfc3339(self._clock.time()),
+            rfc3339(self._clock.time()),
             invalid=invalid,
             finalizing=finalizing,
             error=error,
@@ -267,12 +264,7 @@ class MemcachedReconciler:
             return None
         except Forbidden as error:
             message = f"memop is not allowed to remove its finalizer from Memcacheds here: {error.message}"
-            log.error("%s", message)
-            self.recorder.record(memcached, WARNING, "Forbidden", message)
-            try:
-                await self._write_status(memcached, None, None, finalizing=True, error=message)
-            except (ApiError, TransportError) as status_error:
-                log.warning("could not record the failure in status either: %s", status_error)
+            await self._report_failure(memcached, None, "Forbidden", message, finalizing=True)
             raise
         except ApiError as error:
             if error.code == 422:

@@ -15,6 +15,11 @@ from collections.abc import Callable
 from typing import Protocol
 
 
+def rfc3339(seconds: float) -> str:
+    """``seconds`` since the epoch as the API's RFC 3339 time, to the second, in UTC."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
 class TimerHandle(Protocol):
     def cancel(self) -> None: ...
 

@@ -17,12 +17,11 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memop.runtime.clock import Clock, RealClock
+from memop.runtime.clock import Clock, RealClock, rfc3339
 from memop.runtime.errors import ApiError, Forbidden, NotFound, TransportError
 from memop.runtime.resources import EVENTS, Resource
 from memop.runtime.tokenbucket import TokenBucket
@@ -61,10 +60,6 @@ class _Pending:
     reason: str
     message: str
     timestamp: str
-
-
-def _rfc3339(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 class EventRecorder:
@@ -118,7 +113,7 @@ class EventRecorder:
         key = (object_id, event_type, reason, message, self.component)
         pending = _Pending(
             key, involved, meta.get("namespace") or "default", event_type, reason, message[:1024],
-            _rfc3339(self._clock.time()),
+            rfc3339(self._clock.time()),
         )  # fmt: skip
         try:
             self._queue.put_nowait(pending)

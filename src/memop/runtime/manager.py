@@ -221,20 +221,14 @@ class Manager:
         # Leadership may have ended between the stop request and now, workers still running.
         lost = elector_task is not None and elector_task.done() and self.leading.is_set()
         if lost and elector_task is not None:
-            log.error(
-                "leader election lost while shutting down, cancelling in-flight reconciles: %s",
-                _task_error(elector_task) or "lease lost",
-            )
+            _log_lost_while_stopping(elector_task)
         timeout = 0 if lost else self.options.graceful_shutdown_timeout
         stopping = asyncio.create_task(self._stop_controllers(timeout), name="stop-controllers")
         try:
             if not lost and elector_task is not None and not elector_task.done():
                 await asyncio.wait({stopping, elector_task}, return_when=asyncio.FIRST_COMPLETED)
                 if not stopping.done():
-                    log.error(
-                        "leader election lost while shutting down, cancelling in-flight reconciles: %s",
-                        _task_error(elector_task) or "lease lost",
-                    )
+                    _log_lost_while_stopping(elector_task)
                     lost = True
                     stopping.cancel()
             await asyncio.gather(stopping, return_exceptions=True)
@@ -274,6 +268,13 @@ async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future
 
 def _is_builtin_group(group: str) -> bool:
     return group in ("", "apps", "batch", "policy", "autoscaling") or group.endswith(".k8s.io")
+
+
+def _log_lost_while_stopping(elector_task: asyncio.Task[None]) -> None:
+    log.error(
+        "leader election lost while shutting down, cancelling in-flight reconciles: %s",
+        _task_error(elector_task) or "lease lost",
+    )
 
 
 def _task_error(task: asyncio.Task[None]) -> str:
