@@ -160,8 +160,8 @@ class ListedEarlier:
             resource_version=resource_version,
         )
 
-    def watch(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
-        return self._client.watch(*args, **kwargs)
+    def watch_batches(self, *args: Any, **kwargs: Any) -> AsyncIterator[list[dict[str, Any]]]:
+        return self._client.watch_batches(*args, **kwargs)
 
 
 class GcTimer:

@@ -21,7 +21,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import REGISTRY
 
-from memop.runtime import errors
+from memop.runtime import errors, watchstream
 from memop.runtime.client import Client, ConnectError, parse_retry_after
 from memop.runtime.clock import FakeClock
 from memop.runtime.resources import CONFIGMAPS, NAMESPACES, Resource
@@ -265,6 +265,84 @@ async def test_non_200_watch_and_error_event_raise_typed_errors() -> None:
                 pass
         assert requests_counted(raw.host, "410", "GET") == 1
         assert requests_counted(raw.host, "200", "GET") == 1
+
+
+async def test_events_that_arrive_together_are_handed_over_together_in_order() -> None:
+    def line(kind: str, rv: int) -> bytes:
+        return b'{"type":"%s","object":{"metadata":{"name":"a","resourceVersion":"%d"}}}\n' % (
+            kind.encode(),
+            rv,
+        )
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        # Three events and the start of a fourth in one chunk, the fourth's end in the next.
+        await response.write(
+            line("ADDED", 1) + line("MODIFIED", 2) + line("MODIFIED", 3) + line("DELETED", 4)[:9]
+        )
+        await first_batch_seen.wait()
+        await response.write(line("DELETED", 4)[9:])
+        # Events before an ERROR line are delivered, then the error is raised.
+        error = b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"old"}}\n'
+        await response.write(line("ADDED", 5) + error + line("ADDED", 6))
+        await response.write_eof()
+        return response
+
+    first_batch_seen = asyncio.Event()
+    raw = Raw()
+    raw.route("GET", CM_PATH, stream)
+    async with serve(raw), client_for(raw.url) as client:
+        batches: list[list[str]] = []
+
+        async def consume() -> None:
+            async for batch in client.watch_batches(
+                CONFIGMAPS, "ns", resource_version="1", timeout_seconds=30, read_timeout=5.0
+            ):
+                batches.append([])
+                for event in batch:
+                    batches[-1].append(event["object"]["metadata"]["resourceVersion"])
+                first_batch_seen.set()
+
+        with pytest.raises(errors.Gone, match="old"):
+            await consume()
+    assert batches[0] == ["1", "2", "3"]
+    assert [rv for batch in batches for rv in batch] == ["1", "2", "3", "4", "5"]
+
+
+@pytest.mark.parametrize("with_newline", [False, True])
+async def test_a_line_longer_than_any_event_breaks_the_watch(
+    monkeypatch: pytest.MonkeyPatch, with_newline: bool
+) -> None:
+    monkeypatch.setattr(watchstream, "MAX_EVENT_BYTES", 4096)
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b'{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}}\n')
+        huge = b'{"type":"ADDED","object":{"data":"' + b"x" * 5000 + b'"}}'
+        if with_newline:
+            await response.write(huge + b"\n")
+        else:
+            for start in range(0, len(huge), 1000):
+                await response.write(huge[start : start + 1000])
+        await raw.release.wait()
+        return response
+
+    raw = Raw()
+    raw.route("GET", CM_PATH, stream)
+    async with serve(raw), client_for(raw.url) as client:
+        seen: list[str] = []
+
+        async def consume() -> None:
+            async for event in client.watch(
+                CONFIGMAPS, "ns", resource_version="1", timeout_seconds=30, read_timeout=5.0
+            ):
+                seen.append(event["object"]["metadata"]["resourceVersion"])
+
+        with pytest.raises(errors.TransportError, match="unreadable line"):
+            await consume()
+    assert seen == ["1"]
 
 
 async def test_error_body_that_is_not_a_status() -> None:

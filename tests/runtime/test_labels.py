@@ -214,6 +214,16 @@ def test_equality_and_hash_ignore_order_and_duplicates() -> None:
 # --- from_label_selector ------------------------------------------------------------------------
 
 
+def test_from_validated_set_selects_what_carries_every_pair() -> None:
+    selector = Selector.from_validated_set({"app": "memcached", "instance": "a"})
+    assert selector == Selector.parse("instance=a,app=memcached")
+    assert selector.exact_pairs() == {"app": "memcached", "instance": "a"}
+    assert selector.matches({"app": "memcached", "instance": "a", "extra": "x"})
+    assert not selector.matches({"app": "memcached", "instance": "b"})
+    assert not selector.matches({"app": "memcached"})
+    assert Selector.from_validated_set({}).is_empty()
+
+
 def test_from_label_selector() -> None:
     sel = Selector.from_label_selector(
         {

@@ -234,9 +234,9 @@ class RecordingClient:
     async def list(self, res: Any, namespace: str | None = None, **kwargs: Any) -> dict[str, Any]:
         return await self.client.list(res, namespace, **kwargs)
 
-    def watch(self, res: Any, namespace: str | None = None, **kwargs: Any) -> Any:
+    def watch_batches(self, res: Any, namespace: str | None = None, **kwargs: Any) -> Any:
         self.watches.append(dict(kwargs))
-        return self.client.watch(res, namespace, **kwargs)
+        return self.client.watch_batches(res, namespace, **kwargs)
 
 
 async def test_each_watch_asks_for_bookmarks_a_random_timeout_and_resumes_where_it_was(

@@ -27,6 +27,27 @@ def test_equal_subtrees_come_back_as_one_instance() -> None:
     assert len(sharer) == 3
 
 
+def test_values_equal_in_python_but_not_in_json_are_not_merged() -> None:
+    sharer = SubtreeSharer()
+    # True == 1 == 1.0 in Python; as JSON they are three different values, and "1" a fourth.
+    variants: list[Any] = [{"a": True}, {"a": 1}, {"a": 1.0}, {"a": "1"}, {"a": None}, ["a", 1], ["a", True]]
+    shared = [sharer.share(copy.deepcopy(v)) for v in variants]
+    assert shared == variants
+    assert [type(s["a"]) if isinstance(s, dict) else type(s[1]) for s in shared] == [
+        bool, int, float, str, type(None), int, bool,
+    ]  # fmt: skip
+    assert len({id(s) for s in shared}) == len(variants)
+    # Key order does not matter for a dict, and does for a list; a dict never stands for a list.
+    first = sharer.share({"x": "1", "y": 2})
+    assert sharer.share({"y": 2, "x": "1"}) is first
+    assert sharer.share([2, "1"]) is not sharer.share(["1", 2])
+    assert sharer.share(["x", "y"]) is not sharer.share({"x": "y"})
+    # Nested values take the canonical-JSON path, with the same guarantees.
+    nested = sharer.share({"a": {"b": [1, True]}})
+    assert sharer.share({"a": {"b": [1, True]}}) is nested
+    assert sharer.share({"a": {"b": [1, 1]}}) is not nested
+
+
 def test_scalars_and_non_json_values_pass_through() -> None:
     sharer = SubtreeSharer()
     assert sharer.share("text") == "text"

@@ -214,7 +214,9 @@ class MemcachedReconciler:
     ) -> Obj:
         meta = memcached["metadata"]
         pods = self.cache.list(
-            PODS, meta["namespace"], selector=f"{INSTANCE_LABEL}={meta['name']},{NAME_LABEL}={APP_NAME}"
+            PODS,
+            meta["namespace"],
+            selector=Selector.from_validated_set({INSTANCE_LABEL: meta["name"], NAME_LABEL: APP_NAME}),
         )
         status = compute_status(
             memcached,

@@ -442,10 +442,42 @@ class Client:
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
     ) -> AsyncGenerator[dict[str, Any], None]:
+        """:meth:`watch_batches`, one event at a time."""
+        batches = self.watch_batches(
+            res,
+            namespace,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            read_timeout=read_timeout,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            allow_bookmarks=allow_bookmarks,
+        )
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            await batches.aclose()
+
+    async def watch_batches(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        read_timeout: float,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+    ) -> AsyncGenerator[watchstream.EventLines, None]:
         """Stream the watch events of ``res`` after ``resource_version`` ("" = from now on,
         starting with the current objects as ADDED).
 
-        Yields ``{"type": "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK", "object": {...}}`` dicts.
+        Yields the events that had arrived each time the consumer asked, as iterables of
+        ``{"type": "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK", "object": {...}}`` dicts, in
+        order (see :class:`watchstream.EventLines`; iterate each before asking for the next).
         The server ends the stream after ``timeout_seconds``, which ends the iteration. An
         ERROR event raises its typed error (410 → Gone: list again); a non-200 answer raises
         its typed error; a dropped connection, a broken stream or ``read_timeout`` seconds
@@ -480,8 +512,8 @@ class Client:
             if response.status != 200:
                 raise self._error_from(response, await self._read(response, "GET", path), "GET", path)
             log.debug("watching %s from resourceVersion %r", path, resource_version)
-            async for event in watchstream.read_events(response, path=path):
-                yield event
+            async for batch in watchstream.read_event_batches(response, path=path):
+                yield batch
             finished = True
         finally:
             if finished:

@@ -166,7 +166,8 @@ def set_condition(  # noqa: PLR0917 - the positional signature every caller alre
     result: list[dict[str, Any]] = []
     found = False
     for existing in conditions or ():
-        entry = copy.deepcopy(dict(existing))
+        # A condition's fields are scalars; deepcopy only what is not (it costs 20x a dict copy).
+        entry = {k: copy.deepcopy(v) if isinstance(v, (dict, list)) else v for k, v in existing.items()}
         if entry.get("type") == type and not found:
             found = True
             transitioned = entry.get("status") != status or not entry.get("lastTransitionTime")

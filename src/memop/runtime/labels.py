@@ -460,6 +460,15 @@ class Selector:
         return cls(_Parser(text).parse())
 
     @classmethod
+    def from_validated_set(cls, labels: Mapping[str, str]) -> Selector:
+        """Select what carries every one of ``labels`` (Go's ``labels.SelectorFromValidatedSet``).
+
+        Nothing is validated: for pairs built in code, parsing a selector string on every call
+        would cost more than the lookup it serves. An invalid pair just selects nothing.
+        """
+        return cls(Requirement(key, EQUALS, (value,)) for key, value in labels.items())
+
+    @classmethod
     def from_label_selector(cls, obj: Mapping[str, Any] | None) -> Selector:
         """Convert a ``metav1.LabelSelector`` dict (``matchLabels``, ``matchExpressions``).
 

@@ -69,7 +69,7 @@ class ListWatcher(Protocol):
         resource_version: str | None = None,
     ) -> dict[str, Any]: ...
 
-    def watch(
+    def watch_batches(
         self,
         res: Resource,
         namespace: str | None = None,
@@ -266,7 +266,7 @@ class Reflector:
 
     async def _watch(self) -> None:
         timeout = self._rand.randrange(self._timeouts[0], self._timeouts[1])
-        stream = self._client.watch(
+        stream = self._client.watch_batches(
             self.resource,
             self.namespace,
             resource_version=self.last_resource_version,
@@ -278,9 +278,10 @@ class Reflector:
         started = self._clock.monotonic()
         delivered = False
         try:
-            async for event in stream:
-                delivered = True
-                self._apply(event)
+            async for batch in stream:
+                for event in batch:
+                    delivered = True
+                    self._apply(event)
         except TransportError as error:
             if delivered or self._clock.monotonic() - started >= _SHORT_WATCH_SECONDS:
                 raise _StreamBroke(error) from error
