@@ -22,8 +22,8 @@ The objects are what a cluster running memop holds, made by the same code paths:
    Deployments; then Pods.
 
 Figures (KiB = 1024 bytes), for ``with_transforms`` (what memop installs:
-``memop.memcached.controller.CACHE_TRANSFORMS``, ``pod_transform`` and
-``deployment_transform``, and the shared subtrees of ``CACHE_SHARED``) and
+``memop.memcached.controller.CACHE_TRANSFORMS``, ``memcached_transform``, ``pod_transform``
+and ``deployment_transform``, and the shared subtrees of ``CACHE_SHARED``) and
 ``without_transforms`` (what the store always does: drop managedFields and compact, see
 :mod:`memop.runtime.store`):
 

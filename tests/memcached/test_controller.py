@@ -13,6 +13,8 @@ Memcached) and ``pod_transform``.
 
 from __future__ import annotations
 
+import copy
+import json
 import logging
 import time
 import uuid
@@ -30,12 +32,13 @@ from memop.memcached.controller import (
     MemcachedReconciler,
     declare_informers,
     deployment_transform,
+    memcached_transform,
     pod_transform,
     pods_to_memcached,
     setup,
 )
 from memop.memcached.desired import deployment_patch, desired_deployment
-from memop.memcached.status import nodes
+from memop.memcached.status import compute_status, nodes
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
 from memop.runtime.clock import FakeClock
@@ -607,7 +610,11 @@ async def test_setup_watches_memcacheds_by_generation_owned_deployments_and_pods
     # setup installs its transforms: what the cache stores of a pod is pod_transform's output.
     pod = {**_pod("c"), "spec": {"nodeName": "n1"}, "status": {"phase": "Running", "podIP": "10.0.0.1"}}
     assert cache.informer(PODS).store.prepare(pod) == pod_transform(pod)
-    assert {PODS: pod_transform, DEPLOYMENTS: deployment_transform} == CACHE_TRANSFORMS
+    assert {
+        MEMCACHEDS: memcached_transform,
+        PODS: pod_transform,
+        DEPLOYMENTS: deployment_transform,
+    } == CACHE_TRANSFORMS
     # Only memcached pods are listed and watched, as the reconciler selects them.
     assert [r.label_selector for r in cache.informer(PODS).reflectors] == ["app.kubernetes.io/name=memcached"]
     assert [r.label_selector for r in cache.informer(DEPLOYMENTS).reflectors] == [None]
@@ -637,6 +644,47 @@ async def test_only_memcached_pods_reach_the_cache(env: Env) -> None:
 
     await wait_for(caught_up, timeout=10)
     assert [p["metadata"]["name"] for p in env.cache.list(PODS, ns)] == ["memcached-pod"]
+
+
+def test_memcached_transform_drops_only_metadata_the_reconciler_never_reads() -> None:
+    spec = {"size": 2, "image": "memcached:1.6"}
+    full = {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {
+            "name": "c",
+            "namespace": "ns",
+            "uid": "u",
+            "resourceVersion": "7",
+            "generation": 3,
+            "labels": {"team": "x"},
+            "finalizers": ["cache.example.com/finalizer"],
+            "deletionTimestamp": "2024-05-01T10:00:00Z",
+            "creationTimestamp": "2024-05-01T09:00:00Z",
+            "generateName": "c",
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": json.dumps({"spec": spec})},
+        },
+        "spec": spec,
+        "status": {"observedGeneration": 2, "nodes": ["c-1"]},
+    }
+    before = copy.deepcopy(full)
+    kept = memcached_transform(full)
+    assert full == before  # the input is left as it is
+    assert kept == {
+        **full,
+        "metadata": {k: full["metadata"][k] for k in (
+            "name", "namespace", "uid", "resourceVersion", "generation", "labels", "finalizers",
+            "deletionTimestamp",
+        )},
+    }  # fmt: skip
+    assert CACHE_TRANSFORMS[MEMCACHEDS] is memcached_transform
+    parsed = parse_spec(full)
+    assert parse_spec(kept) == parsed
+    now = "2024-05-01T11:00:00Z"
+    assert compute_status(kept, parsed, None, [], now) == compute_status(full, parsed, None, [], now)
+    plain = {"metadata": {"name": "c"}}
+    assert memcached_transform(plain) is plain  # nothing to drop: no copy
+    assert memcached_transform({"metadata": "oops"}) == {"metadata": "oops"}
 
 
 def test_pod_transform_keeps_what_status_and_watches_read() -> None:

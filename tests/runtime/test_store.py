@@ -47,6 +47,24 @@ def test_prepare_strips_managed_fields_and_applies_transform() -> None:
     assert "spec" not in prepared
 
 
+def test_labels_the_watch_implies_are_not_indexed_yet_still_filter() -> None:
+    store = ObjectStore(PODS, implied_labels={"app": "x"})
+    store.upsert(pod("a", labels={"app": "x", "i": "1"}))
+    store.upsert(pod("b", labels={"app": "x", "i": "2"}))
+    store.upsert(pod("c", labels={"app": "y", "i": "1"}))  # say, the answer to a write of ours
+
+    def names(selector: str) -> set[str]:
+        return {o["metadata"]["name"] for o in store.list("a", selector=selector)}
+
+    assert store._by_label.members(("app", "x")) == ()  # no entry holding every key
+    assert names("app=x") == {"a", "b"}
+    assert names("app=x,i=1") == {"a"}
+    assert names("app=y") == {"c"}
+    store.remove(("a", "a"))
+    assert names("app=x") == {"b"}
+    assert len(store._by_label) == 3  # app=y, i=1, i=2
+
+
 def test_list_filters_by_namespace_owner_and_selector() -> None:
     store = ObjectStore(PODS)
     store.upsert(pod("a1", "a", labels={"app": "x", "tier": "web"}, owner="u1"))
@@ -149,10 +167,20 @@ def test_indexes_always_agree_with_a_full_scan(
                 ]
                 got = store.list(ns, selector=selector or None, owner_uid=owner)
                 assert sorted(id(o) for o in got) == sorted(id(o) for o in expected)
-    # Index entries with no keys left are dropped, so churn does not grow memory.
-    assert all(store._by_label.values())
-    assert all(store._by_owner.values())
-    assert all(store._by_namespace.values())
+    # Index entries with no keys left are dropped, so churn does not grow memory; and every
+    # entry holds exactly the keys of the stored objects that have it.
+    for index, entries_of in (
+        (store._by_namespace, lambda o: [o["metadata"]["namespace"]]),
+        (store._by_owner, lambda o: [r["uid"] for r in o["metadata"].get("ownerReferences") or []]),
+        (store._by_label, lambda o: list((o["metadata"].get("labels") or {}).items())),
+    ):
+        expected: dict[Any, set[tuple[str, str]]] = {}
+        for o in everything:
+            for entry in entries_of(o):
+                expected.setdefault(entry, set()).add((o["metadata"]["namespace"], o["metadata"]["name"]))
+        assert len(index) == len(expected)
+        for entry, keys in expected.items():
+            assert sorted(index.members(entry)) == sorted(keys)
 
 
 # -- compact -------------------------------------------------------------------------------

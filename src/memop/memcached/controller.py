@@ -372,9 +372,28 @@ def deployment_transform(deployment: Obj) -> Obj:
     return out
 
 
-# The transform of each cached resource that has one; setup installs them before any informer
-# of those resources exists (the first caller of Cache.informer fixes the transform).
-CACHE_TRANSFORMS: dict[Resource, Transform] = {PODS: pod_transform, DEPLOYMENTS: deployment_transform}
+# Metadata of a Memcached the reconciler never reads.
+_MEMCACHED_META_DROPPED = frozenset(("annotations", "creationTimestamp", "generateName", "selfLink"))
+
+
+def memcached_transform(memcached: Obj) -> Obj:
+    """A Memcached without the metadata the reconciler never reads: annotations (``kubectl
+    apply`` keeps a copy of the whole object there, last-applied-configuration), the creation
+    timestamp, generateName. Everything it writes goes through patches, so nothing dropped
+    here can be written back by mistake."""
+    meta = memcached.get("metadata")
+    if not isinstance(meta, dict) or _MEMCACHED_META_DROPPED.isdisjoint(meta):
+        return memcached
+    return {**memcached, "metadata": {k: v for k, v in meta.items() if k not in _MEMCACHED_META_DROPPED}}
+
+
+# The transform of each cached resource; setup installs them before any informer of those
+# resources exists (the first caller of Cache.informer fixes the transform).
+CACHE_TRANSFORMS: dict[Resource, Transform] = {
+    MEMCACHEDS: memcached_transform,
+    PODS: pod_transform,
+    DEPLOYMENTS: deployment_transform,
+}
 
 # The parts of cached objects that are equal across many objects, held once each (see
 # memop.runtime.sharing): a Deployment's pod template (the same for every Memcached of one
@@ -400,7 +419,7 @@ def declare_informers(cache: Cache, memcached_resource: Resource = MEMCACHEDS) -
     for resource in (memcached_resource, DEPLOYMENTS, PODS):
         cache.informer(
             resource,
-            transform=CACHE_TRANSFORMS.get(resource),
+            transform=CACHE_TRANSFORMS[MEMCACHEDS if resource is memcached_resource else resource],
             shared=CACHE_SHARED[MEMCACHEDS if resource is memcached_resource else resource],
             label_selector=POD_SELECTOR if resource is PODS else None,
         )

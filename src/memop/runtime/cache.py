@@ -120,7 +120,8 @@ class Cache:
         """
         informer = self._informers.get(resource)
         if informer is None:
-            informer = Informer(resource, ObjectStore(resource, transform, shared))
+            implied = label_selector.exact_pairs() if label_selector is not None else None
+            informer = Informer(resource, ObjectStore(resource, transform, shared, implied_labels=implied))
             scopes: Iterable[str | None] = (
                 self.namespaces if resource.namespaced and self.namespaces else [None]
             )
