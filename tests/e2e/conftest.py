@@ -11,6 +11,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import config
@@ -21,6 +22,7 @@ from memop.runtime.errors import NotFound
 from memop.runtime.resources import NAMESPACES
 from memop.testing.envtest import Kube, use_existing_cluster
 from memop.testing.operator import RunningOperator, install_crd
+from memop.testing.process import MemopProcesses
 from memop.testing.server import ApiServer
 
 
@@ -63,3 +65,13 @@ async def operator(kube: Kube, client: Client, namespace: str) -> AsyncIterator[
     await running.start()
     yield running
     await running.stop()
+
+
+@pytest.fixture
+async def memops(kube: Kube, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
+    """memop processes against the in-memory server (skipped on a real cluster), stopped after."""
+    path = tmp_path / "kubeconfig"
+    kube.fake.write_kubeconfig(path)
+    group = MemopProcesses(path)
+    yield group
+    await group.stop()

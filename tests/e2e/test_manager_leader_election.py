@@ -20,19 +20,16 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import pytest
 
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
 from memop.runtime.leaderelection import JITTER_FACTOR
-from memop.runtime.resources import DEPLOYMENTS, LEASES
+from memop.runtime.resources import LEASES
 from memop.testing.envtest import Kube
+from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
 from memop.testing.requestlog import RequestRecord
 from memop.testing.server import ApiServer
@@ -57,38 +54,6 @@ MAX_RETRY_WAIT = RETRY_PERIOD * (1 + JITTER_FACTOR)
 ALLOWANCE = 0.7
 MANAGED = {("memcacheds", ""), ("memcacheds", "status"), ("deployments", "")}
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
-
-
-@pytest.fixture
-async def memops(kube: Kube, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
-    path = tmp_path / "kubeconfig"
-    kube.fake.write_kubeconfig(path)
-    group = MemopProcesses(path)
-    yield group
-    await group.stop()
-
-
-def memcached(name: str, size: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": "cache.example.com/v1alpha1",
-        "kind": "Memcached",
-        "metadata": {"name": name},
-        "spec": {"size": size},
-    }
-
-
-async def available(client: Client, namespace: str, name: str) -> bool:
-    try:
-        cr = await client.get(MEMCACHEDS, name, namespace)
-        await client.get(DEPLOYMENTS, name, namespace)
-    except NotFound:
-        return False
-    status = cr.get("status") or {}
-    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
-    return (
-        status.get("observedGeneration") == cr["metadata"]["generation"]
-        and conditions.get("Available") == "True"
-    )
 
 
 async def converge(client: Client, namespace: str, *names: str) -> None:
@@ -202,7 +167,7 @@ async def test_three_replicas_one_leads_then_kill_and_sigterm_hand_over(
         expected = 1.0 if process is first else 0.0
         await wait_for(lambda p=process, e=expected: master_status_is(p, e), timeout=TIMEOUT)  # type: ignore[misc]
 
-    await client.create(MEMCACHEDS, memcached("one", size=2), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("one", size=2), namespace)
     await converge(client, namespace, "one")
     assert {w.user_agent for w in managed_writes(server)} == {agent(first)}
 
@@ -217,7 +182,7 @@ async def test_three_replicas_one_leads_then_kill_and_sigterm_hand_over(
     # change within one (jittered) retry period and tries again within another.
     assert takeover - killed_at <= LEASE_DURATION + 2 * MAX_RETRY_WAIT + ALLOWANCE
     assert takeover - last_lease_write(server, agent(first)) >= LEASE_DURATION
-    await client.create(MEMCACHEDS, memcached("two"), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("two"), namespace)
     await converge(client, namespace, "two")
 
     # SIGTERM: in-flight work ends, the lease is released, the last standby leads at once.
@@ -229,7 +194,7 @@ async def test_three_replicas_one_leads_then_kill_and_sigterm_hand_over(
     handover = first_lease_write_after(server, agent(third), termed_at)
     assert handover is not None
     assert handover - termed_at <= 3.0
-    await client.create(MEMCACHEDS, memcached("three"), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("three"), namespace)
     await converge(client, namespace, "one", "two", "three")
     assert await master_status_is(third, 1.0)
 
@@ -248,7 +213,7 @@ async def test_a_leader_that_cannot_renew_stops_writing_before_its_lease_expires
     await asyncio.gather(*(p.wait_ready(TIMEOUT) for p in replicas))
     leader = await wait_leader(client, replicas)
     standby = next(p for p in replicas if p is not leader)
-    await client.create(MEMCACHEDS, memcached("before"), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("before"), namespace)
     await converge(client, namespace, "before")
     assert {w.user_agent for w in managed_writes(server)} == {agent(leader)}
 
@@ -259,7 +224,7 @@ async def test_a_leader_that_cannot_renew_stops_writing_before_its_lease_expires
     async def keep_creating() -> None:
         while True:
             name = f"during-{len(created)}"
-            await client.create(MEMCACHEDS, memcached(name), namespace)
+            await client.create(MEMCACHEDS, memcached_manifest(name), namespace)
             created.append(name)
             await asyncio.sleep(0.1)
 

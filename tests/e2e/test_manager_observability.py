@@ -9,58 +9,22 @@ from __future__ import annotations
 import json
 import re
 import socket
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import aiohttp
-import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 
 from memop import __version__
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
-from memop.runtime.resources import DEPLOYMENTS
 from memop.testing.envtest import Kube
+from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
 from memop.testing.server import TOKEN
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30
 CONTROLLER = "memcached"
-
-
-@pytest.fixture
-async def memops(kube: Kube, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
-    path = tmp_path / "kubeconfig"
-    kube.fake.write_kubeconfig(path)
-    group = MemopProcesses(path)
-    yield group
-    await group.stop()
-
-
-def memcached(name: str, size: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": "cache.example.com/v1alpha1",
-        "kind": "Memcached",
-        "metadata": {"name": name},
-        "spec": {"size": size},
-    }
-
-
-async def available(client: Client, namespace: str, name: str) -> bool:
-    try:
-        cr = await client.get(MEMCACHEDS, name, namespace)
-        await client.get(DEPLOYMENTS, name, namespace)
-    except NotFound:
-        return False
-    status = cr.get("status") or {}
-    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
-    return (
-        status.get("observedGeneration") == cr["metadata"]["generation"]
-        and conditions.get("Available") == "True"
-    )
 
 
 async def gone(client: Client, namespace: str, name: str) -> bool:
@@ -142,7 +106,7 @@ async def test_metrics_are_all_there_and_move_when_work_happens(
     assert sample_value(before, "memop_build_info", version=__version__) == 1
     assert sample_value(before, "rest_client_requests_total", method="GET", code="200")
 
-    await client.create(MEMCACHEDS, memcached("counted", size=2), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("counted", size=2), namespace)
     await wait_for(lambda: available(client, namespace, "counted"), timeout=TIMEOUT)
     after = await memop.samples()
 
@@ -212,7 +176,7 @@ CONSOLE_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} (DEBUG|INFO|WARNING|ERROR) +[
 
 async def exercise(client: Client, namespace: str) -> None:
     """Create, converge and delete a Memcached: reconcile logs at info include the finalizer's."""
-    await client.create(MEMCACHEDS, memcached("logged"), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("logged"), namespace)
     await wait_for(lambda: available(client, namespace, "logged"), timeout=TIMEOUT)
     await client.delete(MEMCACHEDS, "logged", namespace)
     await wait_for(lambda: gone(client, namespace, "logged"), timeout=TIMEOUT)

@@ -23,43 +23,14 @@ import yaml
 from memop import __version__
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.resources import DEPLOYMENTS
 from memop.testing.envtest import Kube
+from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcesses
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
-
-
-@pytest.fixture
-async def memops(kube: Kube, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
-    path = tmp_path / "kubeconfig"
-    kube.fake.write_kubeconfig(path)
-    group = MemopProcesses(path)
-    yield group
-    await group.stop()
-
-
-def memcached(name: str, size: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": "cache.example.com/v1alpha1",
-        "kind": "Memcached",
-        "metadata": {"name": name},
-        "spec": {"size": size},
-    }
-
-
-async def available(client: Client, namespace: str, name: str) -> bool:
-    try:
-        cr = await client.get(MEMCACHEDS, name, namespace)
-        await client.get(DEPLOYMENTS, name, namespace)
-    except NotFound:
-        return False
-    conditions = {c["type"]: c["status"] for c in (cr.get("status") or {}).get("conditions") or []}
-    return conditions.get("Available") == "True"
 
 
 def free_port() -> int:
@@ -166,7 +137,7 @@ async def test_prometheus_scrapes_memop(
             return None
 
         # Prometheus publishes discovered targets at most every 5 s: work meanwhile.
-        await client.create(MEMCACHEDS, memcached("scraped"), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("scraped"), namespace)
         await wait_for(lambda: available(client, namespace, "scraped"), timeout=TIMEOUT)
         up = await wait_for(target_up, timeout=TIMEOUT)
         assert up["scrapeUrl"] == f"http://{target}/metrics"
@@ -199,7 +170,7 @@ async def test_promtool_finds_no_problem_in_memops_metrics(
     memop = await memops.start("--leader-elect", "--leader-election-namespace", "default")
     await memop.wait_ready(TIMEOUT)
     # Work first, so that histograms and labelled series have samples to lint.
-    await client.create(MEMCACHEDS, memcached("linted"), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("linted"), namespace)
     await wait_for(lambda: available(client, namespace, "linted"), timeout=TIMEOUT)
     # promtool lints the Prometheus text format (the OpenMetrics one is parsed in
     # test_manager_observability.py).

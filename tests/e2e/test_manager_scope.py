@@ -7,9 +7,7 @@ exactly where it looked and what it wrote.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 
@@ -18,6 +16,7 @@ from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
 from memop.runtime.resources import DEPLOYMENTS, NAMESPACES
 from memop.testing.envtest import Kube
+from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -26,45 +25,12 @@ TIMEOUT = 30
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
 
-@pytest.fixture
-async def memops(kube: Kube, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
-    path = tmp_path / "kubeconfig"
-    kube.fake.write_kubeconfig(path)
-    group = MemopProcesses(path)
-    yield group
-    await group.stop()
-
-
-def memcached(name: str, size: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": "cache.example.com/v1alpha1",
-        "kind": "Memcached",
-        "metadata": {"name": name},
-        "spec": {"size": size},
-    }
-
-
 async def new_namespaces(client: Client, count: int) -> list[str]:
     prefix = f"scope-{uuid.uuid4().hex[:6]}"
     names = [f"{prefix}-{i}" for i in range(count)]
     for name in names:
         await client.create(NAMESPACES, {"metadata": {"name": name}})
     return names
-
-
-async def available(client: Client, namespace: str, name: str) -> bool:
-    """memop has reconciled the CR: Deployment made, status Available for this generation."""
-    try:
-        cr = await client.get(MEMCACHEDS, name, namespace)
-        await client.get(DEPLOYMENTS, name, namespace)
-    except NotFound:
-        return False
-    status = cr.get("status") or {}
-    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
-    return (
-        status.get("observedGeneration") == cr["metadata"]["generation"]
-        and conditions.get("Available") == "True"
-    )
 
 
 async def assert_untouched(client: Client, namespace: str, name: str) -> None:
@@ -85,8 +51,8 @@ async def assert_scoped_to(
         await wait_for(lambda ns=namespace: available(client, ns, "cache"), timeout=TIMEOUT)  # type: ignore[misc]
     # Created while memop runs: the one outside must stay untouched while the one inside,
     # created after it, is reconciled.
-    await client.create(MEMCACHEDS, memcached("later"), outside)
-    await client.create(MEMCACHEDS, memcached("later"), watched[0])
+    await client.create(MEMCACHEDS, memcached_manifest("later"), outside)
+    await client.create(MEMCACHEDS, memcached_manifest("later"), watched[0])
     await wait_for(lambda: available(client, watched[0], "later"), timeout=TIMEOUT)
     for name in ("cache", "later"):
         await assert_untouched(client, outside, name)
@@ -109,7 +75,7 @@ async def test_watch_namespace_flag_reconciles_only_those_namespaces(
 ) -> None:
     ns1, ns2, ns3 = await new_namespaces(client, 3)
     for namespace in (ns1, ns2, ns3):
-        await client.create(MEMCACHEDS, memcached("cache"), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("cache"), namespace)
     memop = await memops.start("--watch-namespace", f"{ns1},{ns2},{ns1}")
     await assert_scoped_to(kube.fake, client, memop, [ns1, ns2], ns3)
     starting = await memop.wait_log(lambda r: r.get("msg", "").startswith("starting memop"))
@@ -121,7 +87,7 @@ async def test_watch_namespace_variable_reconciles_only_those_namespaces(
 ) -> None:
     ns1, ns2, ns3 = await new_namespaces(client, 3)
     for namespace in (ns1, ns2, ns3):
-        await client.create(MEMCACHEDS, memcached("cache"), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("cache"), namespace)
     memop = await memops.start(env={"WATCH_NAMESPACE": f" {ns2} ,{ns1},"})
     await assert_scoped_to(kube.fake, client, memop, [ns2, ns1], ns3)
 
@@ -129,7 +95,7 @@ async def test_watch_namespace_variable_reconciles_only_those_namespaces(
 async def test_the_flag_wins_over_the_variable(kube: Kube, client: Client, memops: MemopProcesses) -> None:
     ns1, ns2 = await new_namespaces(client, 2)
     for namespace in (ns1, ns2):
-        await client.create(MEMCACHEDS, memcached("cache"), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("cache"), namespace)
     memop = await memops.start("--watch-namespace", ns1, env={"WATCH_NAMESPACE": ns2})
     await assert_scoped_to(kube.fake, client, memop, [ns1], ns2)
 
@@ -144,11 +110,11 @@ async def test_an_empty_scope_means_every_namespace(
     server = kube.fake
     namespaces = await new_namespaces(client, 3)
     for namespace in namespaces:
-        await client.create(MEMCACHEDS, memcached("cache"), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("cache"), namespace)
     memop = await memops.start(*args, env=env)
     await memop.wait_ready(TIMEOUT)
     late = (await new_namespaces(client, 1))[0]  # a namespace created after memop started
-    await client.create(MEMCACHEDS, memcached("cache"), late)
+    await client.create(MEMCACHEDS, memcached_manifest("cache"), late)
     for namespace in [*namespaces, late]:
         await wait_for(lambda ns=namespace: available(client, ns, "cache"), timeout=TIMEOUT)  # type: ignore[misc]
     agent = memop.user_agent()

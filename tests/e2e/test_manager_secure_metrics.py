@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -20,17 +19,14 @@ READER = "system:serviceaccount:monitoring:prometheus"
 
 
 @pytest.fixture
-async def memops(kube: Kube, client: Client, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
-    """memop processes against the in-memory server, with the CRD installed (by ``client``)."""
+def memops(kube: Kube, client: Client, memops: MemopProcesses) -> MemopProcesses:
+    """conftest's memop processes, with the CRD installed (by ``client``) and the server's
+    TokenReviews and SubjectAccessReviews knowing a reader of /metrics and another caller."""
     server = kube.fake
     server.reviews.add_token("reader-token", READER)
     server.reviews.add_token("other-token", "system:serviceaccount:default:other")
     server.reviews.allow(READER, "get", "/metrics")
-    path = tmp_path / "kubeconfig"
-    server.write_kubeconfig(path)
-    group = MemopProcesses(path)
-    yield group
-    await group.stop()
+    return memops
 
 
 async def scrape(url: str, trust: ssl.SSLContext | bool, token: str | None = None) -> int:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ from memop.runtime.errors import NotFound
 from memop.runtime.resources import LEASES
 from memop.testing.envtest import Kube
 from memop.testing.faults import DelayRule
+from memop.testing.operator import memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses
 from memop.testing.wait import wait_for
 
@@ -38,24 +37,6 @@ LEADER_ARGS = (
 ALLOWANCE = 1.5
 
 
-@pytest.fixture
-async def memops(kube: Kube, tmp_path: Path) -> AsyncIterator[MemopProcesses]:
-    path = tmp_path / "kubeconfig"
-    kube.fake.write_kubeconfig(path)
-    group = MemopProcesses(path)
-    yield group
-    await group.stop()
-
-
-def memcached(name: str, size: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": "cache.example.com/v1alpha1",
-        "kind": "Memcached",
-        "metadata": {"name": name},
-        "spec": {"size": size},
-    }
-
-
 async def lease_spec(client: Client) -> dict[str, Any]:
     try:
         lease = await client.get(LEASES, LEASE_NAME, "default")
@@ -71,7 +52,7 @@ async def leading(client: Client, memop: MemopProcess) -> bool:
 
 async def reconcile_in_flight(client: Client, namespace: str, rule: DelayRule) -> None:
     """Create a Memcached and return once memop's Deployment create for it is held by ``rule``."""
-    await client.create(MEMCACHEDS, memcached("slow"), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("slow"), namespace)
     await wait_for(lambda: rule.hits >= 1, timeout=TIMEOUT)
 
 
@@ -93,7 +74,7 @@ async def test_a_signal_finishes_the_in_flight_reconcile_takes_no_new_work_relea
     memop.send(signum)
     await memop.wait_log(lambda r: r.get("msg") == "shutting down", timeout=TIMEOUT)
     # Work arriving during the shutdown is left for the next leader.
-    await client.create(MEMCACHEDS, memcached("late"), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("late"), namespace)
     assert await memop.wait(TIMEOUT) == 0
     exited = time.time()
 

@@ -13,19 +13,10 @@ from memop.runtime.errors import NotFound
 from memop.runtime.reconcile import Request
 from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, EVENTS, NAMESPACES, PODS
 from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator
+from memop.testing.operator import RunningOperator, converged, memcached_manifest
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30
-
-
-def memcached(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "cache.example.com/v1alpha1",
-        "kind": "Memcached",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -35,28 +26,10 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     return {}
 
 
-async def converged(client: Client, namespace: str, name: str, size: int) -> dict[str, Any] | None:
-    """The CR once memop reports it Available at ``size`` ready pods for its current generation."""
-    try:
-        cr = await client.get(MEMCACHEDS, name, namespace)
-        deployment = await client.get(DEPLOYMENTS, name, namespace)
-    except NotFound:
-        return None
-    status = cr.get("status") or {}
-    ok = (
-        deployment["spec"]["replicas"] == size
-        and status.get("observedGeneration") == cr["metadata"]["generation"]
-        and condition(cr, "Available").get("status") == "True"
-        and status.get("readyReplicas", 0) == size
-        and len(status.get("nodes") or []) == size
-    )
-    return cr if ok else None
-
-
 async def test_create_makes_a_deployment_and_reports_status(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    await client.create(MEMCACHEDS, memcached("cache", size=2), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("cache", size=2), namespace)
     cr = await wait_for(lambda: converged(client, namespace, "cache", 2), timeout=TIMEOUT)
     assert FINALIZER in cr["metadata"]["finalizers"]
     assert condition(cr, "Degraded")["status"] == "False"
@@ -80,7 +53,7 @@ async def test_create_makes_a_deployment_and_reports_status(
 
 
 async def test_scale_up_down_and_to_zero(client: Client, namespace: str, operator: RunningOperator) -> None:
-    await client.create(MEMCACHEDS, memcached("c", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("c", size=1), namespace)
     await wait_for(lambda: converged(client, namespace, "c", 1), timeout=TIMEOUT)
     for size in (3, 1, 0, 2):
         await client.patch(MEMCACHEDS, "c", {"spec": {"size": size}}, namespace)
@@ -92,7 +65,7 @@ async def test_scale_up_down_and_to_zero(client: Client, namespace: str, operato
 async def test_image_change_rolls_the_deployment(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    await client.create(MEMCACHEDS, memcached("img", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("img", size=1), namespace)
     await wait_for(lambda: converged(client, namespace, "img", 1), timeout=TIMEOUT)
     await client.patch(MEMCACHEDS, "img", {"spec": {"image": "memcached:1.6.29"}}, namespace)
 
@@ -107,7 +80,7 @@ async def test_image_change_rolls_the_deployment(
 async def test_drift_in_the_deployment_is_put_back(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    await client.create(MEMCACHEDS, memcached("d", size=2), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("d", size=2), namespace)
     await wait_for(lambda: converged(client, namespace, "d", 2), timeout=TIMEOUT)
     await client.patch(DEPLOYMENTS, "d", {"spec": {"replicas": 5}}, namespace)
     await wait_for(lambda: converged(client, namespace, "d", 2), timeout=TIMEOUT)
@@ -127,8 +100,8 @@ async def test_drift_in_the_deployment_is_put_back(
 async def test_two_memcacheds_in_one_namespace_stay_apart(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    await client.create(MEMCACHEDS, memcached("one", size=1), namespace)
-    await client.create(MEMCACHEDS, memcached("two", size=2), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("one", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("two", size=2), namespace)
     one = await wait_for(lambda: converged(client, namespace, "one", 1), timeout=TIMEOUT)
     two = await wait_for(lambda: converged(client, namespace, "two", 2), timeout=TIMEOUT)
     assert not set(one["status"]["nodes"]) & set(two["status"]["nodes"])
@@ -140,7 +113,7 @@ async def test_two_memcacheds_in_one_namespace_stay_apart(
 async def test_delete_runs_the_finalizer_and_the_deployment_is_collected(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    await client.create(MEMCACHEDS, memcached("gone", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("gone", size=1), namespace)
     await wait_for(lambda: converged(client, namespace, "gone", 1), timeout=TIMEOUT)
     await client.delete(MEMCACHEDS, "gone", namespace)
 
@@ -161,8 +134,7 @@ async def test_delete_runs_the_finalizer_and_the_deployment_is_collected(
 async def test_another_finalizer_is_left_alone(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    cr = memcached("shared", size=1)
-    cr["metadata"]["finalizers"] = ["example.com/other"]
+    cr = memcached_manifest("shared", finalizers=["example.com/other"], size=1)
     await client.create(MEMCACHEDS, cr, namespace)
     await wait_for(lambda: converged(client, namespace, "shared", 1), timeout=TIMEOUT)
     await client.delete(MEMCACHEDS, "shared", namespace)
@@ -178,7 +150,7 @@ async def test_another_finalizer_is_left_alone(
 async def test_a_conflicting_writer_does_not_lose_updates(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    await client.create(MEMCACHEDS, memcached("busy", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("busy", size=1), namespace)
     for i in range(10):  # metadata edits racing memop's finalizer and status writes
         await client.patch(MEMCACHEDS, "busy", {"metadata": {"labels": {"edit": str(i)}}}, namespace)
     await client.patch(MEMCACHEDS, "busy", {"spec": {"size": 2}}, namespace)
@@ -193,7 +165,7 @@ async def test_many_memcacheds_across_namespaces(kube: Kube, client: Client) -> 
     async with RunningOperator(kube.configuration, namespaces=namespaces, max_concurrent_reconciles=4):
         for ns in namespaces:
             for i in range(5):
-                await client.create(MEMCACHEDS, memcached(f"m{i}", size=1), ns)
+                await client.create(MEMCACHEDS, memcached_manifest(f"m{i}", size=1), ns)
         for ns in namespaces:
             for i in range(5):
                 await wait_for(lambda ns=ns, i=i: converged(client, ns, f"m{i}", 1), timeout=TIMEOUT)  # type: ignore[misc]
@@ -204,9 +176,9 @@ async def test_namespaces_outside_the_scope_are_never_touched(
 ) -> None:
     outside = f"{namespace}-out"
     await client.create(NAMESPACES, {"metadata": {"name": outside}})
-    await client.create(MEMCACHEDS, memcached("ignored", size=1), outside)
+    await client.create(MEMCACHEDS, memcached_manifest("ignored", size=1), outside)
     async with RunningOperator(kube.configuration, namespaces=[namespace]):
-        await client.create(MEMCACHEDS, memcached("watched", size=1), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("watched", size=1), namespace)
         await wait_for(lambda: converged(client, namespace, "watched", 1), timeout=TIMEOUT)
         ignored = await client.get(MEMCACHEDS, "ignored", outside)
         assert not ignored["metadata"].get("finalizers")
@@ -217,7 +189,7 @@ async def test_namespaces_outside_the_scope_are_never_touched(
 
 async def test_delete_while_memop_is_down_waits_for_memop(kube: Kube, client: Client, namespace: str) -> None:
     async with RunningOperator(kube.configuration, namespaces=[namespace]):
-        await client.create(MEMCACHEDS, memcached("later", size=1), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("later", size=1), namespace)
         await wait_for(lambda: converged(client, namespace, "later", 1), timeout=TIMEOUT)
     await client.delete(MEMCACHEDS, "later", namespace)
     held = await client.get(MEMCACHEDS, "later", namespace)
@@ -242,7 +214,7 @@ async def test_converged_reconcile_makes_no_request_and_creation_takes_three_wri
     kube: Kube, client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     server = kube.fake
-    await client.create(MEMCACHEDS, memcached("lean", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("lean", size=1), namespace)
     await wait_for(lambda: converged(client, namespace, "lean", 1), timeout=TIMEOUT)
     writes = [
         r for r in server.log.filter(user_agent=operator.user_agent)
@@ -274,7 +246,7 @@ async def test_injected_500s_are_retried_until_converged(
     server = kube.fake
     server.faults.fail(500, times=3, verb="create", resource="deployments")
     server.faults.fail(500, times=2, verb="patch", resource="memcacheds", subresource="status")
-    await client.create(MEMCACHEDS, memcached("flaky", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("flaky", size=1), namespace)
     await wait_for(lambda: converged(client, namespace, "flaky", 1), timeout=TIMEOUT)
 
 
@@ -283,7 +255,7 @@ async def test_forbidden_is_reported_in_status_event_and_log(
 ) -> None:
     server = kube.fake
     rule = server.faults.fail(403, times=None, verb="create", resource="deployments")
-    await client.create(MEMCACHEDS, memcached("denied", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("denied", size=1), namespace)
 
     async def degraded() -> dict[str, Any] | None:
         cr = await client.get(MEMCACHEDS, "denied", namespace)
@@ -312,7 +284,7 @@ async def test_invalid_spec_sets_degraded_and_is_not_retried_hot(
         }
     await client.update(CUSTOM_RESOURCE_DEFINITIONS, current)
     async with RunningOperator(kube.configuration, namespaces=[namespace]) as running:
-        await client.create(MEMCACHEDS, memcached("bad", size=-3, memoryLimitMiB="lots"), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("bad", size=-3, memoryLimitMiB="lots"), namespace)
 
         async def degraded() -> dict[str, Any] | None:
             cr = await client.get(MEMCACHEDS, "bad", namespace)
@@ -323,7 +295,7 @@ async def test_invalid_spec_sets_degraded_and_is_not_retried_hot(
         assert "spec.size" in c["message"]
         assert "spec.memoryLimitMiB" in c["message"]
         reconciles = running.controller.stats.reconciles
-        await client.create(MEMCACHEDS, memcached("good", size=1), namespace)
+        await client.create(MEMCACHEDS, memcached_manifest("good", size=1), namespace)
         await wait_for(lambda: converged(client, namespace, "good", 1), timeout=TIMEOUT)
         assert running.controller.stats.reconciles - reconciles < 10  # no hot loop on "bad"
         with pytest.raises(NotFound):

@@ -16,18 +16,11 @@ from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
 from memop.runtime.resources import DEPLOYMENTS, EVENTS
 from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator
+from memop.testing.operator import RunningOperator, converged, memcached_manifest
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30
 OTHER_FINALIZER = "example.com/other"
-
-
-def memcached(name: str, finalizers: list[str] | None = None, **spec: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if finalizers:
-        meta["finalizers"] = finalizers
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": meta, "spec": spec}
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -35,18 +28,6 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
         if c.get("type") == kind:
             return c  # type: ignore[no-any-return]
     return {}
-
-
-async def available(client: Client, namespace: str, name: str, size: int) -> dict[str, Any] | None:
-    cr = await client.get(MEMCACHEDS, name, namespace)
-    status = cr.get("status") or {}
-    ok = (
-        status.get("observedGeneration") == cr["metadata"]["generation"]
-        and condition(cr, "Available").get("status") == "True"
-        and status.get("readyReplicas", 0) == size
-        and len(status.get("nodes") or []) == size
-    )
-    return cr if ok else None
 
 
 async def test_conflicts_are_retried_promptly_without_error_logs(
@@ -59,8 +40,8 @@ async def test_conflicts_are_retried_promptly_without_error_logs(
     server = kube.fake
     caplog.set_level(logging.INFO)
     rule = server.faults.fail(409, times=3, verb="patch", resource="memcacheds", subresource="")
-    await client.create(MEMCACHEDS, memcached("busy", size=1), namespace)
-    cr = await wait_for(lambda: available(client, namespace, "busy", 1), timeout=TIMEOUT)
+    await client.create(MEMCACHEDS, memcached_manifest("busy", size=1), namespace)
+    cr = await wait_for(lambda: converged(client, namespace, "busy", 1), timeout=TIMEOUT)
     assert rule.hits == 3
     assert FINALIZER in cr["metadata"]["finalizers"]
     memop = [r for r in caplog.records if r.name.startswith("memop")]
@@ -83,7 +64,7 @@ async def test_a_failure_that_repeats_is_one_event_with_a_count(
 ) -> None:
     server = kube.fake
     server.faults.forbid(verb="create", resource="deployments")
-    await client.create(MEMCACHEDS, memcached("denied", size=1), namespace)
+    await client.create(MEMCACHEDS, memcached_manifest("denied", size=1), namespace)
 
     async def counted() -> list[dict[str, Any]] | None:
         events, _ = await client.list_all(EVENTS, namespace)
@@ -95,14 +76,16 @@ async def test_a_failure_that_repeats_is_one_event_with_a_count(
     assert event["involvedObject"]["name"] == "denied"
     assert event["lastTimestamp"] >= event["firstTimestamp"]
     server.faults.clear()
-    await wait_for(lambda: available(client, namespace, "denied", 1), timeout=TIMEOUT)
+    await wait_for(lambda: converged(client, namespace, "denied", 1), timeout=TIMEOUT)
 
 
 async def test_deletion_held_by_another_finalizer_shows_finalizing(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    await client.create(MEMCACHEDS, memcached("held", finalizers=[OTHER_FINALIZER], size=1), namespace)
-    await wait_for(lambda: available(client, namespace, "held", 1), timeout=TIMEOUT)
+    await client.create(
+        MEMCACHEDS, memcached_manifest("held", finalizers=[OTHER_FINALIZER], size=1), namespace
+    )
+    await wait_for(lambda: converged(client, namespace, "held", 1), timeout=TIMEOUT)
     await client.delete(MEMCACHEDS, "held", namespace)
 
     async def finalized() -> dict[str, Any] | None:

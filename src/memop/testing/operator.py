@@ -2,6 +2,8 @@
 
 ``RunningOperator`` starts a :class:`~memop.runtime.manager.Manager` with the memcached
 controller as a task, exposes its client, cache and controller, and stops it cleanly.
+``memcached_manifest``, ``available`` and ``converged`` build Memcacheds and tell when memop
+has reconciled one.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop.memcached import controller as memcached
+from memop.memcached.api import MEMCACHEDS
 from memop.memcached.crd import crd
 from memop.runtime.client import Client
 from memop.runtime.controller import Controller
-from memop.runtime.errors import AlreadyExists
+from memop.runtime.errors import AlreadyExists, NotFound
 from memop.runtime.leaderelection import LeaderElectionConfig
 from memop.runtime.manager import Manager, ManagerOptions
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS
+from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS
 from memop.testing.wait import wait_for
 
 
@@ -37,6 +40,65 @@ async def install_crd(client: Client, definition: dict[str, Any] | None = None) 
         return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
     await wait_for(established, timeout=30)
+
+
+def memcached_manifest(
+    name: str, *, namespace: str | None = None, finalizers: list[str] | None = None, **spec: Any
+) -> dict[str, Any]:
+    """A Memcached named ``name`` with ``spec`` (``{"size": 1}`` when no spec key is given).
+
+    ``metadata.namespace`` is set only when ``namespace`` is given, and ``metadata.finalizers``
+    only when ``finalizers`` is non-empty, so the body is exactly what a test means to send.
+    """
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    if finalizers:
+        metadata["finalizers"] = list(finalizers)
+    return {
+        "apiVersion": MEMCACHEDS.api_version,
+        "kind": MEMCACHEDS.kind,
+        "metadata": metadata,
+        "spec": spec or {"size": 1},
+    }
+
+
+async def available(
+    client: Client, namespace: str, name: str, *, size: int | None = None
+) -> dict[str, Any] | None:
+    """The Memcached once memop has reconciled its current generation and reports it Available.
+
+    That is: the Memcached and its Deployment exist, ``status.observedGeneration`` is
+    ``metadata.generation``, condition Available is ``"True"`` and, when ``size`` is given,
+    the Deployment's ``spec.replicas`` is ``size``. None otherwise (also when either is not
+    found), so it can be polled with :func:`~memop.testing.wait.wait_for`.
+    """
+    try:
+        cr = await client.get(MEMCACHEDS, name, namespace)
+        deployment = await client.get(DEPLOYMENTS, name, namespace)
+    except NotFound:
+        return None
+    status = cr.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    generation = cr["metadata"].get("generation")
+    ok = (
+        generation is not None
+        and status.get("observedGeneration") == generation
+        and conditions.get("Available") == "True"
+        and (size is None or (deployment.get("spec") or {}).get("replicas") == size)
+    )
+    return cr if ok else None
+
+
+async def converged(client: Client, namespace: str, name: str, size: int) -> dict[str, Any] | None:
+    """The Memcached once :func:`available` at ``size`` and its status counts ``size`` ready
+    replicas and ``size`` nodes (Available alone allows more pods, e.g. while scaling down)."""
+    cr = await available(client, namespace, name, size=size)
+    if cr is None:
+        return None
+    status = cr.get("status") or {}
+    ready = status.get("readyReplicas", 0) == size and len(status.get("nodes") or []) == size
+    return cr if ready else None
 
 
 class RunningOperator:
