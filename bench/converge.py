@@ -50,8 +50,12 @@ Figures:
   near 1.0 means the server, not memop, set the pace).
 
 ``--repeat N`` runs every mode N times (alternating) and reports the median run, with every
-run's wall time. ``--profile FILE`` / ``--profile-server FILE`` sample memop / the API server
-with py-spy from the first create until settled (collapsed stacks).
+run's wall time. With ``--compare``, ``memop_over_floor`` is the median memop run's wall time
+over the median floor run's; ``memop_over_floor_each_pair`` has each memop run over the floor
+run after it, and ``memop_cpu_over_floor_cpu`` memop's CPU to converge over the floor
+script's (both steadier than absolute figures on a machine whose speed drifts).
+``--profile FILE`` / ``--profile-server FILE`` sample memop / the API server with py-spy
+from the first create until settled (collapsed stacks).
 
 With ``--kubeconfig`` the bench uses that cluster instead of starting one (it must serve
 apps/v1 Deployments with a working controller, and memop's CRD is installed if missing);
@@ -1027,6 +1031,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         report["memop_over_floor"] = round(
             results["memop"]["wall_seconds"] / results["floor"]["wall_seconds"], 3
         )
+        # The machine's speed drifts between runs (a shared VM): each memop run over the floor
+        # run right after it, and memop's CPU over the floor script's, vary far less.
+        report["memop_over_floor_each_pair"] = [
+            round(m["wall_seconds"] / f["wall_seconds"], 3)
+            for m, f in zip(runs["memop"], runs["floor"], strict=True)
+        ]
+        floor_cpu = results["floor"].get("floor_cpu_seconds")
+        if floor_cpu:
+            report["memop_cpu_over_floor_cpu"] = round(
+                results["memop"]["memop_cpu_seconds"]["to_converge"] / floor_cpu, 2
+            )
     report["cpus"] = os.cpu_count()
     report["python"] = platform.python_version()
     return report

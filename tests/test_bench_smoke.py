@@ -1,5 +1,4 @@
-"""The benchmarks (bench/reflector.py, bench/memory.py, bench/workqueue.py) still run and report
-their figures.
+"""The benchmarks (everything under bench/) still run and report their figures.
 
 Each runs as its own process at a tiny size, as a user would run it, so a change to the runtime
 or the test server that breaks a benchmark fails here instead of the next time someone measures.
@@ -96,3 +95,39 @@ def test_workqueue_benchmark_reports_every_key_kind_with_and_without_metrics() -
     for label in labels:
         assert result[label]["median"] > 0
         assert result[label]["best"] >= result[label]["median"]
+
+
+def test_converge_benchmark_compares_memop_with_the_floor_run_by_run() -> None:
+    result = run_bench("converge.py", "--compare", "--crs=20", "--namespaces=2", "--repeat=2")
+    memop, floor = result["memop"], result["floor"]
+    assert memop["wall_seconds"] > 0
+    assert floor["wall_seconds"] > 0
+    assert len(memop["wall_seconds_all_runs"]) == len(floor["wall_seconds_all_runs"]) == 2
+    assert result["memop_over_floor"] == round(memop["wall_seconds"] / floor["wall_seconds"], 3)
+    assert len(result["memop_over_floor_each_pair"]) == 2
+    assert all(ratio > 0 for ratio in result["memop_over_floor_each_pair"])
+    assert result["memop_cpu_over_floor_cpu"] > 0
+    # Every CR was converged through the three writes the floor also makes, at least.
+    assert floor["writes_per_cr"]["total"] == 3.0
+    assert memop["writes_per_cr"]["to_settle"]["total"] >= 3.0
+    assert memop["idle"]["requests"] == 0
+    assert memop["reconcile_panics"] == 0
+
+
+def test_steady_benchmark_reports_an_idle_memop() -> None:
+    result = run_bench("steady.py", "--crs=10", "--namespaces=2", "--seconds=2")
+    assert result["crs"] == 10
+    assert result["converge_seconds"] > 0
+    assert result["rss_mb"]["peak"] >= result["rss_mb"]["end"] > 0
+    assert result["requests_per_minute_total"] == 0  # no leader election: nothing to renew
+    assert result["memop_exited"] is None
+
+
+def test_apiserver_benchmark_delivers_every_event() -> None:
+    result = run_bench(
+        "apiserver.py", "--duration=1", "--warmup=0.5", "--clients=4", "--watches=4", "--namespaces=2"
+    )
+    assert result["writes_per_second"] > 0
+    assert result["write_errors"] == 0
+    assert result["events_delivered"] == result["events_expected"] > 0
+    assert result["watch_failures"] == []
