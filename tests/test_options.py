@@ -68,6 +68,8 @@ def test_defaults_are_controller_runtimes() -> None:
         sync_period=36000.0,
         kube_api_qps=None,
         kube_api_burst=None,
+        event_qps=20.0,
+        event_burst=100,
         graceful_shutdown_timeout=30.0,
     )
 
@@ -88,6 +90,8 @@ VALUES = [
     ("--log-level", "DEBUG", "log_level", "debug"),
     ("--sync-period", "1h30m", "sync_period", 5400.0),
     ("--kube-api-qps", "20", "kube_api_qps", 20.0),
+    ("--event-qps", "5.5", "event_qps", 5.5),
+    ("--event-burst", "7", "event_burst", 7),
     ("--graceful-shutdown-timeout", "0", "graceful_shutdown_timeout", 0.0),
 ]
 
@@ -142,6 +146,8 @@ def test_a_flag_wins_over_its_environment_variable(
         "--log-format": "json",
         "--log-level": "error",
         "--kube-api-qps": "3",
+        "--event-qps": "3",
+        "--event-burst": "9",
         "--max-concurrent-reconciles": "7",
         "--leader-elect-lease-duration": "59s",
         "--leader-elect-renew-deadline": "4s",
@@ -159,6 +165,13 @@ def test_the_kubeconfig_origin_is_kept_for_error_messages() -> None:
     assert parse("--kubeconfig", "/a").kubeconfig_origin == "--kubeconfig"
     assert parse(KUBECONFIG="/a").kubeconfig_origin == "KUBECONFIG"
     assert parse("--kubeconfig", "/a", KUBECONFIG="/b").kubeconfig_origin == "--kubeconfig"
+
+
+def test_event_rate_limit_defaults_and_zero_lifts_it() -> None:
+    assert (parse().event_qps, parse().event_burst) == (20.0, 100)
+    assert parse("--event-qps", "0").event_qps is None
+    assert parse(EVENT_QPS="2", EVENT_BURST="3").event_qps == 2.0
+    assert parse(EVENT_QPS="2", EVENT_BURST="3").event_burst == 3
 
 
 def test_burst_defaults_from_qps_and_can_be_set() -> None:
@@ -220,6 +233,8 @@ INVALID = [
     (["--kube-api-qps", "nan"], "--kube-api-qps: must be a finite number, got 'nan'"),
     (["--kube-api-qps", "inf"], "--kube-api-qps: must be a finite number, got 'inf'"),
     (["--kube-api-burst", "-5"], "--kube-api-burst: must be at least 0, got -5"),
+    (["--event-qps", "-1"], "--event-qps: must be at least 0, got -1"),
+    (["--event-burst", "0"], "--event-burst: must be at least 1, got 0"),
     (["--sync-period", "soon"], "--sync-period: invalid duration 'soon'"),
     (["--sync-period", "10x"], "--sync-period: invalid duration '10x'"),
     (["--sync-period=-1h"], "--sync-period: invalid duration '-1h'"),

@@ -134,6 +134,8 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 metrics_auth=config.metrics_secure,
                 graceful_shutdown_timeout=config.graceful_shutdown_timeout,
                 sync_period=config.sync_period,
+                event_qps=config.event_qps,
+                event_burst=config.event_burst,
             ),
         )
         recorder = manager.event_recorder("memcached-controller", host=socket.gethostname())

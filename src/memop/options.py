@@ -86,6 +86,8 @@ class RunConfig:
     sync_period: float | None
     kube_api_qps: float | None
     kube_api_burst: int | None
+    event_qps: float | None
+    event_burst: int
     graceful_shutdown_timeout: float
     metrics_secure: bool = False
     metrics_cert_dir: str | None = None
@@ -143,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     flag("--sync-period", "replay every cached object this often; 0 disables", default="10h")
     flag("--kube-api-qps", "client-side request rate limit; 0 means none (rely on the server)", default="0")
     flag("--kube-api-burst", "client-side burst above the QPS", default="0")
+    flag("--event-qps", "most Kubernetes Events sent per second; 0 means no limit", default="20")
+    flag("--event-burst", "most Events sent at once, before --event-qps applies", default="100")
     flag("--graceful-shutdown-timeout", "time in-flight reconciles get on SIGTERM", default="30s")
     flag(
         "--metrics-secure",
@@ -293,6 +297,8 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         )
     qps = number("kube-api-qps", args.kube_api_qps, float, 0)
     burst = int(number("kube-api-burst", args.kube_api_burst, int, 0))
+    event_qps = number("event-qps", args.event_qps, float, 0)
+    event_burst = int(number("event-burst", args.event_burst, int, 1))
     sync_period = duration("sync-period", args.sync_period, allow_zero=True)
     metrics_address = address("metrics-bind-address", args.metrics_bind_address)
     probe_address = address("health-probe-bind-address", args.health_probe_bind_address)
@@ -324,6 +330,8 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         sync_period=sync_period or None,
         kube_api_qps=qps or None,
         kube_api_burst=(burst or max(1, int(qps * 1.5))) if qps else None,
+        event_qps=event_qps or None,
+        event_burst=event_burst,
         graceful_shutdown_timeout=duration(
             "graceful-shutdown-timeout", args.graceful_shutdown_timeout, allow_zero=True
         ),

@@ -15,6 +15,7 @@ from memop.runtime.clock import FakeClock
 from memop.runtime.events import NORMAL, QUEUE_FULL_REPORT_INTERVAL, WARNING, EventRecorder
 from memop.runtime.resources import EVENTS
 from memop.testing.server import ApiServer
+from memop.testing.wait import wait_for
 
 
 @pytest.fixture
@@ -99,3 +100,36 @@ async def test_a_full_queue_is_reported_once_per_interval_with_the_count(
     assert len(full_queue_warnings(caplog)) == 3
     assert recorder.dropped == 53
     assert len(await events(client)) == 3  # the queued ones were sent on stop
+
+
+async def test_sending_is_rate_limited_so_a_burst_of_events_trails_its_burst(client: Client) -> None:
+    clock = FakeClock()
+    recorder = EventRecorder(client, "memcached-controller", clock=clock, qps=2.0, burst=3)
+    recorder.start()
+    for i in range(7):
+        recorder.record(subject(f"o{i}"), NORMAL, "Created", f"created {i}")
+
+    async def sent(count: int) -> bool:
+        return len(await events(client)) == count
+
+    # The burst goes at once; the fourth waits for a token (half a second at 2 a second).
+    await wait_for(lambda: sent(3), timeout=5)
+    await wait_for(lambda: clock.pending_timers() == 1, timeout=5)
+    assert await sent(3)
+    for expected in (4, 5, 6, 7):
+        clock.advance(0.5)
+        await wait_for(lambda: sent(expected), timeout=5)  # noqa: B023 - awaited in the loop
+    await recorder.stop()
+    assert recorder.dropped == 0
+
+
+async def test_without_a_rate_every_event_goes_at_once(client: Client) -> None:
+    clock = FakeClock()
+    recorder = EventRecorder(client, "memcached-controller", clock=clock)  # qps None
+    recorder.start()
+    for i in range(30):
+        recorder.record(subject(f"o{i}"), NORMAL, "Created", f"created {i}")
+    await recorder.flush()
+    assert clock.pending_timers() == 0
+    assert len(await events(client)) == 30
+    await recorder.stop()

@@ -4,7 +4,10 @@
 correlator does, an event identical to one already sent (same object, type, reason, message
 and source) bumps ``count`` and ``lastTimestamp`` on the existing Event with a patch instead
 of creating another, and each object gets a spam budget (burst 25, then one every 5 minutes)
-so a hot error loop cannot flood the API server. Events are best effort: failures are logged,
+so a hot error loop cannot flood the API server. Sending is rate-limited overall (``qps`` and
+``burst``, a token bucket): Events describe work, and when a thousand objects change at once
+their thousand Events should not take API server capacity from the writes that do the work;
+a burst's Events trail it instead. Events are best effort: failures are logged,
 never raised into a reconcile. When the queue is full (the API server is slow or down), events
 are dropped and counted; the warning about it is aggregated, at most one every
 ``QUEUE_FULL_REPORT_INTERVAL`` seconds with the number dropped since the previous one, plus a
@@ -76,7 +79,10 @@ class EventRecorder:
         remembered: int = 4096,
         spam_burst: int = 25,
         spam_qps: float = 1 / 300,
+        qps: float | None = None,
+        burst: int = 1,
     ) -> None:
+        """``qps``/``burst``: the most Events sent per second, and at once; None: no limit."""
         self._client = client
         self.component = component
         self.host = host
@@ -86,6 +92,7 @@ class EventRecorder:
         self._remembered = remembered
         self._spam: OrderedDict[str, TokenBucket] = OrderedDict()
         self._spam_settings = (spam_qps, spam_burst)
+        self._rate = TokenBucket(qps, burst, self._clock) if qps else None
         self._task: asyncio.Task[None] | None = None
         # Every event not recorded (spam filter or full queue), for tests and debugging.
         self.dropped = 0
@@ -173,6 +180,8 @@ class EventRecorder:
         while True:
             pending = await self._queue.get()
             try:
+                if self._rate is not None:
+                    await self._rate.acquire()
                 await self._send(pending)
             except asyncio.CancelledError:
                 raise

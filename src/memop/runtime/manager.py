@@ -55,6 +55,8 @@ class ManagerOptions:
         controller-runtime's default); None disables.
     cache_sync_timeout: seconds to wait for the first LIST of every watch before the
         controllers start anyway (reflectors keep retrying); 120 s like controller-runtime.
+    event_qps / event_burst: the most Events its recorders send per second, and at once
+        (None: no limit); see :mod:`memop.runtime.events`.
     """
 
     namespaces: tuple[str, ...] = ()
@@ -65,6 +67,8 @@ class ManagerOptions:
     metrics_auth: bool = False
     graceful_shutdown_timeout: float = 30.0
     sync_period: float | None = 10 * 3600.0
+    event_qps: float | None = 20.0
+    event_burst: int = 100
     cache_sync_timeout: float = 120.0
     watch_read_timeout: float = 150.0
     extra: dict[str, object] = field(default_factory=dict)
@@ -104,7 +108,9 @@ class Manager:
         self.controllers.append(controller)
 
     def event_recorder(self, component: str, host: str = "") -> EventRecorder:
-        recorder = EventRecorder(self.client, component, host=host)
+        recorder = EventRecorder(
+            self.client, component, host=host, qps=self.options.event_qps, burst=self.options.event_burst
+        )
         self.recorders.append(recorder)
         return recorder
 
