@@ -17,7 +17,7 @@ from memop.runtime import predicates
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
 from memop.runtime.clock import FakeClock
-from memop.runtime.controller import Controller, ControllerBuilder
+from memop.runtime.controller import Controller, ControllerBuilder, reports_state_only
 from memop.runtime.errors import ApiError, Conflict
 from memop.runtime.reconcile import Request, Result, TerminalError
 from memop.runtime.resources import CONFIGMAPS, LEASES, NAMESPACES
@@ -406,6 +406,68 @@ async def test_owned_objects_enqueue_their_controlling_owner_of_the_for_kind(
     await client.patch(LEASES, "moving", {"metadata": {"ownerReferences": [owner_ref(other)]}}, NS)
     await settle(lambda: reconciler.count("parent") == 6 and reconciler.count("other") == 2)
     await controller.stop(timeout=5)
+
+
+async def test_refreshes_from_owned_objects_wait_behind_changes_to_the_controllers_own_kind(
+    client: Client, cache: Cache
+) -> None:
+    gate = asyncio.Event()
+
+    async def held_by_the_gate(request: Request) -> None:
+        if request.name == "blocker":
+            await gate.wait()
+
+    reconciler = ScriptedReconciler(held_by_the_gate)
+    controller = (
+        ControllerBuilder(cache, f"test-{next(_names)}").for_(CONFIGMAPS).owns(LEASES).build(reconciler)
+    )
+    await cache.start()
+    await controller.start()
+    a = await client.create(CONFIGMAPS, {"metadata": {"name": "a"}, "data": {}}, NS)
+    b = await client.create(CONFIGMAPS, {"metadata": {"name": "b"}, "data": {}}, NS)
+    await client.create(LEASES, lease("of-b", owner_ref(b)), NS)
+    # b twice: for itself, then for its new lease.
+    await settle(lambda: reconciler.count("a") == 1 and reconciler.count("b") == 2 and not reconciler.running)
+    await client.create(CONFIGMAPS, {"metadata": {"name": "blocker"}, "data": {}}, NS)
+    await settle(lambda: "blocker" in {r.name for r in reconciler.running})
+    before = len(reconciler.calls)
+    # While the only worker is held: a new owned object (state only: low), a status-like
+    # change of another (low), then two changes to the controller's own kind (normal).
+    await client.create(LEASES, lease("of-a", owner_ref(a)), NS)
+    renewed = await client.patch(LEASES, "of-b", {"metadata": {"labels": {"renewed": "1"}}}, NS)
+    await client.create(CONFIGMAPS, {"metadata": {"name": "c"}, "data": {}}, NS)
+    changed = await client.patch(CONFIGMAPS, "a", {"data": {"k": "v"}}, NS)
+
+    def delivered(resource: Any, obj: dict[str, Any]) -> bool:
+        cached = cache.get(resource, obj["metadata"]["name"], NS)
+        version = obj["metadata"]["resourceVersion"]
+        return cached is not None and cached["metadata"]["resourceVersion"] == version
+
+    # Both watch streams have delivered everything (each in order, but not with each other).
+    await settle(lambda: delivered(LEASES, renewed) and delivered(CONFIGMAPS, changed))
+    assert len(controller.queue) == 3  # a (moved up by its own change), b, c
+    gate.set()
+    await settle(lambda: len(reconciler.calls) == before + 3 and not reconciler.running)
+    assert [r.name for r in reconciler.calls[before:]] == ["c", "a", "b"]
+    await controller.stop(timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("event_type", "old_meta", "new_meta", "state_only"),
+    [
+        ("ADDED", None, {}, True),
+        ("MODIFIED", {"generation": 1}, {"generation": 1}, True),
+        ("MODIFIED", {}, {"labels": {"x": "y"}}, True),
+        ("MODIFIED", {"generation": 1}, {"generation": 2}, False),
+        ("MODIFIED", {"generation": 1}, {"generation": 1, "deletionTimestamp": "2024-05-01T10:00Z"}, False),
+        ("DELETED", {}, {}, False),
+    ],
+)
+def test_which_events_only_report_state(
+    event_type: str, old_meta: dict[str, Any] | None, new_meta: dict[str, Any], state_only: bool
+) -> None:
+    old = None if old_meta is None else {"metadata": old_meta}
+    assert reports_state_only(event_type, {"metadata": new_meta}, old) is state_only
 
 
 async def test_watches_map_events_through_the_map_function_after_the_predicates(

@@ -65,6 +65,36 @@ async def test_items_come_out_in_fifo_order_and_duplicates_coalesce() -> None:
     assert queue.get_nowait() is None
 
 
+async def test_low_priority_items_wait_behind_every_normal_item() -> None:
+    q: WorkQueue[str] = WorkQueue(_unique("wq-prio"), metrics=False)
+    q.add("status-1", low_priority=True)
+    q.add("new-1")
+    q.add("status-2", low_priority=True)
+    q.add("new-2")
+    q.add("status-1")  # a normal add moves it up, to the back of the normal FIFO
+    q.add("new-1", low_priority=True)  # never moves an item down
+    assert len(q) == 4
+    assert [q.get_nowait() for _ in range(4)] == ["new-1", "new-2", "status-1", "status-2"]
+    assert q.get_nowait() is None
+
+
+async def test_an_item_keeps_its_priority_while_processing() -> None:
+    q: WorkQueue[str] = WorkQueue(_unique("wq-prio"), metrics=False)
+    q.add("a")
+    assert q.get_nowait() == "a"
+    q.add("a", low_priority=True)  # added at low priority while processing
+    q.add("b")
+    q.done("a")
+    assert [q.get_nowait(), q.get_nowait()] == ["b", "a"]
+    q.add("c", low_priority=True)
+    assert q.get_nowait() == "c"
+    q.add("c", low_priority=True)
+    q.add("c")  # promoted while processing: requeued at normal priority
+    q.add("d", low_priority=True)
+    q.done("c")
+    assert [q.get_nowait(), q.get_nowait()] == ["c", "d"]
+
+
 async def test_an_item_added_while_processing_is_requeued_once_at_done() -> None:
     queue = _queue()
     queue.add("a")
@@ -484,7 +514,9 @@ class _Model:
     def __init__(self, now: float) -> None:
         self.now = now
         self.fifo: list[str] = []
+        self.low: list[str] = []  # the low-priority FIFO, read when fifo is empty
         self.dirty: set[str] = set()
+        self.low_dirty: set[str] = set()  # dirty items waiting at low priority
         self.holding: dict[int, str] = {}  # worker -> item it holds
         self.blocked: list[int] = []  # workers waiting in get(), in arrival order
         self.stopped: set[int] = set()  # workers whose get() raised ShutDown
@@ -495,24 +527,38 @@ class _Model:
         self.tokens = float(BURST)
         self.last = now
 
-    def add(self, item: str) -> None:
-        if self.shut or item in self.dirty:
+    def add(self, item: str, low: bool = False) -> None:
+        if self.shut:
+            return
+        if item in self.dirty:
+            if not low and item in self.low_dirty:
+                self.low_dirty.discard(item)
+                if item in self.low:
+                    self.low.remove(item)
+                    self.fifo.append(item)
+                    self._dispatch()
             return
         self.dirty.add(item)
+        if low:
+            self.low_dirty.add(item)
         if item in self.holding.values():
             return
-        self.fifo.append(item)
+        self._enqueue(item)
+
+    def _enqueue(self, item: str) -> None:
+        (self.low if item in self.low_dirty else self.fifo).append(item)
         self._dispatch()
 
     def _dispatch(self) -> None:
-        while self.blocked and self.fifo:
+        while self.blocked and (self.fifo or self.low):
             worker = self.blocked.pop(0)
-            item = self.fifo.pop(0)
+            item = self.fifo.pop(0) if self.fifo else self.low.pop(0)
             self.dirty.discard(item)
+            self.low_dirty.discard(item)
             self.holding[worker] = item
 
     def get(self, worker: int) -> None:
-        if self.fifo:
+        if self.fifo or self.low:
             self.blocked.append(worker)
             self._dispatch()
         elif self.shut:
@@ -526,8 +572,7 @@ class _Model:
     def done(self, worker: int) -> None:
         item = self.holding.pop(worker)
         if item in self.dirty:
-            self.fifo.append(item)
-            self._dispatch()
+            self._enqueue(item)
 
     def add_after(self, item: str, delay: float) -> None:
         if self.shut:
@@ -622,6 +667,13 @@ class WorkQueueMachine(RuleBasedStateMachine):
         self.model.add(item)
         self._settle()
 
+    @rule(item=st.sampled_from(ITEMS))
+    def add_low_priority(self, item: str) -> None:
+        self._owe(item)
+        self.queue.add(item, low_priority=True)
+        self.model.add(item, low=True)
+        self._settle()
+
     @rule(item=st.sampled_from(ITEMS), delay=st.sampled_from(DELAYS))
     def add_after(self, item: str, delay: float) -> None:
         if delay <= 0:
@@ -703,7 +755,7 @@ class WorkQueueMachine(RuleBasedStateMachine):
         assert self.held == model.holding
         assert set(self.gets) == set(model.blocked)
         assert self.stopped == model.stopped
-        assert len(self.queue) == len(model.fifo)
+        assert len(self.queue) == len(model.fifo) + len(model.low)
         assert self.queue.shutting_down == model.shut
         for item in ITEMS:
             assert self.queue.num_requeues(item) == model.failures.get(item, 0)

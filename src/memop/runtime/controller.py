@@ -13,6 +13,13 @@ Guarantees (from the workqueue): a request is never reconciled by two workers at
 number of events for a request that is queued or being reconciled cause exactly one more
 reconcile after the current one. How each outcome is handled is in ``memop.runtime.reconcile``.
 
+Priorities (after controller-runtime's priority queue): a request is queued at low priority,
+behind every other, when its event only reports state: an object of an owned or watched kind
+appeared or changed without a new ``metadata.generation`` or deletion (a pod became ready, a
+Deployment's status moved), or a periodic resync replays it. So when many objects change at
+once, the changes users made are reconciled first and the status refreshes they cause follow;
+a refresh queued low is moved up by any normal event for the same request.
+
 Handlers are attached when the controller starts (after leader election, in a manager), and
 the informers replay the objects they already hold, so a standby that becomes leader starts
 with every object queued exactly once.
@@ -36,7 +43,7 @@ from memop.runtime.predicates import Predicate
 from memop.runtime.ratelimiter import RateLimiter
 from memop.runtime.reconcile import Reconciler, Request, Result, TerminalError
 from memop.runtime.resources import Resource
-from memop.runtime.store import Obj
+from memop.runtime.store import ADDED, MODIFIED, RESYNC, Obj
 from memop.runtime.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger("memop.controller")
@@ -49,6 +56,9 @@ class WatchSpec:
     resource: Resource
     mapper: Mapper
     predicates: tuple[Predicate, ...] = ()
+    # Another kind than the controller's own (owns/watches): events that only report its
+    # state are queued at low priority.
+    secondary: bool = False
 
 
 @dataclass
@@ -172,15 +182,16 @@ class Controller:
             await asyncio.gather(*pending, return_exceptions=True)
 
     def _handler_for(self, spec: WatchSpec) -> EventHandler:
-        queue, predicates, mapper = self.queue, spec.predicates, spec.mapper
+        queue, predicates, mapper, secondary = self.queue, spec.predicates, spec.mapper, spec.secondary
 
         def handle(event_type: str, obj: Obj, old: Obj | None) -> None:
             for predicate in predicates:
                 if not predicate(event_type, obj, old):
                     return
+            low = event_type == RESYNC or (secondary and reports_state_only(event_type, obj, old))
             for request in mapper(event_type, obj, old):
                 if request.name:
-                    queue.add(request)
+                    queue.add(request, low_priority=low)
 
         return handle
 
@@ -296,12 +307,12 @@ class ControllerBuilder:
         if self._for is None:
             raise ValueError("call for_() before owns()")
         mapper = enqueue_controller_owner(self._for.group, self._for.kind)
-        self._watches.append(WatchSpec(resource, mapper, predicates))
+        self._watches.append(WatchSpec(resource, mapper, predicates, secondary=True))
         return self
 
     def watches(self, resource: Resource, map_fn: MapFunc, *predicates: Predicate) -> ControllerBuilder:
         """Objects of ``resource`` enqueue whatever ``map_fn`` returns for them."""
-        self._watches.append(WatchSpec(resource, enqueue_mapped(map_fn), predicates))
+        self._watches.append(WatchSpec(resource, enqueue_mapped(map_fn), predicates, secondary=True))
         return self
 
     def with_options(
@@ -326,3 +337,20 @@ class ControllerBuilder:
             self._name, reconciler, self._cache, self._watches, self._options, clock=self._clock
         )
 
+
+def reports_state_only(event_type: str, obj: Obj, old: Obj | None) -> bool:
+    """Whether an event of an owned or watched object only reports its state: it appeared, or
+    it changed with neither a new ``metadata.generation`` nor a deletion starting."""
+    if event_type == ADDED:
+        return True
+    if event_type != MODIFIED or old is None:
+        return False
+    meta, old_meta = _meta(obj), _meta(old)
+    return meta.get("generation") == old_meta.get("generation") and bool(
+        meta.get("deletionTimestamp")
+    ) == bool(old_meta.get("deletionTimestamp"))
+
+
+def _meta(obj: Obj) -> dict[str, object]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}

@@ -20,6 +20,12 @@ The life of an item:
   The heap is driven by a single ``clock.call_at`` timer for its head — no background task.
 * ``add_rate_limited`` is ``add_after(item, rate_limiter.when(item))``; ``forget`` clears the
   item's backoff.
+* Two priorities (after controller-runtime's priority queue): ``add(item, low_priority=True)``
+  queues the item behind every normal item, FIFO among the low ones. A controller adds with
+  low priority what only refreshes status (an owned object's status changed, a resync), so
+  under load the changes users made are reconciled first. Adding an item that waits at low
+  priority with normal priority moves it to the normal FIFO; the reverse never happens. The
+  priority an item waits at is kept while it is processing, for its requeue at ``done``.
 
 Shutdown (client-go v0.30+ ``Get``/``ShutDown`` semantics): adds are silently ignored from
 then on and waiting entries are dropped, but items already in the ready FIFO are still handed
@@ -83,6 +89,9 @@ class WorkQueue(Generic[T]):
         "_getters",
         "_heap",
         "_limiter",
+        "_low",
+        "_low_dirty",
+        "_low_queued",
         "_m_adds",
         "_m_queue_duration",
         "_m_retries",
@@ -129,6 +138,14 @@ class WorkQueue(Generic[T]):
         # or at done() when it is dirty — and it cannot be in the FIFO then, since it was
         # processing).
         self._queue: deque[T] = deque()
+        # The low-priority FIFO, read only when _queue is empty. An entry (seq, item) is live
+        # when _low_queued[item] == seq; entries of items moved to _queue stay behind, stale.
+        # Invariant: the live entries are exactly the items of _low_queued, each once, dirty,
+        # not processing and not in _queue. _low_dirty: the dirty items waiting at low
+        # priority, queued (in _low_queued) or processing (requeued low at done).
+        self._low: deque[tuple[int, T]] = deque()
+        self._low_queued: dict[T, int] = {}
+        self._low_dirty: set[T] = set()
         # Items that need processing: those in the FIFO plus those added while processing.
         # An item leaves _dirty exactly when get() hands it out. Each maps to when it became
         # dirty (0.0 without metrics), which is what queue duration is measured from.
@@ -181,21 +198,45 @@ class WorkQueue(Generic[T]):
 
     # -- adding -------------------------------------------------------------------------
 
-    def add(self, item: T) -> None:
-        """Mark ``item`` as needing processing. Ignored once the queue is shutting down."""
-        if self._shutting_down or item in self._dirty:
+    def add(self, item: T, *, low_priority: bool = False) -> None:
+        """Mark ``item`` as needing processing, behind every normal item if ``low_priority``.
+        Ignored once the queue is shutting down."""
+        if self._shutting_down:
+            return
+        if item in self._dirty:
+            if not low_priority and item in self._low_dirty:
+                self._promote(item)
             return
         if self._metrics:
             self._dirty[item] = self._now()
             self._m_adds()
         else:
             self._dirty[item] = 0.0
+        if low_priority:
+            self._low_dirty.add(item)
         if item in self._processing:
             # The worker holding it will see it dirty at done() and queue it then.
             return
-        self._queue.append(item)
+        self._enqueue(item)
+
+    def _enqueue(self, item: T) -> None:
+        """Put a dirty item that is not processing in the FIFO of its priority."""
+        if item in self._low_dirty:
+            seq = next(self._seq)
+            self._low_queued[item] = seq
+            self._low.append((seq, item))
+        else:
+            self._queue.append(item)
         if self._getters:
             self._wake_getter()
+
+    def _promote(self, item: T) -> None:
+        """An item dirty at low priority was added with normal priority: it now waits there."""
+        self._low_dirty.discard(item)
+        if self._low_queued.pop(item, None) is not None:
+            self._queue.append(item)  # its entry in _low is stale from now on
+            if not self._low_queued:
+                self._low.clear()  # only stale entries left
 
     def add_after(self, item: T, delay: float) -> None:
         """Add ``item`` once ``delay`` seconds have passed (``delay <= 0``: add it now).
@@ -275,8 +316,7 @@ class WorkQueue(Generic[T]):
         After ``shutdown`` the remaining ready items are still handed out; raises
         :class:`ShutDown` once the queue is shut down and nothing is ready.
         """
-        queue = self._queue
-        while not queue:
+        while not (self._queue or self._low_queued):
             if self._shutting_down:
                 raise ShutDown
             await self._wait_for_item()
@@ -288,14 +328,25 @@ class WorkQueue(Generic[T]):
         Raises :class:`ShutDown` when the queue is shut down and nothing is ready. The caller
         must call ``done`` with any item it receives.
         """
-        if self._queue:
+        if self._queue or self._low_queued:
             return self._take()
         if self._shutting_down:
             raise ShutDown
         return None
 
     def _take(self) -> T:
-        item = self._queue.popleft()
+        if self._queue:
+            item = self._queue.popleft()
+        else:
+            low, low_queued = self._low, self._low_queued
+            while True:
+                seq, item = low.popleft()
+                if low_queued.get(item) == seq:
+                    break
+            del low_queued[item]
+            self._low_dirty.discard(item)
+            if not low_queued:
+                low.clear()  # only stale entries left
         added = self._dirty.pop(item)
         if self._metrics:
             now = self._now()
@@ -314,7 +365,7 @@ class WorkQueue(Generic[T]):
             if getter.cancelled():
                 with contextlib.suppress(ValueError):
                     self._getters.remove(getter)
-            elif self._queue:
+            elif self._queue or self._low_queued:
                 # We were woken for an item and then cancelled before running: pass the
                 # wake-up on so the item does not sit in the FIFO while another getter sleeps.
                 self._wake_getter()
@@ -340,15 +391,13 @@ class WorkQueue(Generic[T]):
         if self._metrics:
             self._m_work_duration(self._now() - started)
         if item in self._dirty:
-            self._queue.append(item)
-            if self._getters:
-                self._wake_getter()
+            self._enqueue(item)
         if self._drainers and not self._processing:
             self._wake_drainers()
 
     def __len__(self) -> int:
         """How many items are ready to be handed out (not waiting, not processing)."""
-        return len(self._queue)
+        return len(self._queue) + len(self._low_queued)
 
     # -- shutdown ------------------------------------------------------------------------
 
