@@ -56,6 +56,7 @@ run after it, and ``memop_cpu_over_floor_cpu`` memop's CPU to converge over the 
 script's (both steadier than absolute figures on a machine whose speed drifts).
 ``--profile FILE`` / ``--profile-server FILE`` sample memop / the API server with py-spy
 from the first create until settled (collapsed stacks).
+``--memop-arg ARG`` (repeatable) passes a flag to memop, e.g. ``--memop-arg=--event-qps=0``.
 
 With ``--kubeconfig`` the bench uses that cluster instead of starting one (it must serve
 apps/v1 Deployments with a working controller, and memop's CRD is installed if missing);
@@ -772,7 +773,8 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
     tracker = Tracker(client)
     await tracker.start()
     memop = MemopProcess(
-        where.kubeconfig, memop_args(args.workers, [] if args.all_namespaces else namespaces)
+        where.kubeconfig,
+        memop_args(args.workers, [] if args.all_namespaces else namespaces, args.memop_arg),
     )
     await memop.start()
     try:
@@ -1115,6 +1117,13 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--history-size", type=int, default=200_000, help="the server's watch history (default 200000)"
+    )
+    parser.add_argument(
+        "--memop-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="pass ARG to memop (repeatable), e.g. --memop-arg=--event-qps=0",
     )
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="give up after this many seconds per stage"

@@ -63,6 +63,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             tracker = Tracker(client)
             await tracker.start()
             extra = ["--leader-elect", "--leader-election-namespace", "default"] if args.leader_elect else []
+            extra += args.memop_arg
             watched = [] if args.all_namespaces else namespaces
             memop = MemopProcess(where.kubeconfig, memop_args(args.workers, watched, extra))
             try:

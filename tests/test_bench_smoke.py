@@ -98,7 +98,15 @@ def test_workqueue_benchmark_reports_every_key_kind_with_and_without_metrics() -
 
 
 def test_converge_benchmark_compares_memop_with_the_floor_run_by_run() -> None:
-    result = run_bench("converge.py", "--compare", "--crs=20", "--namespaces=2", "--repeat=2")
+    result = run_bench(
+        "converge.py",
+        "--compare",
+        "--crs=20",
+        "--namespaces=2",
+        "--repeat=2",
+        "--memop-arg=--event-qps=0.01",
+        "--memop-arg=--event-burst=1",
+    )
     memop, floor = result["memop"], result["floor"]
     assert memop["wall_seconds"] > 0
     assert floor["wall_seconds"] > 0
@@ -112,6 +120,8 @@ def test_converge_benchmark_compares_memop_with_the_floor_run_by_run() -> None:
     assert memop["writes_per_cr"]["to_settle"]["total"] >= 3.0
     assert memop["idle"]["requests"] == 0
     assert memop["reconcile_panics"] == 0
+    # --memop-arg reached memop: at one Event per 100 s, one of the 20 Created Events is sent.
+    assert memop["writes_per_cr"]["to_settle"]["events (apart)"] == 0.05
 
 
 def test_steady_benchmark_reports_an_idle_memop() -> None:
