@@ -133,3 +133,27 @@ async def test_without_a_rate_every_event_goes_at_once(client: Client) -> None:
     assert clock.pending_timers() == 0
     assert len(await events(client)) == 30
     await recorder.stop()
+
+
+async def test_the_rate_limit_never_turns_into_drops(client: Client) -> None:
+    clock = FakeClock()
+    # One Event per 1000 s: without the full-speed rule, most of these would wait for hours
+    # and the rest be dropped on a full queue.
+    recorder = EventRecorder(client, "memcached-controller", clock=clock, qps=0.001, burst=1, max_queued=10)
+    for i in range(10):
+        recorder.record(subject(f"o{i}"), NORMAL, "Created", f"created {i}")
+    recorder.start()
+
+    async def sent(count: int) -> bool:
+        return len(await events(client)) == count
+
+    # 10 queued, 9 of them (90%) and more: sent at full speed down to the 9th from the end;
+    # the first of the rest takes the one token; the others wait for the clock.
+    await wait_for(lambda: sent(3), timeout=5)
+    await wait_for(lambda: clock.pending_timers() == 1, timeout=5)
+    assert await sent(3)
+    assert recorder.dropped == 0
+    for expected in range(4, 11):
+        clock.advance(1000.0)
+        await wait_for(lambda: sent(expected), timeout=5)  # noqa: B023 - awaited in the loop
+    await recorder.stop()

@@ -7,7 +7,9 @@ of creating another, and each object gets a spam budget (burst 25, then one ever
 so a hot error loop cannot flood the API server. Sending is rate-limited overall (``qps`` and
 ``burst``, a token bucket): Events describe work, and when a thousand objects change at once
 their thousand Events should not take API server capacity from the writes that do the work;
-a burst's Events trail it instead. Events are best effort: failures are logged,
+a burst's Events trail it instead. The limit only defers, it never drops: once the queue is
+:data:`FULL_SPEED_AT` full, Events go out as fast as the API server takes them until it is
+not. Events are best effort: failures are logged,
 never raised into a reconcile. When the queue is full (the API server is slow or down), events
 are dropped and counted; the warning about it is aggregated, at most one every
 ``QUEUE_FULL_REPORT_INTERVAL`` seconds with the number dropped since the previous one, plus a
@@ -35,6 +37,9 @@ NORMAL = "Normal"
 WARNING = "Warning"
 # At most one "event queue full" warning per this many seconds (the drops in between are counted).
 QUEUE_FULL_REPORT_INTERVAL = 60.0
+# From this fraction of the queue's capacity on, the rate limit is set aside (it must not
+# turn into drops).
+FULL_SPEED_AT = 0.9
 
 
 class EventWriter(Protocol):
@@ -93,6 +98,7 @@ class EventRecorder:
         self._spam: OrderedDict[str, TokenBucket] = OrderedDict()
         self._spam_settings = (spam_qps, spam_burst)
         self._rate = TokenBucket(qps, burst, self._clock) if qps else None
+        self._full_speed_at = max(1, int(max_queued * FULL_SPEED_AT))
         self._task: asyncio.Task[None] | None = None
         # Every event not recorded (spam filter or full queue), for tests and debugging.
         self.dropped = 0
@@ -180,7 +186,8 @@ class EventRecorder:
         while True:
             pending = await self._queue.get()
             try:
-                if self._rate is not None:
+                # qsize() counts the events behind this one.
+                if self._rate is not None and self._queue.qsize() + 1 < self._full_speed_at:
                     await self._rate.acquire()
                 await self._send(pending)
             except asyncio.CancelledError:
