@@ -133,11 +133,23 @@ def test_steady_benchmark_reports_an_idle_memop() -> None:
     assert result["memop_exited"] is None
 
 
-def test_apiserver_benchmark_delivers_every_event() -> None:
+@pytest.mark.fake_only
+def test_the_apiserver_benchmark_reports_writes_and_watches() -> None:
     result = run_bench(
-        "apiserver.py", "--duration=1", "--warmup=0.5", "--clients=4", "--watches=4", "--namespaces=2"
+        "apiserver.py", "--clients=4", "--watches=6", "--namespaces=3", "--duration=1", "--warmup=0.2"
     )
-    assert result["writes_per_second"] > 0
+    assert result["benchmark"] == "apiserver"
+    assert result["clients"] == 4
+    assert result["watches_requested"] == 6
+    assert result["watches_held"] == 6
+    assert result["watches_receiving_events"] == 6
     assert result["write_errors"] == 0
-    assert result["events_delivered"] == result["events_expected"] > 0
+    assert result["error_statuses"] == {}
+    assert result["creates"] > 0
+    assert result["merge_patches"] > 0
+    assert result["writes_per_second"] > 0
+    assert result["events_expected"] >= result["creates"] + result["merge_patches"]
+    assert result["events_delivered"] == result["events_expected"]
     assert result["watch_failures"] == []
+    assert result["latency_ms_p99"] >= result["latency_ms_p50"] > 0
+    assert result["server_cpu_utilisation"] > 0
