@@ -6,7 +6,7 @@ arrives on that stream to what the caller sees:
 
 - ADDED / MODIFIED / DELETED / BOOKMARK lines are yielded as parsed dicts (``json.loads``,
   never the generated model classes), in batches of what arrived together
-  (:func:`read_event_batches`) or one at a time (:func:`read_events`);
+  (:func:`read_event_batches`; ``Client.watch`` hands them out one at a time);
 - an ERROR line raises the typed error of its ``Status`` (410 → :class:`errors.Gone`);
 - a line that is not a well-formed event is logged with a short excerpt and skipped: one bad
   line must not cost the caller a relist;
@@ -43,7 +43,7 @@ def parse_event(line: bytes, where: str = "") -> dict[str, Any] | None:
     """The event on ``line``, or None (logged as a warning) when it is not a well-formed event.
 
     Blank lines are skipped silently (nothing was lost). ERROR events are returned like the
-    others; :func:`read_events` turns them into exceptions.
+    others; :class:`EventLines` turns them into exceptions.
     """
     text = line.strip()
     if not text:
@@ -154,13 +154,6 @@ async def read_event_batches(
 def _too_long(path: str) -> TransportError:
     # Past this we cannot find the next event boundary reliably any more.
     return TransportError(f"watch {path} sent an unreadable line: longer than {MAX_EVENT_BYTES} bytes")
-
-
-async def read_events(response: aiohttp.ClientResponse, *, path: str = "") -> AsyncIterator[dict[str, Any]]:
-    """:func:`read_event_batches`, one event at a time."""
-    async for batch in read_event_batches(response, path=path):
-        for event in batch:
-            yield event
 
 
 def _describe(error: BaseException) -> str:
