@@ -17,8 +17,9 @@ from memop.runtime import predicates
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
 from memop.runtime.clock import FakeClock
-from memop.runtime.controller import Controller, ControllerBuilder, reports_state_only
+from memop.runtime.controller import Controller, ControllerBuilder
 from memop.runtime.errors import ApiError, Conflict
+from memop.runtime.handlers import reports_state_only
 from memop.runtime.reconcile import Request, Result, TerminalError
 from memop.runtime.resources import CONFIGMAPS, LEASES, NAMESPACES
 from memop.testing.server import ApiServer

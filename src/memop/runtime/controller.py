@@ -37,13 +37,20 @@ from memop.runtime import metrics
 from memop.runtime.cache import Cache, EventHandler
 from memop.runtime.clock import Clock, RealClock
 from memop.runtime.errors import ApiError, Conflict, TransportError
-from memop.runtime.handlers import MapFunc, Mapper, enqueue_controller_owner, enqueue_mapped, enqueue_object
+from memop.runtime.handlers import (
+    MapFunc,
+    Mapper,
+    enqueue_controller_owner,
+    enqueue_mapped,
+    enqueue_object,
+    reports_state_only,
+)
 from memop.runtime.logs import log_context
 from memop.runtime.predicates import Predicate
 from memop.runtime.ratelimiter import RateLimiter
 from memop.runtime.reconcile import Reconciler, Request, Result, TerminalError
 from memop.runtime.resources import Resource
-from memop.runtime.store import ADDED, MODIFIED, RESYNC, Obj
+from memop.runtime.store import RESYNC, Obj
 from memop.runtime.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger("memop.controller")
@@ -336,21 +343,3 @@ class ControllerBuilder:
         return Controller(
             self._name, reconciler, self._cache, self._watches, self._options, clock=self._clock
         )
-
-
-def reports_state_only(event_type: str, obj: Obj, old: Obj | None) -> bool:
-    """Whether an event of an owned or watched object only reports its state: it appeared, or
-    it changed with neither a new ``metadata.generation`` nor a deletion starting."""
-    if event_type == ADDED:
-        return True
-    if event_type != MODIFIED or old is None:
-        return False
-    meta, old_meta = _meta(obj), _meta(old)
-    return meta.get("generation") == old_meta.get("generation") and bool(
-        meta.get("deletionTimestamp")
-    ) == bool(old_meta.get("deletionTimestamp"))
-
-
-def _meta(obj: Obj) -> dict[str, object]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}

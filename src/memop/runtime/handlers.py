@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from memop.runtime.reconcile import Request
-from memop.runtime.store import Obj
+from memop.runtime.store import ADDED, MODIFIED, Obj
 
 Mapper = Callable[[str, Obj, Obj | None], Iterable[Request]]
 MapFunc = Callable[[Obj], Iterable[Request]]
@@ -66,3 +66,17 @@ def enqueue_mapped(fn: MapFunc) -> Mapper:
         return list(requests)
 
     return mapper
+
+
+def reports_state_only(event_type: str, obj: Obj, old: Obj | None) -> bool:
+    """Whether an event of an owned or watched object only reports its state: it appeared, or
+    it changed with neither a new ``metadata.generation`` nor a deletion starting (a controller
+    queues such events at low priority)."""
+    if event_type == ADDED:
+        return True
+    if event_type != MODIFIED or old is None:
+        return False
+    meta, old_meta = _meta(obj), _meta(old)
+    return meta.get("generation") == old_meta.get("generation") and bool(
+        meta.get("deletionTimestamp")
+    ) == bool(old_meta.get("deletionTimestamp"))

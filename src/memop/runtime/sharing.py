@@ -12,11 +12,11 @@ Shared subtrees are referenced by many cached objects, which is safe because cac
 are read-only (see :mod:`memop.runtime.store`); the store's mutation check in tests
 (``MEMOP_CHECK_CACHE=1``) catches a caller that writes into one.
 
-The table holds each canonical subtree under its canonical JSON, or, for a flat dict or list
-of strings and integers (the common case), under an equivalent and cheaper tuple. It is purged of subtrees no
-cached object uses any more (their only references are the table's) whenever it has doubled
-since the last purge, so it stays proportional to the distinct subtrees in use, however long
-the process runs.
+The table holds each canonical subtree under its canonical JSON, or, for a flat dict or list of
+strings and integers (the common case), under an equivalent and cheaper tuple. It is purged of
+subtrees no cached object uses any more (their only references are the table's) whenever it has
+doubled since the last purge, so it stays proportional to the distinct subtrees in use, however
+long the process runs.
 """
 
 from __future__ import annotations

@@ -260,18 +260,19 @@ class ObjectStore:
         owner = controller_owner_uid(obj)
         if owner is not None:
             self._by_owner.add(owner, key)
-        for pair in _label_pairs(obj):
-            if pair not in self._implied_labels:
-                self._by_label.add(pair, key)
+        for pair in self._indexed_label_pairs(obj):
+            self._by_label.add(pair, key)
+
+    def _indexed_label_pairs(self, obj: Obj) -> builtins.list[tuple[str, str]]:
+        return [pair for pair in _label_pairs(obj) if pair not in self._implied_labels]
 
     def _unindex(self, key: Key, obj: Obj) -> None:
         self._by_namespace.discard(key[0], key)
         owner = controller_owner_uid(obj)
         if owner is not None:
             self._by_owner.discard(owner, key)
-        for pair in _label_pairs(obj):
-            if pair not in self._implied_labels:
-                self._by_label.discard(pair, key)
+        for pair in self._indexed_label_pairs(obj):
+            self._by_label.discard(pair, key)
 
 
 def _fingerprint(obj: Obj) -> str:
