@@ -416,12 +416,12 @@ def declare_informers(cache: Cache, memcached_resource: Resource = MEMCACHEDS) -
     """The informers the controller reads, with their transforms, shared subtrees and (pods)
     label selector: declared before anything else asks for them (the first caller of
     Cache.informer fixes these)."""
-    for resource in (memcached_resource, DEPLOYMENTS, PODS):
+    for resource, kind in ((memcached_resource, MEMCACHEDS), (DEPLOYMENTS, DEPLOYMENTS), (PODS, PODS)):
         cache.informer(
             resource,
-            transform=CACHE_TRANSFORMS[MEMCACHEDS if resource is memcached_resource else resource],
-            shared=CACHE_SHARED[MEMCACHEDS if resource is memcached_resource else resource],
-            label_selector=POD_SELECTOR if resource is PODS else None,
+            transform=CACHE_TRANSFORMS[kind],
+            shared=CACHE_SHARED[kind],
+            label_selector=POD_SELECTOR if kind is PODS else None,
         )
 
 
