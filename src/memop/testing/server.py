@@ -622,25 +622,39 @@ class ApiServer:
 
     async def _stream(self, response: web.StreamResponse, watcher: Watcher, timeout: float) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
         hub = self.watches
-        while not watcher.dropped:
-            if watcher.queue and not hub.silenced:
-                try:
-                    await response.write(watcher.take())
-                except (ConnectionError, RuntimeError):
-                    return
-                continue
-            if watcher.closing and not hub.silenced:
-                break
-            remaining = deadline - loop.time()
-            if hub.silenced:
-                # A silenced server keeps the stream open past its timeout, like a hung one.
-                await watcher.wait(None)
-            elif remaining <= 0:
-                break
-            else:
-                await watcher.wait(remaining)
+        timed_out = False
+
+        def time_out() -> None:
+            nonlocal timed_out
+            timed_out = True
+            watcher.wake()
+
+        # One timer for the stream's whole life: a timer per wait would cost a heap entry for
+        # every event written.
+        timer = loop.call_later(timeout, time_out)
+        try:
+            while not watcher.dropped:
+                if watcher.queue and not hub.silenced:
+                    # Like the apiserver, which flushes only once its event channel is empty: let
+                    # the changes committed in this turn of the loop join the write.
+                    await asyncio.sleep(0)
+                    if watcher.dropped or hub.silenced:
+                        continue
+                    try:
+                        await response.write(watcher.take())
+                    except (ConnectionError, RuntimeError):
+                        return
+                    continue
+                if hub.silenced:
+                    # A silenced server keeps the stream open past its timeout, like a hung one.
+                    await watcher.wait()
+                elif watcher.closing or timed_out:
+                    break
+                else:
+                    await watcher.wait()
+        finally:
+            timer.cancel()
         if watcher.dropped:
             return
         with contextlib.suppress(ConnectionError, RuntimeError):

@@ -38,11 +38,6 @@ def error_line(error: ApiError) -> bytes:
     return event_line("ERROR", json.dumps(error.status(), separators=(",", ":")).encode())
 
 
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
 class Watcher:
     """One open watch: what it selects and the encoded lines waiting to be written."""
 
@@ -100,18 +95,14 @@ class Watcher:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def wait(self, timeout: float | None) -> None:
-        """Return on the next wake() or after ``timeout`` seconds (None: no limit)."""
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
+    async def wait(self) -> None:
+        """Return on the next wake()."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiter = waiter
-        timer = loop.call_later(timeout, _resolve, waiter) if timeout is not None else None
         try:
             await waiter
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
 
     def take(self) -> bytes:
         data = b"".join(self.queue)
