@@ -54,8 +54,9 @@ run's wall time. With ``--compare``, ``memop_over_floor`` is the median memop ru
 over the median floor run's; ``memop_over_floor_each_pair`` has each memop run over the floor
 run after it, and ``memop_cpu_over_floor_cpu`` memop's CPU to converge over the floor
 script's (both steadier than absolute figures on a machine whose speed drifts).
-``--profile FILE`` / ``--profile-server FILE`` sample memop / the API server with py-spy
-from the first create until settled (collapsed stacks).
+``--profile FILE`` samples memop with py-spy from the first create until settled,
+``--profile-server FILE`` the API server until converged (as in the floor's run, so the two
+compare); both write collapsed stacks.
 ``--memop-arg ARG`` (repeatable) passes a flag to memop, e.g. ``--memop-arg=--event-qps=0``.
 
 With ``--kubeconfig`` the bench uses that cluster instead of starting one (it must serve
@@ -125,9 +126,10 @@ async def serve(args: argparse.Namespace) -> int:
     subresource, status, count], ...]}`` over the request-log records ``i..n``.
     """
     # Imported here: the bench's other roles do not need the server.
-    from memop.testing.__main__ import write_kubeconfig_atomically  # noqa: PLC0415
+    from memop.testing.__main__ import tune_gc, write_kubeconfig_atomically  # noqa: PLC0415
     from memop.testing.server import ApiServer  # noqa: PLC0415
 
+    tune_gc()
     server = ApiServer(
         simulate_controllers=True,
         pod_ready_delay=args.pod_ready_delay,
@@ -799,6 +801,9 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         t_converged = max(tracker.converged_at.values())
         cpu_converged = proc_stats(memop.pid)
         others.mark_end()
+        # The server's profile covers convergence only, as in the floor's run, so the two compare.
+        if server_profiler is not None:
+            await stop_profiler(server_profiler)
         converge_requests = await server.requests(start_log) if server else None
 
         await asyncio.wait_for(tracker.all_settled.wait(), args.timeout)
@@ -807,9 +812,8 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
             await wait_quiet(server, start_log, "memop", quiet=1.0, timeout=60)
         await wait_idle(memop, 0, timeout=60)
         cpu_settled = proc_stats(memop.pid)
-        for running in (profiler, server_profiler):
-            if running is not None:
-                await stop_profiler(running)
+        if profiler is not None:
+            await stop_profiler(profiler)
         settle_log = await server.log_end() if server else 0
         settle_requests = await server.requests(start_log) if server else None
         metrics_settled = await scrape(memop)
@@ -1134,7 +1138,9 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         help="sample memop with py-spy (on PATH) from the first create until settled; collapsed stacks",
     )
     parser.add_argument(
-        "--profile-server", metavar="FILE", help="the same for the API server's process (our own only)"
+        "--profile-server",
+        metavar="FILE",
+        help="sample the API server's process (our own only) from the first create until converged",
     )
 
 
