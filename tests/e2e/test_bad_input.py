@@ -5,8 +5,9 @@
   Degraded/InvalidSpec with exactly ``parse_spec``'s message and creates nothing; the others
   converge to a Deployment that says what the spec says.
 - Objects with unexpected shapes that a real API server stores: a Memcached whose status is a
-  list, pods without labels. (A Deployment whose ``spec.replicas`` is a string cannot reach
-  memop from a real server, which refuses to decode it, so it is not tried here.)
+  list, pods without labels. (A Deployment whose ``spec.replicas`` is a string cannot come
+  from a real server, which refuses to decode it; ``tests/memcached/test_controller.py`` puts
+  one in memop's cache and checks the reconciler logs it and patches the number back.)
 - A hand-written watch stream (a tiny raw aiohttp server) with malformed lines, truncated JSON
   and objects of the wrong types, ending in a broken connection: the reflector logs and skips
   every bad line, stores the good events, never relists because of them, and resumes the

@@ -296,6 +296,49 @@ async def test_a_spec_change_updates_the_deployment_and_says_so(env: Env) -> Non
     assert scaled["message"] == f"Scaled Deployment {NAME} from 3 to 1"
 
 
+async def test_a_deployment_whose_counts_are_not_numbers_is_put_right(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No conforming API server serves a Deployment whose ``spec.replicas`` is a string (it
+    cannot decode one), but a proxy or an aggregated API in between could: memop's cache then
+    holds one. The reconciler neither fails nor trusts it: it logs it and patches the number
+    back; status counts that are not numbers count as none."""
+    await env.client.create(MEMCACHEDS, memcached(size=2), env.namespace)
+    await env.converge()
+    ready = {"observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2,
+             "availableReplicas": 2}  # fmt: skip
+    await env.client.patch_status(DEPLOYMENTS, NAME, {"status": ready}, env.namespace)
+    await env.synced()
+    await env.reconcile()
+    assert (await env.get(MEMCACHEDS))["status"]["readyReplicas"] == 2
+    env.server.silence_watches(True)  # the mangled copies stay in memop's cache
+    store = env.cache.informer(DEPLOYMENTS).store
+    live = store.get(NAME, env.namespace)
+    assert live is not None
+
+    mangled = copy.deepcopy(live)
+    mangled["spec"]["replicas"] = "2"
+    store.upsert(mangled)
+    caplog.set_level(logging.WARNING, logger="memop.memcached")
+    result, sent = await env.reconcile()
+    assert result is None
+    assert kinds(sent) == [("patch", "deployments", "")]  # the response has the real status
+    assert (await env.get(DEPLOYMENTS))["spec"]["replicas"] == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        f"Deployment {NAME} has spec.replicas '2', which is not a number; setting it to 2"
+    ]
+
+    mangled = copy.deepcopy(live)
+    mangled["status"] = {**ready, "readyReplicas": "two", "availableReplicas": [2]}
+    store.upsert(mangled)
+    result, sent = await env.reconcile()
+    assert result is None
+    assert kinds(sent) == [("patch", "memcacheds", "status")]
+    status = (await env.get(MEMCACHEDS))["status"]
+    assert status["readyReplicas"] == 0
+    assert condition({"status": status}, "Available")["status"] == "False"
+
+
 # --- Deployments memop cannot simply patch ---------------------------------------------------------
 
 

@@ -188,9 +188,18 @@ class MemcachedReconciler:
             return None
         if patch is None:
             return current
+        old_replicas = (current.get("spec") or {}).get("replicas")
+        if old_replicas is not None and (not isinstance(old_replicas, int) or isinstance(old_replicas, bool)):
+            # No conforming API server serves this (it cannot decode it); a proxy or an
+            # aggregated API in between could. The patch sets the number again.
+            log.warning(
+                "Deployment %s has spec.replicas %r, which is not a number; setting it to %d",
+                meta["name"],
+                old_replicas,
+                spec.size,
+            )
         updated = await self.client.patch(DEPLOYMENTS, meta["name"], patch, meta["namespace"])
         self.cache.record_write(DEPLOYMENTS, updated)
-        old_replicas = (current.get("spec") or {}).get("replicas")
         if set(patch.get("spec", {})) == {"replicas"} and set(patch) == {"spec"}:
             self.recorder.record(
                 memcached,
