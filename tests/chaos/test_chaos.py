@@ -19,8 +19,8 @@ Deployment is left without its owner. Throughout: no traceback in any replica's 
 logs JSON; a traceback is an ``error`` field) and ``controller_runtime_reconcile_panics_total``
 is 0 on every live replica.
 
-Size: ``MEMOP_CHAOS_CRS`` Memcacheds (default 200, 25 to 30 s on 2 cores; the full run, 300,
-takes 35 to 60 s) over 5 namespaces. ``MEMOP_CHAOS_LOG=FILE`` writes every replica's
+Size: ``MEMOP_CHAOS_CRS`` Memcacheds (default 300, 35 to 60 s on 2 cores; set it higher for a
+larger run) over 5 namespaces. ``MEMOP_CHAOS_LOG=FILE`` writes every replica's
 log records there (JSON lines), to see what happened in a run.
 """
 
@@ -56,7 +56,7 @@ from memop.testing.wait import wait_for
 
 pytestmark = pytest.mark.fake_only
 
-CRS = int(os.environ.get("MEMOP_CHAOS_CRS", "200"))
+CRS = int(os.environ.get("MEMOP_CHAOS_CRS", "300"))
 NAMESPACES_USED = [f"chaos-{i}" for i in range(5)]
 REPLICAS = 2
 LEASE_NAME = "memop-leader.cache.example.com"
