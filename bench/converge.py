@@ -126,7 +126,8 @@ async def serve(args: argparse.Namespace) -> int:
     subresource, status, count], ...]}`` over the request-log records ``i..n``.
     """
     # Imported here: the bench's other roles do not need the server.
-    from memop.testing.__main__ import tune_gc, write_kubeconfig_atomically  # noqa: PLC0415
+    from memop.runtime.gctuning import tune_gc  # noqa: PLC0415
+    from memop.testing.__main__ import write_kubeconfig_atomically  # noqa: PLC0415
     from memop.testing.server import ApiServer  # noqa: PLC0415
 
     tune_gc()

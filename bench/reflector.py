@@ -35,7 +35,8 @@ with a fresh cache.
 - ``cpu_seconds``: CPU (user + system) of the ingest process in the window (median);
   ``cpu_utilisation`` is that per wall second (near 1.0: ingest was CPU-bound);
   ``cpu_microseconds_each``: CPU per event;
-- ``gc_seconds``: of that CPU, the time spent in the cyclic garbage collector.
+- ``gc_seconds``: of that CPU, the time spent in the cyclic garbage collector (with the
+  thresholds the operator process sets, ``memop.runtime.gctuning``).
 
 LIST ingest (``list``). A fresh cache on the plain :class:`Client`, from start until the
 informer is synced: the reflector's paginated LIST (500 objects a page, each page prepared —
@@ -74,6 +75,7 @@ from memop.memcached.controller import CACHE_TRANSFORMS
 from memop.memcached.desired import desired_deployment
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
+from memop.runtime.gctuning import tune_gc
 from memop.runtime.kubeconfig import load_configuration
 from memop.runtime.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, PODS, Resource
 from memop.runtime.store import Obj, resource_version
@@ -382,6 +384,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.objects < 1 or args.repeats < 1:
         parser.error("--objects and --repeats must be positive")
+    if args.role == "ingest":
+        tune_gc()  # as the operator process does (memop.cli)
     result = asyncio.run(run_ingest(args) if args.role == "ingest" else run(args))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")

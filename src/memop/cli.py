@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from memop import __version__, app
 from memop.options import UsageError, parse_run_args
+from memop.runtime.gctuning import tune_gc
 
 EXIT_USAGE = 2
 
@@ -49,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"memop: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    tune_gc()
     try:
         return asyncio.run(app.run(config))
     except KeyboardInterrupt:

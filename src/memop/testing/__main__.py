@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from memop.runtime.gctuning import tune_gc
 from memop.testing.server import ApiServer
 
 
@@ -81,20 +81,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="logging level (default: WARNING)",
     )
     return parser
-
-
-# The server's heap is mostly stored objects and their watch history: acyclic JSON trees that live
-# until they are compacted away. CPython's default thresholds (700, 10, 10) make it rescan all of
-# them every few hundred thousand allocations, which was 15% of the server's CPU while 1,000
-# Memcacheds converged (bench/converge.py) and made the runs that watch more pay more. A Go
-# apiserver collects beside its work, on other cores. Young collections every 10,000 net
-# allocations still bound the cyclic garbage aiohttp leaves.
-OWN_PROCESS_GC_THRESHOLDS = (10_000, 10, 10)
-
-
-def tune_gc() -> None:
-    """Set the collector's thresholds for a process that runs the API server and nothing else."""
-    gc.set_threshold(*OWN_PROCESS_GC_THRESHOLDS)
 
 
 def write_kubeconfig_atomically(server: ApiServer, path: Path) -> None:
