@@ -107,6 +107,15 @@ async def test_chaos_is_reproducible() -> None:
     assert set(first) & {500, 503}
 
 
+async def test_chaos_counts_each_status_it_answered(http: Http, cluster: ClusterHandle) -> None:
+    # One rule, one draw per request: the statuses share the rate by how often they are listed.
+    rule = cluster.fake.faults.chaos(1.0, statuses=(500, 500, 429), seed=3, resource="configmaps")
+    answered = [(await http.get(cm_path("default"))).status for _ in range(30)]
+    assert rule.hits == 30
+    assert rule.hits_by_status == {500: answered.count(500), 429: answered.count(429)}
+    assert answered.count(500) > answered.count(429) > 0
+
+
 async def test_latency(http: Http, cluster: ClusterHandle) -> None:
     rule = cluster.fake.faults.delay(0.2, times=1, verb="list", resource="configmaps")
     started = time.monotonic()

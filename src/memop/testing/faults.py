@@ -13,6 +13,7 @@ a chaos run is reproducible.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -77,13 +78,16 @@ class FailureRule:
 
 @dataclass
 class ChaosRule:
-    """Fail matching requests with probability ``rate``, drawing the status from ``statuses``."""
+    """Fail matching requests with probability ``rate``, drawing the status from ``statuses``
+    (a status listed twice is drawn twice as often: ``(500, 500, 429)`` fails two thirds of
+    the failed requests with 500)."""
 
     rate: float
     statuses: tuple[int, ...]
     match: Match
     rng: random.Random = field(repr=False, default_factory=random.Random)
     hits: int = 0
+    hits_by_status: Counter[int] = field(default_factory=Counter)
 
 
 @dataclass
@@ -226,8 +230,10 @@ class Faults:
                 )
         for chaos in self._chaos:
             if chaos.match.matches(info, user_agent) and chaos.rng.random() < chaos.rate:
+                status = chaos.rng.choice(chaos.statuses)
                 chaos.hits += 1
-                return fault_error(chaos.rng.choice(chaos.statuses), info)
+                chaos.hits_by_status[status] += 1
+                return fault_error(status, info)
         return None
 
 
