@@ -211,6 +211,33 @@ async def test_server_restart_is_survived(server: ApiServer, client: Client) -> 
         assert run.recorder.deleted() == {"a"}
 
 
+async def test_a_restart_that_rebuilds_the_watch_cache_relists_once(
+    server: ApiServer, client: Client
+) -> None:
+    for name in ("kept", "deleted-while-down", "changed-while-down"):
+        await client.create(CONFIGMAPS, configmap(name), NS)
+    async with Running(client) as run:
+        restart = asyncio.create_task(server.restart(downtime=0.5, rebuild_watch_cache=True))
+        await wait_for(lambda: not server.listening, timeout=5)
+        # Changes reaching etcd while this server is down: the reflector's resourceVersion is
+        # now older than the rebuilt watch cache, so its watch gets 410 and it must relist.
+        configmaps = server.store.resource("", "v1", "configmaps")
+        server.store.delete(configmaps, NS, "deleted-while-down")
+        server.store.patch(
+            configmaps, NS, "changed-while-down", {"data": {"k": "v"}}, "application/merge-patch+json"
+        )
+        server.store.create(configmaps, NS, configmap("added-while-down"))
+        await restart
+        await wait_for(lambda: converged(client, run.store, run.recorder), timeout=10)
+        assert run.reflector.relists == 2  # the first LIST, and one after the restart
+        assert run.recorder.deleted() == {"deleted-while-down"}
+        assert run.store.get("changed-while-down", NS)["data"] == {"k": "v"}  # type: ignore[index]
+        # And it watches again from the relist: later changes arrive without another LIST.
+        await client.create(CONFIGMAPS, configmap("after"), NS)
+        await wait_for(lambda: converged(client, run.store, run.recorder), timeout=10)
+        assert run.reflector.relists == 2
+
+
 async def test_managed_fields_never_reach_the_store(client: Client) -> None:
     async with Running(client) as run:
         await client.create(CONFIGMAPS, configmap("a"), NS)

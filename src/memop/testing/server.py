@@ -137,9 +137,41 @@ class ApiServer:
             self._bookmarks = None
         await self._close()
 
-    async def restart(self) -> None:
-        """Close every connection and listen again on the same port; all state is kept."""
+    @property
+    def listening(self) -> bool:
+        """Whether the port accepts connections (False before :meth:`start`, after :meth:`stop`
+        and during the downtime of a :meth:`restart`)."""
+        return self._runner is not None
+
+    async def restart(self, *, downtime: float = 0.0, rebuild_watch_cache: bool = False) -> None:
+        """Simulate a kube-apiserver restart: close every connection (watches break), then listen
+        again on the same port. Returns once the server listens again.
+
+        The objects, their resourceVersions and uids are always kept, as etcd keeps them; the
+        background tasks (bookmarks, simulated controllers) keep running, like the cluster's
+        other components, and may commit changes during the downtime.
+
+        - ``downtime``: seconds (real time: clients see a real refused port) during which
+          connections are refused, between the close and the new listen.
+        - ``rebuild_watch_cache``: the restarted server's watch cache starts at the
+          resourceVersion current when it listens again, so a watch (or a consistent list, or a
+          continue token) from any older resourceVersion gets 410 Expired and its client must
+          relist, while one from that resourceVersion or newer works (KEP 1904). This compacts
+          the store, which also expires exact-version lists and continue tokens from before
+          (a real server might still serve those from etcd until etcd compacts).
+        - With neither (the default) the restart only closes connections: watches can resume
+          from any resourceVersion still in the history.
+        """
+        if downtime < 0:
+            raise ValueError("downtime must not be negative")
         await self._close()
+        if downtime > 0:
+            # A simulated outage, not a wait for state: the port stays closed this long.
+            await asyncio.sleep(downtime)
+        if rebuild_watch_cache:
+            # At the new listen, not at the close: changes committed during the downtime were
+            # in etcd before the watch cache was initialised, so they are not in its history.
+            self.store.compact()
         await self._listen()
 
     async def _listen(self) -> None:
