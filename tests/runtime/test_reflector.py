@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -412,3 +412,67 @@ async def test_a_watch_that_ends_at_once_and_empty_backs_off() -> None:
             assert run.reflector.relists == 1
     finally:
         await runner.cleanup()
+
+
+# -- Retry-After: never sooner than the server asked -----------------------------------------
+
+
+@pytest.fixture
+async def unretrying(server: ApiServer) -> AsyncIterator[Client]:
+    """A Client that hands every failure to the reflector at once: its own retries would wait
+    out the Retry-After on the real clock instead of the reflector's fake one."""
+    async with ApiClient(server.client_configuration()) as api:
+        yield Client(api, user_agent="reflector-test", max_retries=0)
+
+
+async def sleeps_exactly(
+    run: OnFakeClock, delay: float, requests: Callable[[], int], *, nth: int = 0
+) -> None:
+    """The reflector's sleep number ``nth`` (from 0) on the fake clock lasts ``delay`` and it
+    sends nothing before it is over: ``requests()`` (a count of the calls it retries) moves
+    only once the whole delay passed."""
+    await wait_for(lambda: run.clock.pending_timers() == 1 and len(run.clock.sleeps) > nth, timeout=5)
+    assert len(run.clock.sleeps) == nth + 1
+    assert run.clock.sleeps[nth] == pytest.approx(delay)
+    before = requests()
+    run.clock.advance(delay - 0.01)
+    assert run.clock.pending_timers() == 1  # still asleep
+    assert requests() == before
+    run.clock.advance(0.01)
+    await wait_for(lambda: requests() > before, timeout=5)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_list_failure_with_retry_after_waits_that_long_not_the_backoff(
+    server: ApiServer, unretrying: Client, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    await unretrying.create(CONFIGMAPS, configmap("a"), NS)
+    server.faults.fail(status, retry_after=7, verb="list", resource="configmaps", times=1)
+    async with OnFakeClock(unretrying) as run:
+        await sleeps_exactly(run, 7.0, lambda: server.log.count(verb="list", resource="configmaps"))
+        await asyncio.wait_for(run.reflector.synced.wait(), 5)
+        assert set(run.recorder.alive) == {"a"}
+        assert server.log.count(verb="list", resource="configmaps", status=status) == 1
+    assert "list of configmaps in default failed, retrying in 7.0s (the server's Retry-After)" in caplog.text
+
+
+async def test_a_watch_answering_429_with_retry_after_waits_that_long_and_resumes(
+    server: ApiServer, unretrying: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.faults.fail(429, retry_after=7, verb="watch", resource="configmaps", times=1)
+    async with OnFakeClock(unretrying) as run:
+        await sleeps_exactly(run, 7.0, lambda: server.log.count(verb="watch", resource="configmaps"))
+        assert server.log.count(verb="watch", resource="configmaps", status=429) == 1
+        await unretrying.create(CONFIGMAPS, configmap("b"), NS)
+        await wait_for(lambda: converged(unretrying, run.store, run.recorder), timeout=5)
+        assert run.reflector.relists == 1  # a throttled watch is resumed, not relisted
+    assert "watch of configmaps in default failed, retrying in 7.0s (the server's Retry-After)" in caplog.text
+
+
+async def test_a_backoff_longer_than_retry_after_is_kept(server: ApiServer, unretrying: Client) -> None:
+    server.faults.fail(429, retry_after=1, verb="list", resource="configmaps", times=2)
+    lists = lambda: server.log.count(verb="list", resource="configmaps")  # noqa: E731
+    async with OnFakeClock(unretrying) as run:
+        await sleeps_exactly(run, 1.0, lists)  # the backoff's 0.8 is shorter than Retry-After
+        await sleeps_exactly(run, 1.6, lists, nth=1)  # the backoff's 1.6 is longer
+        await asyncio.wait_for(run.reflector.synced.wait(), 5)

@@ -695,11 +695,7 @@ class Client:
         """Seconds to wait after failed attempt number ``attempt``: jittered exponential
         backoff, or the server's Retry-After when that is longer."""
         ceiling = min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2.0 ** (attempt - 1))
-        delay = ceiling / 2 + self._rand.uniform(0.0, ceiling / 2)
-        retry_after = getattr(error, "retry_after", None)
-        if isinstance(retry_after, int | float) and retry_after > delay:
-            delay = float(retry_after)
-        return delay
+        return at_least_retry_after(ceiling / 2 + self._rand.uniform(0.0, ceiling / 2), error)
 
     def _warn_retry(
         self, method: str, path: str, attempt: int, delay: float, error: BaseException | None
@@ -713,6 +709,16 @@ class Client:
             delay,
             error,
         )
+
+
+def at_least_retry_after(delay: float, error: BaseException | None) -> float:
+    """``delay``, or the Retry-After the server sent with ``error`` when that is longer: a
+    backoff never retries sooner than the server asked. Only TooManyRequests and ServerError
+    carry one (``retry_after``, None when the answer had no usable header)."""
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, int | float) and retry_after > delay:
+        return float(retry_after)
+    return delay
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

@@ -17,7 +17,8 @@ Semantics follow client-go ``tools/cache/reflector.go``:
   LIST (client-go backs off before every relist; we only where a loop could form);
 - a watch that ends cleanly but at once, having delivered nothing, counts as a failure;
 - every failure waits on an exponential backoff (0.8 s to 30 s, jittered, reset after two
-  minutes without failures); 429 and 5xx are failures like any other.
+  minutes without failures); 429 and 5xx are failures like any other, except that the wait is
+  never shorter than the Retry-After they carry (the Client's rule for single requests).
 
 Where this differs, on purpose:
 
@@ -43,6 +44,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from memop.runtime.backoff import Backoff
+from memop.runtime.client import at_least_retry_after
 from memop.runtime.clock import Clock, RealClock
 from memop.runtime.errors import ApiError, Gone, TransportError
 from memop.runtime.labels import Selector
@@ -170,7 +172,8 @@ class Reflector:
                 )
                 await self._clock.sleep(delay)
             except (ApiError, TransportError) as error:
-                delay = self._backoff.next_delay()
+                backoff = self._backoff.next_delay()
+                delay = at_least_retry_after(backoff, error)
                 level = (
                     logging.WARNING
                     if isinstance(error, TransportError) or error.code >= 429
@@ -178,10 +181,11 @@ class Reflector:
                 )
                 log.log(
                     level,
-                    "%s of %s failed, retrying in %.1fs: %s",
+                    "%s of %s failed, retrying in %.1fs%s: %s",
                     "list" if need_list else "watch",
                     self._name,
                     delay,
+                    " (the server's Retry-After)" if delay > backoff else "",
                     error,
                     extra=self._fields(),
                 )
