@@ -2,9 +2,10 @@
 
 Objects are the plain dicts ``json.loads`` produced, with ``metadata.managedFields`` removed
 and the resource's transform applied on the way in (:meth:`ObjectStore.prepare`), then
-compacted: rebuilt with every string interned. They are shared, not copied, on the way out:
-**callers must treat what ``get``/``list`` return as read-only** (copy before changing),
-because copying every object on every read would cost more than the reads themselves.
+compacted: rebuilt with every string interned (but the values no two objects share). They are
+shared, not copied, on the way out: **callers must treat what ``get``/``list`` return as
+read-only** (copy before changing), because copying every object on every read would cost more
+than the reads themselves.
 
 Why compact: the cache is most of an operator's memory, and most of an object's bytes are
 strings that every object of the kind repeats — field names (``json.loads`` shares them only
@@ -70,7 +71,10 @@ def resource_version(obj: Obj | None) -> str:
 
 def controller_owner_uid(obj: Obj) -> str | None:
     """The uid of the ownerReference marked ``controller: true``, if any."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    if type(refs) is not list:
+        return None  # absent, or malformed (a watch can bring anything): it names no owner
+    for ref in refs:
         if isinstance(ref, dict) and ref.get("controller") is True:
             uid = ref.get("uid")
             return uid if isinstance(uid, str) else None
@@ -280,11 +284,16 @@ def _fingerprint(obj: Obj) -> str:
 
 
 _intern = sys.intern
+# Values of these keys are never interned: no two objects share a resourceVersion, and a uid
+# appears in its object and at most in a few owner references. Interning them saved nothing and
+# grew the interpreter's table of interned strings by an entry each (about 2 MB at 30,000 pods).
+_NOT_INTERNED = frozenset(("resourceVersion", "uid"))
 
 
 def compact(obj: Obj) -> Obj:
     """A copy of the JSON object ``obj``: every dict and list rebuilt, every string (key or
-    value) interned, other values (numbers, booleans, None) as they are."""
+    value) interned but the values of :data:`_NOT_INTERNED` keys, other values (numbers,
+    booleans, None) as they are."""
     return _compact_dict(obj)
 
 
@@ -296,7 +305,7 @@ def _compact_dict(source: dict[Any, Any]) -> dict[Any, Any]:
     for key, item in source.items():
         kind = type(item)
         if kind is str:
-            value = _intern(item)
+            value = item if key in _NOT_INTERNED else _intern(item)
         elif kind is dict:
             value = _compact_dict(item)
         elif kind is list:
