@@ -1,13 +1,18 @@
 """Bad input: whatever a Memcached, a watched object or a watch stream holds, memop survives it.
 
 - Generated Memcached specs (Hypothesis) sent through the API with the CRD's validation off:
-  memop never panics and keeps its workers; for the specs ``parse_spec`` rejects it reports
+  memop never panics, keeps its workers and logs no traceback (nor a reflector relisting
+  after a failure it did not expect); for the specs ``parse_spec`` rejects it reports
   Degraded/InvalidSpec with exactly ``parse_spec``'s message and creates nothing; the others
   converge to a Deployment that says what the spec says.
 - Objects with unexpected shapes that a real API server stores: a Memcached whose status is a
-  list, pods without labels. (A Deployment whose ``spec.replicas`` is a string cannot come
-  from a real server, which refuses to decode it; ``tests/memcached/test_controller.py`` puts
-  one in memop's cache and checks the reconciler logs it and patches the number back.)
+  list, pods without labels.
+- Objects no conforming server stores (a Deployment whose ``spec.replicas`` is a string or
+  whose spec, status or ownerReferences are of the wrong type, labels that are a list or hold
+  numbers, a pod whose status is a list, a Memcached whose finalizers are a string...) written
+  into memop's open watches on the in-memory server: they go through memop's real informers
+  (transforms, indexes, the controller's event mapping) and reconciler, are stored or logged,
+  and cost no relist, no broken watch, no traceback, no worker; real changes after them apply.
 - A hand-written watch stream (a tiny raw aiohttp server) with malformed lines, truncated JSON
   and objects of the wrong types, ending in a broken connection: the reflector logs and skips
   every bad line, stores the good events, never relists because of them, and resumes the
@@ -20,6 +25,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -31,16 +37,18 @@ from hypothesis import strategies as st
 from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import REGISTRY
 
-from memop.memcached.api import MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
+from memop.memcached.api import FINALIZER, MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
 from memop.memcached.crd import crd
+from memop.memcached.desired import APP_NAME, INSTANCE_LABEL, NAME_LABEL
 from memop.runtime.backoff import Backoff
 from memop.runtime.client import Client
 from memop.runtime.reflector import Reflector
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, PODS
+from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, PODS, Resource
 from memop.runtime.store import ObjectStore
 from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator
+from memop.testing.operator import RunningOperator, converged
 from memop.testing.wait import wait_for
+from memop.testing.watch import Watcher, event_line
 
 TIMEOUT = 30
 CONTROLLER = "memcached"
@@ -166,6 +174,25 @@ def panics() -> float:
     return value or 0.0
 
 
+def tracebacks(records: list[logging.LogRecord]) -> list[str]:
+    """memop's log records that tell of a failure it did not expect: any record carrying an
+    exception (a reflector, a handler or a worker caught something it has no case for) and the
+    reflector's "failed unexpectedly" line, which makes it relist."""
+    return [
+        f"{r.name} {r.levelname}: {r.getMessage()}"
+        + (f"\n{logging.Formatter().formatException(r.exc_info)}" if r.exc_info else "")
+        for r in records
+        if r.name.startswith("memop")
+        and (r.exc_info or r.exc_text or r.stack_info or "failed unexpectedly" in r.getMessage())
+    ]
+
+
+def watch_memop_logs(caplog: pytest.LogCaptureFixture) -> None:
+    # Warnings and up: every log.exception (ERROR) and the reflector's relist line, whatever
+    # level another test or the environment left the memop loggers at.
+    caplog.set_level(logging.WARNING, logger="memop")
+
+
 def workers_alive(operator: RunningOperator) -> bool:
     # A worker task that ended would be a worker lost for good: none may have.
     workers = operator.controller._workers
@@ -201,8 +228,13 @@ async def operator(
 )
 @given(specs=st.lists(SPECS, min_size=10, max_size=10))
 async def test_generated_specs_are_reported_or_converged(
-    client: Client, namespace: str, operator: RunningOperator, specs: list[Any]
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    caplog: pytest.LogCaptureFixture,
+    specs: list[Any],
 ) -> None:
+    watch_memop_logs(caplog)
     panics_before = panics()
     # What the server stored is what memop reads; parse_spec's verdict on it is the expectation.
     verdicts: dict[str, MemcachedSpec | str] = {}
@@ -244,6 +276,9 @@ async def test_generated_specs_are_reported_or_converged(
 
     async def settled() -> bool:
         assert workers_alive(operator), "memop's controller or one of its workers died"
+        # Checked while waiting: a reflector that raises on an object relists and fails again
+        # forever, which would otherwise only show as a timeout.
+        assert not tracebacks(caplog.records), "\n".join(tracebacks(caplog.records))
         return not await problems()
 
     async def describe() -> str:
@@ -255,6 +290,7 @@ async def test_generated_specs_are_reported_or_converged(
         raise AssertionError(f"{error}\n{await describe()}") from None
     assert panics() == panics_before
     assert workers_alive(operator)
+    assert not tracebacks(caplog.records), "\n".join(tracebacks(caplog.records))
 
 
 def deployment_mismatches(name: str, spec: MemcachedSpec, deployment: dict[str, Any]) -> list[str]:
@@ -453,3 +489,373 @@ async def test_reflector_skips_malformed_watch_lines_and_resumes_a_broken_stream
     assert server.lists == 1
     assert server.watch_versions == ["10", "20"]
     assert reflector.relists == 1
+
+
+# -- odd shapes through memop's own informers ----------------------------------------------------------
+
+# Objects no conforming API server stores (it refuses them on create: labels must be a map of
+# strings, ownerReferences a list of objects...) but a proxy, an aggregated API or a bug can
+# send. They are written straight into the open watches of the in-memory server (as it writes
+# its own events), so they reach memop over HTTP and go through its real informers: the
+# transforms, the shared subtrees, the indexes, the predicates and the event mappers of the
+# memcached controller, and then the reconciler.
+
+_MEMCACHED_GROUP_VERSION = MEMCACHEDS.api_version
+
+
+def _odd_deployment(name: str, namespace: str, owner_uid: str, **changes: Any) -> dict[str, Any]:
+    labels = {NAME_LABEL: APP_NAME, INSTANCE_LABEL: "owner"}
+    deployment: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "generation": 1,
+            "labels": labels,
+            # Controlled by the test's real Memcached: the owner mapping enqueues it.
+            "ownerReferences": [
+                {
+                    "apiVersion": _MEMCACHED_GROUP_VERSION,
+                    "kind": MEMCACHEDS.kind,
+                    "name": "owner",
+                    "uid": owner_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "memcached", "image": "memcached:1.6"}]},
+            },
+        },
+        "status": {"observedGeneration": 1, "replicas": 1, "readyReplicas": 1},
+    }
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        target = deployment
+        for key in parents:
+            target = target[key]
+        target[last] = value
+    return deployment
+
+
+def _odd_pod(name: str, namespace: str, labels: Any, status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels},
+        "spec": {"containers": [{"name": "memcached", "image": "memcached:1.6"}]},
+        "status": status,
+    }
+
+
+def _odd_memcached(
+    name: str, namespace: str, finalizers: Any, spec: Any = None, *, deleting: bool = False
+) -> dict[str, Any]:
+    memcached = {
+        "apiVersion": _MEMCACHED_GROUP_VERSION,
+        "kind": MEMCACHEDS.kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "generation": 1,
+            "finalizers": finalizers,
+        },
+        # Invalid by default, so its reconcile ends in a status write (404: it is on no server)
+        # and creates nothing; the finalizers are handled before the spec is read.
+        "spec": spec or {"size": "many"},
+    }
+    if deleting:
+        memcached["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    return memcached
+
+
+def odd_objects(namespace: str, owner_uid: str) -> list[tuple[Resource, dict[str, Any], Any]]:
+    """(resource, object, what memop's cache holds of it: the value at the path the check reads)."""
+    other_owner = {
+        "apiVersion": _MEMCACHED_GROUP_VERSION,
+        "kind": MEMCACHEDS.kind,
+        "name": "owner",
+        "uid": owner_uid,
+        "controller": True,
+    }
+    ns = namespace
+    return [
+        (DEPLOYMENTS, _odd_deployment("replicas-string", ns, owner_uid, spec__replicas="2"), "2"),
+        (DEPLOYMENTS, _odd_deployment("spec-string", ns, owner_uid, spec="three"), "three"),
+        (DEPLOYMENTS, _odd_deployment("spec-list", ns, owner_uid, spec=[1, "two"]), [1, "two"]),
+        (DEPLOYMENTS, _odd_deployment("labels-list", ns, owner_uid, metadata__labels=["a", "b"]), ["a", "b"]),
+        (
+            DEPLOYMENTS,
+            _odd_deployment("owners-dict", ns, owner_uid, metadata__ownerReferences=other_owner),
+            other_owner,
+        ),
+        (DEPLOYMENTS, _odd_deployment("owners-number", ns, owner_uid, metadata__ownerReferences=7), 7),
+        (DEPLOYMENTS, _odd_deployment("owners-true", ns, owner_uid, metadata__ownerReferences=True), True),
+        (
+            DEPLOYMENTS,
+            _odd_deployment(
+                "owners-items",
+                ns,
+                owner_uid,
+                metadata__ownerReferences=[
+                    1,
+                    "x",
+                    None,
+                    ["controller"],
+                    {**other_owner, "name": 5, "uid": 6},
+                ],
+            ),
+            None,
+        ),
+        # A status the reconciler cannot read is dropped on the way in (and logged).
+        (
+            DEPLOYMENTS,
+            _odd_deployment("status-list", ns, owner_uid, status=[1, "conditions", "replicas"]),
+            {},
+        ),
+        (DEPLOYMENTS, _odd_deployment("status-string", ns, owner_uid, status="replicas"), {}),
+        (
+            DEPLOYMENTS,
+            _odd_deployment(
+                "conditions-not-a-list",
+                ns,
+                owner_uid,
+                status={"conditions": {"type": "Progressing"}, "replicas": "two"},
+            ),
+            {"replicas": "two"},
+        ),
+        # Labelled as a pod of the real Memcached: it is mapped to it, then counted as a node.
+        (
+            PODS,
+            _odd_pod("pod-status-list", ns, {NAME_LABEL: APP_NAME, INSTANCE_LABEL: "owner"}, [1, "phase"]),
+            {},
+        ),
+        (
+            PODS,
+            _odd_pod("pod-status-string", ns, {NAME_LABEL: APP_NAME, INSTANCE_LABEL: "owner"}, "phase"),
+            {},
+        ),
+        (
+            PODS,
+            _odd_pod(
+                "pod-labels-numbers",
+                ns,
+                {NAME_LABEL: APP_NAME, INSTANCE_LABEL: 7, "x": None},
+                {"phase": "Running"},
+            ),
+            {"phase": "Running"},
+        ),
+        (
+            PODS,
+            _odd_pod(
+                "pod-labels-nested",
+                ns,
+                {NAME_LABEL: APP_NAME, INSTANCE_LABEL: ["owner"]},
+                {"phase": "Running"},
+            ),
+            {"phase": "Running"},
+        ),
+        (
+            PODS,
+            _odd_pod("pod-labels-list", ns, [NAME_LABEL, APP_NAME], {"phase": "Running"}),
+            {"phase": "Running"},
+        ),
+        (MEMCACHEDS, _odd_memcached("finalizers-string", ns, "example.com/keep"), "example.com/keep"),
+        (MEMCACHEDS, _odd_memcached("finalizers-dict", ns, {FINALIZER: True}), {FINALIZER: True}),
+        (
+            MEMCACHEDS,
+            _odd_memcached("deleting-finalizers-dict", ns, {FINALIZER: True}, deleting=True),
+            {FINALIZER: True},
+        ),
+        # Valid, and its Deployment is the one whose ownerReferences is a number: the reconciler
+        # reads that as a Deployment it does not control (and creates nothing).
+        (MEMCACHEDS, _odd_memcached("owners-number", ns, [FINALIZER], {"size": 1}), [FINALIZER]),
+    ]
+
+
+def _checked_value(resource: Resource, obj: dict[str, Any]) -> Any:
+    """The part of a cached object each case of :func:`odd_objects` is about."""
+    meta = obj["metadata"]
+    name = meta["name"]
+    if resource is MEMCACHEDS:
+        return meta.get("finalizers")
+    if resource is PODS:
+        return obj.get("status")
+    if name.startswith("owners"):
+        refs = meta.get("ownerReferences")
+        return None if isinstance(refs, list) else refs
+    if name.startswith("labels"):
+        return meta.get("labels")
+    if name.startswith(("status", "conditions")):
+        return obj.get("status")
+    spec = obj.get("spec")
+    return spec.get("replicas") if isinstance(spec, dict) else spec
+
+
+# Lines that are not events at all, for memop's watch decoding on the same streams.
+_NOT_EVENTS = [b"not json at all\n", b'{"type":"ADDED","object":{"metadata":\n', b"[1, 2]\n"]
+
+
+async def test_odd_shapes_go_through_memops_informers(
+    kube: Kube,
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = kube.fake
+    watch_memop_logs(caplog)
+    panics_before = panics()
+    await client.create(MEMCACHEDS, memcached_body("owner", {"size": 1}), namespace)
+    owner = await wait_for(lambda: converged(client, namespace, "owner", 1), timeout=TIMEOUT)
+    cache = operator.manager.cache
+    reflectors = [r for res in (MEMCACHEDS, DEPLOYMENTS, PODS) for r in cache.informer(res).reflectors]
+    relists = [r.relists for r in reflectors]
+    rewatches = [r.rewatches for r in reflectors]
+    lists = server.log.count(verb="list", user_agent=operator.user_agent)
+    reflector_tasks = [t for t in cache._tasks if t.get_name().startswith("reflector")]
+    assert len(reflector_tasks) == len(reflectors) == 3
+
+    def memops_watch(resource: Resource) -> Watcher:
+        (watch,) = [
+            w
+            for w in server.watches.watchers()
+            if w.served.rtype.plural == resource.plural and w.namespace == namespace
+        ]
+        return watch
+
+    def inject(kind: str, resource: Resource, obj: dict[str, Any]) -> None:
+        # The version the server is at: it does not move the reflector's resume point past a
+        # real change, and the server takes it back when memop watches again.
+        obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(server.store.resource_version)}}
+        memops_watch(resource).push(event_line(kind, json.dumps(obj).encode()))
+
+    cases = odd_objects(namespace, owner["metadata"]["uid"])
+
+    def writes() -> dict[str, int]:
+        """memop's writes but status and Events: finalizers and Deployments."""
+        return {
+            "memcacheds": server.log.count(
+                verb="patch", resource="memcacheds", subresource="", user_agent=operator.user_agent
+            ),
+            **{
+                verb: server.log.count(verb=verb, resource="deployments", user_agent=operator.user_agent)
+                for verb in ("create", "update", "patch", "delete")
+            },
+        }
+
+    writes_before = writes()
+
+    def cached(resource: Resource, name: str) -> dict[str, Any] | None:
+        return cache.get(resource, name, namespace)
+
+    def not_as_sent(resources: tuple[Resource, ...]) -> list[str]:
+        return [
+            f"{res.plural}/{obj['metadata']['name']}: cached as {cached(res, obj['metadata']['name'])}"
+            for res, obj, held in cases
+            if res in resources
+            if (c := cached(res, obj["metadata"]["name"])) is None or _checked_value(res, c) != held
+        ]
+
+    def healthy() -> None:
+        assert not tracebacks(caplog.records), "\n".join(tracebacks(caplog.records))
+        assert [r.relists for r in reflectors] == relists, "a reflector relisted"
+        assert [r.rewatches for r in reflectors] == rewatches, "a watch broke"
+        assert not any(t.done() for t in reflector_tasks), "a reflector's task ended"
+        assert workers_alive(operator), "memop's controller or one of its workers died"
+
+    for resource in (MEMCACHEDS, DEPLOYMENTS, PODS):
+        for line in _NOT_EVENTS:
+            memops_watch(resource).push(line)
+    # Each resource comes on its own stream: the odd Memcacheds are sent once memop holds the
+    # odd Deployments, or it would create the one it looks for (a race, not a finding).
+    for phase in ((DEPLOYMENTS, PODS), (MEMCACHEDS,)):
+        for resource, obj, _ in cases:
+            if resource in phase:
+                inject("ADDED", resource, obj)
+
+        def stored(phase: tuple[Resource, ...] = phase) -> bool:
+            healthy()
+            return not not_as_sent(phase)
+
+        await wait_for(stored, timeout=TIMEOUT, message=lambda phase=phase: "\n".join(not_as_sent(phase)))
+
+    # The pod mapped to the real Memcached is judged by its reconciler: a pod without a phase
+    # is Pending, so it is listed as a node.
+    async def odd_pods_counted() -> bool:
+        healthy()
+        status = (await client.get(MEMCACHEDS, "owner", namespace)).get("status") or {}
+        return sorted(n for n in status.get("nodes") or () if n.startswith("pod-")) == [
+            "pod-status-list",
+            "pod-status-string",
+        ]
+
+    await wait_for(odd_pods_counted, timeout=TIMEOUT)
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("memop")]
+    # Each of memop's three watches got the two lines that are not JSON and the one that is
+    # not an event.
+    assert sum("skipping a malformed watch line" in m for m in messages) == 6, messages
+    assert sum("skipping a watch line that is not an event" in m for m in messages) == 3, messages
+    for name in (
+        "status-list",
+        "status-string",
+        "pod-status-list",
+        "pod-status-string",
+        "owners-number",
+        "owners-true",
+        "owners-dict",
+        "finalizers-string",
+        "finalizers-dict",
+        "deleting-finalizers-dict",
+    ):
+        assert any(name in m for m in messages), f"nothing logged about {name}: {messages}"
+    assert any(
+        "Deployment owners-number exists and is not controlled by this Memcached" in m for m in messages
+    ), messages
+
+    # Each odd Memcached was reconciled to its end, a status write (404: it is on no server);
+    # memop wrote no finalizers it could not read, and no Deployment for a Memcached whose
+    # Deployment it does not control.
+    def odd_memcacheds_reconciled() -> bool:
+        assert writes() == writes_before
+        return (
+            server.log.count(verb="patch", subresource="status", status=404, user_agent=operator.user_agent)
+            >= 3
+        )
+
+    await wait_for(odd_memcacheds_reconciled, timeout=TIMEOUT)
+
+    # The odd objects go away as they came (Memcacheds first, for the reason above); real
+    # changes are still applied after them.
+    for phase in ((MEMCACHEDS,), (DEPLOYMENTS, PODS)):
+        for resource, obj, _ in cases:
+            if resource in phase:
+                inject("DELETED", resource, obj)
+
+        def deleted(phase: tuple[Resource, ...] = phase) -> bool:
+            healthy()
+            return all(cached(res, obj["metadata"]["name"]) is None for res, obj, _ in cases if res in phase)
+
+        await wait_for(deleted, timeout=TIMEOUT)
+    await client.patch(MEMCACHEDS, "owner", {"spec": {"size": 2}}, namespace)
+    await client.create(MEMCACHEDS, memcached_body("after", {"size": 1}), namespace)
+
+    async def real_changes_applied() -> bool:
+        healthy()
+        return (
+            await converged(client, namespace, "owner", 2) is not None
+            and await converged(client, namespace, "after", 1) is not None
+        )
+
+    await wait_for(real_changes_applied, timeout=TIMEOUT)
+    healthy()
+    assert server.log.count(verb="list", user_agent=operator.user_agent) == lists
+    assert panics() == panics_before

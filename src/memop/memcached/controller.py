@@ -72,9 +72,18 @@ class MemcachedReconciler:
         if memcached is None:
             return None  # gone; its Deployment is garbage-collected through the ownerReference
         meta = memcached["metadata"]
+        finalizers = _finalizers(memcached)
+        if finalizers is None:
+            # No conforming API server stores this (it validates metadata); a proxy could send
+            # it. Whatever we wrote in its place could drop someone else's finalizer.
+            log.warning(
+                "Memcached %s has metadata.finalizers %.200r, not a list of names: leaving them alone",
+                meta.get("name"),
+                meta.get("finalizers"),
+            )
         if meta.get("deletionTimestamp"):
             return await self._finalize(memcached)
-        if FINALIZER not in (meta.get("finalizers") or []):
+        if finalizers is not None and FINALIZER not in finalizers:
             try:
                 memcached = await self._add_finalizer(memcached)
             except Forbidden as error:
@@ -141,7 +150,7 @@ class MemcachedReconciler:
 
     async def _add_finalizer(self, memcached: Obj) -> Obj:
         meta = memcached["metadata"]
-        finalizers = [*(meta.get("finalizers") or []), FINALIZER]
+        finalizers = [*(_finalizers(memcached) or []), FINALIZER]
         # The resourceVersion makes this merge patch conditional: a concurrent change to the
         # finalizers (or anything) gets a 409 instead of being overwritten by our list.
         patched = await self.client.patch(
@@ -250,9 +259,9 @@ class MemcachedReconciler:
 
     async def _finalize(self, memcached: Obj) -> Result | None:
         meta = memcached["metadata"]
-        finalizers: list[Any] = list(meta.get("finalizers") or [])
-        if FINALIZER not in finalizers:
-            return None  # not ours to finish; other finalizers' owners will
+        finalizers = _finalizers(memcached)
+        if finalizers is None or FINALIZER not in finalizers:
+            return None  # not ours to finish (or unreadable: see reconcile); their owners will
         memcached = await self._write_status(memcached, None, None, finalizing=True)
         self.recorder.record(
             memcached,
@@ -294,8 +303,20 @@ class _Blocked(Exception):
         self.message = message
 
 
+def _finalizers(memcached: Obj) -> list[str] | None:
+    """``metadata.finalizers`` ([] when absent), or None when it is not a list of strings: a
+    string would pass ``in`` as a substring test and spread into a list of characters."""
+    finalizers = memcached["metadata"].get("finalizers")
+    if finalizers is None:
+        return []
+    if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
+        return None
+    return finalizers
+
+
 def _controller_uid(obj: Obj) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
         if isinstance(ref, dict) and ref.get("controller") is True:
             uid = ref.get("uid")
             return uid if isinstance(uid, str) else None
@@ -312,6 +333,9 @@ def pod_transform(pod: Obj) -> Obj:
     kept labels are equal for all the pods of a Memcached, so held once: CACHE_SHARED)."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
+    if not isinstance(status, dict):
+        _log_dropped_status("Pod", meta, status)
+        status = {}
     kept_meta = {
         k: meta[k] for k in ("name", "namespace", "resourceVersion", "deletionTimestamp") if k in meta
     }
@@ -322,6 +346,17 @@ def pod_transform(pod: Obj) -> Obj:
         kept_meta["labels"] = labels  # malformed: kept as it is, for the watch to judge
     kept_status = {"phase": status["phase"]} if "phase" in status else {}
     return {"metadata": kept_meta, "status": kept_status}
+
+
+def _log_dropped_status(kind: str, meta: Obj, status: Any) -> None:
+    # No conforming API server sends this; what the reconciler reads of a status is a mapping.
+    log.warning(
+        "%s %s/%s has status %.200r, not an object: cached without it",
+        kind,
+        meta.get("namespace"),
+        meta.get("name"),
+        status,
+    )
 
 
 _DEPLOYMENT_META = (
@@ -355,6 +390,18 @@ def deployment_transform(deployment: Obj) -> Obj:
     meta = deployment.get("metadata") or {}
     spec = deployment.get("spec")
     status = deployment.get("status") or {}
+    if not isinstance(status, dict):
+        _log_dropped_status("Deployment", meta, status)
+        status = {}
+    refs = meta.get("ownerReferences")
+    if refs is not None and type(refs) is not list:
+        # Kept: the cache's owner index and the owner mapping read it as naming no owner.
+        log.warning(
+            "Deployment %s/%s has metadata.ownerReferences %.200r, not a list: it names no owner",
+            meta.get("namespace"),
+            meta.get("name"),
+            refs,
+        )
     out: Obj = {k: deployment[k] for k in ("apiVersion", "kind") if k in deployment}
     out["metadata"] = {k: meta[k] for k in _DEPLOYMENT_META if k in meta}
     if isinstance(spec, dict):

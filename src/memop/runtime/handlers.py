@@ -41,7 +41,10 @@ def enqueue_controller_owner(api_group: str, kind: str) -> Mapper:
 
     def owner(obj: Obj | None) -> Request | None:
         meta = _meta(obj)
-        for ref in meta.get("ownerReferences") or ():
+        refs = meta.get("ownerReferences")
+        if not isinstance(refs, list):
+            return None  # absent, or malformed (a watch can bring anything): it names no owner
+        for ref in refs:
             if not isinstance(ref, dict) or ref.get("controller") is not True:
                 continue
             ref_group = str(ref.get("apiVersion") or "").rpartition("/")[0]
