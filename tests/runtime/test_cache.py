@@ -220,6 +220,49 @@ async def test_a_late_handler_is_replayed_the_stored_objects_and_a_failing_one_h
         await cache.stop()
 
 
+async def test_a_change_of_others_our_write_carries_reaches_the_handlers_once(
+    server: ApiServer, client: Client
+) -> None:
+    # Someone starts deleting the object (a finalizer holds it) while our watch is behind; our
+    # next write's answer carries the deletionTimestamp. Recording that answer must tell the
+    # handlers the deletion started (old without it, new with it): once the store holds it,
+    # the stream's older event changes nothing and must not take the store back in time.
+    body = configmap("cm")
+    body["metadata"]["finalizers"] = ["example.com/keep"]
+    await client.create(CONFIGMAPS, body, "default")
+    cache = Cache(client, namespaces=["default"])
+    seen: list[tuple[str, str, bool, bool]] = []
+
+    def deletion(obj: Obj | None) -> bool:
+        return bool(obj and obj["metadata"].get("deletionTimestamp"))
+
+    def record(kind: str, obj: Obj, old: Obj | None) -> None:
+        seen.append((kind, obj["metadata"]["resourceVersion"], deletion(old), deletion(obj)))
+
+    cache.informer(CONFIGMAPS).add_handler(record)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        reflector = cache.informer(CONFIGMAPS).reflectors[0]
+        seen.clear()
+        server.silence_watches(True)
+        await client.delete(CONFIGMAPS, "cm", "default")
+        written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "ours"}}, "default")
+        assert deletion(written)
+        assert cache.record_write(CONFIGMAPS, written)
+        version = written["metadata"]["resourceVersion"]
+        assert seen == [(MODIFIED, version, False, True)]
+        server.silence_watches(False)
+        await wait_for(lambda: int(reflector.last_resource_version) >= int(version), timeout=5)
+        assert seen == [(MODIFIED, version, False, True)]
+        stored = cache.get(CONFIGMAPS, "cm", "default")
+        assert stored is not None
+        assert stored["metadata"]["resourceVersion"] == version
+        assert stored["data"] == {"k": "ours"}
+    finally:
+        await cache.stop()
+
+
 async def test_record_write_makes_our_own_write_readable_at_once(server: ApiServer, client: Client) -> None:
     await client.create(CONFIGMAPS, configmap("cm"), "default")
     cache = Cache(client, namespaces=["default"])
@@ -245,12 +288,12 @@ async def test_record_write_makes_our_own_write_readable_at_once(server: ApiServ
         assert stored["data"] == {"k": "ours"}
         written["data"]["k"] = "changed by the caller afterwards"
         assert stored["data"] == {"k": "ours"}  # the store holds its own copy
-        # When the watch delivers the same version, nothing is dispatched again.
-        await wait_for(
-            lambda: int(reflector.last_resource_version) >= int(stored["metadata"]["resourceVersion"]),
-            timeout=5,
-        )
-        assert len(events.seen) == seen
+        # The handlers were told of the change once, when it was recorded; when the watch
+        # delivers the same version, nothing is dispatched again.
+        version = stored["metadata"]["resourceVersion"]
+        assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]
+        await wait_for(lambda: int(reflector.last_resource_version) >= int(version), timeout=5)
+        assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]
         # A version at or below what the stream delivered is never stored (it may be stale).
         assert not cache.record_write(CONFIGMAPS, written)
         assert not cache.record_write(

@@ -24,7 +24,7 @@ from memop.runtime.labels import Selector
 from memop.runtime.reflector import ListWatcher, Reflector
 from memop.runtime.resources import Resource
 from memop.runtime.sharing import Path
-from memop.runtime.store import ADDED, RESYNC, Obj, ObjectStore, Transform, resource_version
+from memop.runtime.store import ADDED, MODIFIED, RESYNC, Obj, ObjectStore, Transform, resource_version
 
 log = logging.getLogger("memop.cache")
 
@@ -175,9 +175,12 @@ class Cache:
         delivered: the stream is ordered, so anything at or below that point (including a later
         deletion) is already in the store and must not be overwritten. resourceVersions are
         compared as integers, which they are on every etcd-backed server; when either is not an
-        integer nothing is stored (we fall back to waiting for the watch). Handlers are not
-        called; the reflector skips the event when it arrives with the same resourceVersion.
-        Returns whether the object was stored.
+        integer nothing is stored (we fall back to waiting for the watch).
+
+        The handlers are told of the change, as of a watch event: the answer may carry changes
+        of others' that the stream has not delivered yet (a deletion started just before our
+        status write), and the stream's events up to this version are then skipped, so this
+        is the only time they can see them. Returns whether the object was stored.
         """
         informer = self._informers.get(resource)
         if informer is None or not informer.reflectors:
@@ -199,7 +202,9 @@ class Cache:
                 return False
         except ValueError:
             return False
-        informer.store.upsert(informer.store.prepare_copy(obj))  # the caller keeps using obj
+        stored = informer.store.prepare_copy(obj)  # the caller keeps using obj
+        old = informer.store.upsert(stored)
+        informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
         return True
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -327,8 +327,10 @@ class Reflector:
             return
         if kind != DELETED:
             stored = self.store.get(obj["metadata"]["name"], obj["metadata"].get("namespace"))
-            if stored is not None and rv and resource_version(stored) == rv:
-                # Already stored by Cache.record_write (our own write): nothing changed.
+            if stored is not None and rv and not _newer(rv, resource_version(stored)):
+                # Cache.record_write stored our own write at this version or a later one, and
+                # told the handlers: this event changes nothing, and applying an older one
+                # would take the store back in time.
                 self.last_resource_version = rv
                 return
         obj = self.store.prepare(obj)
@@ -342,6 +344,16 @@ class Reflector:
 
     def _fields(self) -> dict[str, str]:
         return {"resource": str(self.resource), "namespace": self.namespace or ""}
+
+
+def _newer(rv: str, stored_rv: str) -> bool:
+    """Whether an event at ``rv`` is newer than the stored object's version. resourceVersions
+    are integers on every etcd-backed server; where either is not, only equal ones count as
+    the same (the event is applied)."""
+    try:
+        return int(rv) > int(stored_rv)
+    except ValueError:
+        return rv != stored_rv
 
 
 # A stream that broke sooner than this without delivering anything counts as a failed watch.
