@@ -48,6 +48,35 @@ def use_existing_cluster() -> bool:
     return os.environ.get("USE_EXISTING_CLUSTER", "").lower() == "true" and bool(os.environ.get("KUBECONFIG"))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--chaos-crs",
+        type=int,
+        default=None,
+        help="Memcacheds in the chaos test (default: $MEMOP_CHAOS_CRS, else 300)",
+    )
+
+
+# A test that measures something records it with record_property(FIGURES, {...}); the figures
+# are printed at the end of the run, passed or failed, without -s.
+FIGURES = "figures"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    reports = [r for outcome in ("passed", "failed") for r in terminalreporter.stats.get(outcome, ())]
+    figures = [
+        (r.nodeid, value)
+        for r in reports
+        if getattr(r, "when", None) == "call"
+        for name, value in getattr(r, "user_properties", ())
+        if name == FIGURES
+    ]
+    if figures:
+        terminalreporter.section("figures")
+        for nodeid, value in figures:
+            terminalreporter.write_line(f"{nodeid}: {json.dumps(value, sort_keys=True)}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "fake_only: needs the in-memory API server (skipped on a real cluster)"

@@ -5,22 +5,29 @@ durations run against the in-memory API server with simulated controllers, and a
 restarts any replica that exits, as the kubelet would. While the Memcacheds are created:
 
 - every watch connection is dropped every ``DROP_EVERY`` seconds;
-- 5% of memop's requests fail with 500 and 2% with 429 + Retry-After (leases included, so a
-  renewal can fail too);
+- 5% of memop's requests fail with 500 and 2% with 429 + Retry-After (one draw per request;
+  leases included, so a renewal can fail too);
 - once, the history is compacted and every watch gets 410 Expired (reflectors must relist);
-- once, the API server restarts (every connection closes);
+- once, the API server restarts: it refuses connections for ``RESTART_DOWNTIME`` seconds and
+  comes back with its watch cache rebuilt at the current resourceVersion, so every watch
+  resuming from before the restart gets 410 (as kube-apiserver's does);
 - once, the leader is SIGKILLed (the standby must take over when the lease runs out).
 
 The drops and random failures go on while every Memcached is then scaled, and then deleted.
 After each stage: every Memcached converged (Deployment at its size, status for its
 generation, Available with ready pods), exactly one Deployment per Memcached, controlled by
-it; after the deletion no Memcached is left (so every finalizer was removed) and no
-Deployment is left without its owner. Throughout: no traceback in any replica's output (memop
-logs JSON; a traceback is an ``error`` field) and ``controller_runtime_reconcile_panics_total``
-is 0 on every live replica.
+it; after the deletion no Memcached is left (so every finalizer was removed), no Deployment
+is left without its owner, and memop created no Deployment while the deletions ran. After
+each stage too: no traceback in any replica's output, JSON or not (memop logs JSON; a
+traceback there is an ``error`` field), ``controller_runtime_reconcile_panics_total`` is 0 on
+every live replica, and every replica that exited did so for a reason it logged (our SIGKILL,
+or leadership lost to the faults). At the end: every fault fired, the reflectors relisted
+after each 410, the standby (not the killed replica) took the lease, and no memop request
+followed a 429 on the same path sooner than its Retry-After.
 
-Size: ``MEMOP_CHAOS_CRS`` Memcacheds (default 300, 35 to 60 s on 2 cores; set it higher for a
-larger run) over 5 namespaces. ``MEMOP_CHAOS_LOG=FILE`` writes every replica's
+Size: ``--chaos-crs N`` (or ``MEMOP_CHAOS_CRS``) Memcacheds, default 300 (30 to 60 s on 2
+cores), over 5 namespaces. The figures (faults injected, time per stage, failover, retries)
+are printed in the run's "figures" section. ``MEMOP_CHAOS_LOG=FILE`` writes every replica's
 log records there (JSON lines), to see what happened in a run.
 """
 
@@ -51,21 +58,25 @@ from memop.testing.errors import ApiError as ServerError
 from memop.testing.faults import ChaosRule
 from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess
+from memop.testing.requestlog import RequestRecord
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
+from tests.conftest import FIGURES
 
 pytestmark = pytest.mark.fake_only
 
-CRS = int(os.environ.get("MEMOP_CHAOS_CRS", "300"))
+DEFAULT_CRS = 300
 NAMESPACES_USED = [f"chaos-{i}" for i in range(5)]
 REPLICAS = 2
 LEASE_NAME = "memop-leader.cache.example.com"
 LEASE_NAMESPACE = "default"
 DROP_EVERY = 2.0
+RESTART_DOWNTIME = 1.0
+# The random failures: one draw per request, 7% fail, 5 in 7 of them with 500, 2 in 7 with 429.
+FAILURE_RATE = 0.07
+FAILURE_STATUSES = (500,) * 5 + (429,) * 2
+RETRY_AFTER = 1.0  # seconds: what the in-memory server's 429 asks for
 Step = Callable[[], Awaitable[Any]]
-# Generous: every stage normally takes seconds, but a failover waits out the lease, and a
-# loaded CI machine is slow.
-STAGE_TIMEOUT = 60.0 + CRS * 0.5
 MEMOP_ARGS = [
     "--leader-elect",
     "--leader-election-namespace",
@@ -81,6 +92,27 @@ MEMOP_ARGS = [
     "--watch-namespace",
     ",".join(NAMESPACES_USED),
 ]
+# Why a replica may exit 1 (its last error line says which): it lost the lease to the faults,
+# or could not reach the API server while starting (the restart's downtime). Anything else,
+# an uncaught exception above all, fails the test.
+EXPECTED_EXIT_REASONS = (
+    "leader election lost",
+    "leader election ended before this replica led",
+    "cannot reach the API server",
+)
+TRACEBACK_MARK = "Traceback (most recent call last)"
+
+
+@pytest.fixture
+def crs(request: pytest.FixtureRequest) -> int:
+    flag = request.config.getoption("--chaos-crs")
+    return int(flag if flag is not None else os.environ.get("MEMOP_CHAOS_CRS", DEFAULT_CRS))
+
+
+def stage_timeout(crs: int) -> float:
+    # Generous: every stage normally takes seconds, but a failover waits out the lease, and a
+    # loaded CI machine is slow.
+    return 60.0 + crs * 0.5
 
 
 # -- the replicas -----------------------------------------------------------------------------------
@@ -95,6 +127,8 @@ class Replicas:
     running: list[MemopProcess] = field(default_factory=list)
     history: list[MemopProcess] = field(default_factory=list)
     exits: Counter[int] = field(default_factory=Counter)
+    # Each exited process with its exit code.
+    exited: list[tuple[MemopProcess, int]] = field(default_factory=list)
     _watchers: set[asyncio.Task[None]] = field(default_factory=set)
     _stopping: bool = False
 
@@ -118,13 +152,18 @@ class Replicas:
             return
         await process.stop()  # collects the rest of its output
         self.exits[code] += 1
+        self.exited.append((process, code))
         self.running.remove(process)
         await self._spawn()
 
-    def leader(self, server: ApiServer) -> MemopProcess | None:
-        """The replica holding the lease, if it is one of ours and alive."""
+    def holder(self, server: ApiServer) -> str | None:
         lease = get(server, LEASES, LEASE_NAMESPACE, LEASE_NAME)
         holder = ((lease or {}).get("spec") or {}).get("holderIdentity")
+        return str(holder) if holder else None
+
+    def leader(self, server: ApiServer) -> MemopProcess | None:
+        """The replica holding the lease, if it is one of ours and alive."""
+        holder = self.holder(server)
         return next((p for p in self.running if holder and p.identity() == holder), None)
 
     async def stop(self) -> None:
@@ -152,8 +191,31 @@ class Replicas:
                         total += sample.value
         return total
 
-    def tracebacks(self) -> list[dict[str, Any]]:
-        return [r for p in self.history for r in p.records if "error" in r]
+    def output_problems(self) -> list[str]:
+        """Tracebacks in any replica's output (a JSON record's ``error`` field, or raw lines
+        such as an uncaught exception's), and exits without an expected reason."""
+        problems = [
+            f"pid {p.pid}: {r.get('msg')}\n{r['error']}"
+            for p in self.history
+            for r in p.records
+            if "error" in r
+        ]
+        problems += [
+            f"pid {p.pid}: raw traceback in the output:\n" + "\n".join(p.lines[i : i + 20])
+            for p in self.history
+            for i, line in enumerate(p.lines)
+            if TRACEBACK_MARK in line and not line.lstrip().startswith("{")
+        ]
+        for process, code in self.exited:
+            if code == -signal.SIGKILL:
+                continue  # ours (checked to be exactly one)
+            reasons = [str(r.get("msg", "")) for r in process.records if r.get("level") == "error"]
+            if code != 1 or not any(m.startswith(EXPECTED_EXIT_REASONS) for m in reasons):
+                problems.append(
+                    f"pid {process.pid} exited with {code}; its errors: {reasons[-3:]}; "
+                    f"last output: {process.lines[-5:]}"
+                )
+        return problems
 
     def describe(self) -> str:
         """For failure messages: who runs, and each live replica's last warnings and errors."""
@@ -200,14 +262,14 @@ def controller_uid(obj: dict[str, Any]) -> str | None:
     return None
 
 
-def convergence_problems(server: ApiServer, size: int) -> list[str]:
+def convergence_problems(server: ApiServer, crs: int, size: int) -> list[str]:
     """Why the cluster is not converged at ``size`` (empty: it is)."""
     problems: list[str] = []
-    crs = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in items(server, MEMCACHEDS)}
+    memcacheds = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in items(server, MEMCACHEDS)}
     deployments = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in items(server, DEPLOYMENTS)}
-    if len(crs) != CRS:
-        problems.append(f"{len(crs)} Memcacheds, {CRS} expected")
-    for key, cr in sorted(crs.items()):
+    if len(memcacheds) != crs:
+        problems.append(f"{len(memcacheds)} Memcacheds, {crs} expected")
+    for key, cr in sorted(memcacheds.items()):
         status = cr.get("status") or {}
         available: dict[str, Any] = next(
             (c for c in status.get("conditions") or () if c.get("type") == "Available"), {}
@@ -225,7 +287,7 @@ def convergence_problems(server: ApiServer, size: int) -> list[str]:
             problems.append(f"{key}: status for generation {status.get('observedGeneration')}")
         elif available.get("status") != "True" or status.get("readyReplicas") != size:
             problems.append(f"{key}: Available={available.get('status')} ready={status.get('readyReplicas')}")
-    for key in sorted(set(deployments) - set(crs)):
+    for key in sorted(set(deployments) - set(memcacheds)):
         problems.append(f"{key}: a Deployment without a Memcached")
     return problems
 
@@ -241,6 +303,35 @@ def leftovers(server: ApiServer) -> list[str]:
     return out
 
 
+def memop_requests(server: ApiServer, since: float = 0.0) -> list[RequestRecord]:
+    return [r for r in server.log.filter(user_agent="memop/") if r.time >= since]
+
+
+def retry_after_violations(requests: list[RequestRecord]) -> list[str]:
+    """Requests that followed a 429 on the same path, from the same replica, sooner than the
+    429's Retry-After. Only paths one replica uses for one thing at a time are judged: an
+    object's (its reconcile, or the lease's elector, owns it) and a collection's LIST or
+    WATCH (its reflector's); creates share their collection's path with other workers."""
+    last_429: dict[tuple[str, str], float] = {}
+    violations: list[str] = []
+    for record in sorted(requests, key=lambda r: r.time):
+        if record.name:
+            path_key = (record.user_agent, record.path)
+        elif record.verb in ("list", "watch"):
+            path_key = (record.user_agent, f"{record.path} (list/watch)")
+        else:
+            continue
+        throttled_at = last_429.pop(path_key, None)
+        if throttled_at is not None and record.time - throttled_at < RETRY_AFTER - 0.05:
+            violations.append(
+                f"{record.verb} {record.path} {record.time - throttled_at:.3f}s after its 429 "
+                f"({record.user_agent})"
+            )
+        if record.status == 429:
+            last_429[path_key] = record.time
+    return violations
+
+
 # -- faults -------------------------------------------------------------------------------------------
 
 
@@ -251,15 +342,13 @@ class Chaos:
     server: ApiServer
     drops: int = 0
     watches_dropped: int = 0
-    rules: list[ChaosRule] = field(default_factory=list)
+    rule: ChaosRule | None = None
     _task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        faults = self.server.faults
-        self.rules = [
-            faults.chaos(0.05, statuses=500, seed=1, user_agent="memop/"),
-            faults.chaos(0.02, statuses=429, seed=2, user_agent="memop/"),
-        ]
+        self.rule = self.server.faults.chaos(
+            FAILURE_RATE, statuses=FAILURE_STATUSES, seed=1, user_agent="memop/"
+        )
         self._task = asyncio.create_task(self._drop_loop(), name="chaos-drops")
 
     async def _drop_loop(self) -> None:
@@ -276,11 +365,12 @@ class Chaos:
                 await self._task
 
     def figures(self) -> dict[str, int]:
+        hits = self.rule.hits_by_status if self.rule is not None else Counter[int]()
         return {
             "watch_drops": self.drops,
             "watches_dropped": self.watches_dropped,
-            "injected_500": self.rules[0].hits if self.rules else 0,
-            "injected_429": self.rules[1].hits if len(self.rules) > 1 else 0,
+            "injected_500": hits[500],
+            "injected_429": hits[429],
         }
 
 
@@ -313,34 +403,55 @@ async def in_batches(
             await between[i]()
 
 
-async def test_memop_converges_through_chaos(server: ApiServer, client: Client, tmp_path: Path) -> None:
+async def test_memop_converges_through_chaos(
+    server: ApiServer,
+    client: Client,
+    tmp_path: Path,
+    crs: int,
+    record_property: Callable[[str, object], None],
+) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     server.write_kubeconfig(kubeconfig)
     await install_crd(client)
     for namespace in NAMESPACES_USED:
         await client.create(NAMESPACES, {"metadata": {"name": namespace}})
-    keys = [(NAMESPACES_USED[i % len(NAMESPACES_USED)], f"mc-{i:03d}") for i in range(CRS)]
+    keys = [(NAMESPACES_USED[i % len(NAMESPACES_USED)], f"mc-{i:03d}") for i in range(crs)]
     replicas = Replicas(kubeconfig)
     chaos = Chaos(server)
-    figures: dict[str, Any] = {"crs": CRS}
+    figures: dict[str, Any] = {"crs": crs}
     stage_seconds: dict[str, float] = {}
     one_offs: list[str] = []
+    # When each one-off fault happened (server clock), to find the relists it caused.
+    fault_times: dict[str, float] = {}
+    # The User-Agents of the replicas running when each one-off fault happened.
+    agents_before: dict[str, set[str | None]] = {}
+    failover: dict[str, Any] = {}
     try:
         await replicas.start()
         await wait_for(lambda: replicas.leader(server), timeout=30)
         chaos.start()
 
         async def expire_history() -> None:
+            fault_times["410"] = time.time()
+            agents_before["410"] = {p.user_agent() for p in replicas.running}
             server.compact()
-            one_offs.append(f"410 to {await server.expire_watches()} watches")
+            expired = await server.expire_watches()
+            one_offs.append(f"410 to {expired} watches")
+            figures["watches_expired"] = expired
 
         async def restart_server() -> None:
-            await server.restart()
-            one_offs.append("API server restarted")
+            fault_times["restart"] = time.time()
+            agents_before["restart"] = {p.user_agent() for p in replicas.running}
+            await server.restart(downtime=RESTART_DOWNTIME, rebuild_watch_cache=True)
+            one_offs.append(f"API server restarted ({RESTART_DOWNTIME}s down, watch cache rebuilt)")
 
         async def kill_leader() -> None:
             leader = await wait_for(lambda: replicas.leader(server), timeout=30)
             assert leader is not None
+            lease = get(server, LEASES, LEASE_NAMESPACE, LEASE_NAME) or {}
+            failover["transitions_before"] = (lease.get("spec") or {}).get("leaseTransitions") or 0
+            failover["killed"] = leader.identity()
+            failover["killed_at"] = time.monotonic()
             leader.send(signal.SIGKILL)
             one_offs.append(f"leader {leader.identity()} killed")
 
@@ -362,67 +473,105 @@ async def test_memop_converges_through_chaos(server: ApiServer, client: Client, 
                     continue
                 return
 
+        def check_output() -> None:
+            problems = replicas.output_problems()
+            assert not problems, "\n\n".join(problems[:5])
+
         async def stage(name: str, problems: Callable[[], list[str]]) -> None:
-            """Wait until ``problems()`` is empty; record how long the stage took."""
+            """Wait until ``problems()`` is empty; record how long the stage took; check the
+            replicas' health and output."""
             await wait_for(
                 lambda: not problems(),
-                timeout=STAGE_TIMEOUT,
+                timeout=stage_timeout(crs),
                 # Each check copies every object out of the store, on the server's event loop.
                 interval=0.25,
                 message=lambda: "\n".join(problems()[:20]) + "\n" + replicas.describe(),
             )
             stage_seconds[name] = round(time.monotonic() - started, 1)
             assert await replicas.panics() == 0
+            check_output()
 
         # Stage 1: create, with the one-off faults between batches, while memop converges.
         started = time.monotonic()
         await in_batches(keys, 4, create, [expire_history, restart_server, kill_leader])
         assert len(one_offs) == 3, one_offs
-        await stage("create", lambda: convergence_problems(server, 1))
+        # The standby, not the killed replica (nor its replacement's predecessor), took over.
+        await wait_for(
+            lambda: replicas.leader(server) is not None
+            and replicas.holder(server) != failover["killed"],
+            timeout=stage_timeout(crs),
+            message=replicas.describe,
+        )
+        failover["seconds"] = round(time.monotonic() - failover["killed_at"], 2)
+        await stage("create", lambda: convergence_problems(server, crs, 1))
 
         # Stage 2: scale every Memcached to 2.
         started = time.monotonic()
         await asyncio.gather(*(client.patch(MEMCACHEDS, n, {"spec": {"size": 2}}, ns) for ns, n in keys))
-        await stage("scale", lambda: convergence_problems(server, 2))
+        await stage("scale", lambda: convergence_problems(server, crs, 2))
 
         # Stage 3: delete them all; memop's finalizer must come off every one.
         started = time.monotonic()
+        deleting_since = time.time()
         await asyncio.gather(*(client.delete(MEMCACHEDS, n, ns) for ns, n in keys))
         await stage("delete", lambda: leftovers(server))
+        # The garbage collector would hide a Deployment made for a Memcached being deleted.
+        late_creates = [
+            r
+            for r in memop_requests(server, deleting_since)
+            if r.verb == "create" and r.resource == "deployments"
+        ]
+        assert not late_creates, late_creates[:5]
     finally:
         await chaos.stop()
         await replicas.stop()
-
-    tracebacks = replicas.tracebacks()
-    assert not tracebacks, "\n\n".join(f"{r.get('msg')}\n{r['error']}" for r in tracebacks[:3])
-    # Every exit was either our SIGKILL or a replica that lost its lease to the faults (exit 1).
-    assert set(replicas.exits) <= {-signal.SIGKILL, 1}, replicas.exits
-    assert replicas.exits[-signal.SIGKILL] == 1
-    lease = get(server, LEASES, LEASE_NAMESPACE, LEASE_NAME) or {}
-    # The standby took over from the killed leader (and maybe more often, after lost renewals).
-    assert ((lease.get("spec") or {}).get("leaseTransitions") or 0) >= 1, lease
-
-    memop_requests = server.log.filter(user_agent="memop/")
-    figures.update(chaos.figures())
-    figures.update(
-        {
-            "one_off_faults": one_offs,
-            "stage_seconds": stage_seconds,
-            "memop_processes_started": len(replicas.history),
-            "memop_exits": dict(replicas.exits),
-            "lease_transitions": (lease.get("spec") or {}).get("leaseTransitions"),
-            "memop_requests": len(memop_requests),
-            "memop_requests_failed": sum(1 for r in memop_requests if r.status >= 400),
-            "memop_relists": sum(1 for r in memop_requests if r.verb == "list"),
-            "reconcile_retries_logged": replicas.count_logs(
-                lambda r: str(r.get("msg", "")).startswith(("reconcile failed", "conflict, will retry"))
-            ),
-            # Client retries of single requests, and reflectors' retries of lists and watches.
-            "retries_logged": replicas.count_logs(lambda r: "retrying" in str(r.get("msg", ""))),
-        }
-    )
-    print(f"\nchaos figures: {figures}")
-    if os.environ.get("MEMOP_CHAOS_LOG"):
-        Path(os.environ["MEMOP_CHAOS_LOG"]).write_text(
-            "".join(json.dumps({"pid": p.pid, **r}) + "\n" for p in replicas.history for r in p.records)
+        requests = memop_requests(server)
+        lease = get(server, LEASES, LEASE_NAMESPACE, LEASE_NAME) or {}
+        figures.update(chaos.figures())
+        figures.update(
+            {
+                "one_off_faults": one_offs,
+                "stage_seconds": stage_seconds,
+                "failover_seconds": failover.get("seconds"),
+                "memop_processes_started": len(replicas.history),
+                "memop_exits": dict(replicas.exits),
+                "lease_transitions": (lease.get("spec") or {}).get("leaseTransitions"),
+                "memop_requests": len(requests),
+                "memop_requests_failed": sum(1 for r in requests if r.status >= 400),
+                "memop_relists": sum(1 for r in requests if r.verb == "list"),
+                "relists_after_410": sum(
+                    1 for r in requests if r.verb == "list" and r.time >= fault_times.get("410", float("inf"))
+                ),
+                "reconcile_retries_logged": replicas.count_logs(
+                    lambda r: str(r.get("msg", "")).startswith(("reconcile failed", "conflict, will retry"))
+                ),
+                # Client retries of single requests, and reflectors' retries of lists and watches.
+                "retries_logged": replicas.count_logs(lambda r: "retrying" in str(r.get("msg", ""))),
+            }
         )
+        record_property(FIGURES, figures)
+        print(f"\nchaos figures: {json.dumps(figures)}")
+        if os.environ.get("MEMOP_CHAOS_LOG"):
+            Path(os.environ["MEMOP_CHAOS_LOG"]).write_text(
+                "".join(json.dumps({"pid": p.pid, **r}) + "\n" for p in replicas.history for r in p.records)
+            )
+
+    check_output()
+    assert replicas.exits[-signal.SIGKILL] == 1, replicas.exits
+    # The standby took over from the killed leader (and maybe more often, after lost renewals).
+    assert (figures["lease_transitions"] or 0) > failover["transitions_before"], (figures, failover)
+    # Every fault fired, and did what it is for.
+    for fault in ("watch_drops", "watches_dropped", "injected_500", "injected_429"):
+        assert figures[fault] > 0, figures
+    assert figures["watches_expired"] > 0, figures
+    # The replicas running before the 410 and the restart relisted after each (a replica
+    # started later lists anyway, so its lists prove nothing).
+    for fault in ("410", "restart"):
+        relists = [
+            r
+            for r in requests
+            if r.verb == "list" and r.time >= fault_times[fault] and r.user_agent in agents_before[fault]
+        ]
+        assert relists, f"no reflector relisted after the {fault}"
+    violations = retry_after_violations(requests)
+    assert not violations, violations[:10]
