@@ -36,7 +36,7 @@ from memop.runtime.labels import Selector
 from memop.runtime.reconcile import Request, Result
 from memop.runtime.resources import DEPLOYMENTS, PODS, Resource
 from memop.runtime.sharing import EVERY_ITEM, Path
-from memop.runtime.store import Obj, Transform
+from memop.runtime.store import Obj, Transform, controller_owner_uid
 
 log = logging.getLogger("memop.memcached")
 
@@ -126,9 +126,9 @@ class MemcachedReconciler:
     def _cached_deployment(self, memcached: Obj) -> Obj | None:
         meta = memcached["metadata"]
         deployment = self.cache.get(DEPLOYMENTS, meta["name"], meta["namespace"])
-        return (
-            deployment if deployment is not None and _controller_uid(deployment) == meta.get("uid") else None
-        )
+        if deployment is None or controller_owner_uid(deployment) != meta.get("uid"):
+            return None
+        return deployment
 
     async def _report_failure(
         self,
@@ -175,7 +175,7 @@ class MemcachedReconciler:
             self.cache.record_write(DEPLOYMENTS, created)
             self.recorder.record(memcached, NORMAL, "Created", f"Created Deployment {meta['name']}")
             return created
-        owner = _controller_uid(current)
+        owner = controller_owner_uid(current)
         if owner != meta.get("uid"):
             raise _Blocked(
                 "DeploymentConflict",
@@ -312,15 +312,6 @@ def _finalizers(memcached: Obj) -> list[str] | None:
     if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
         return None
     return finalizers
-
-
-def _controller_uid(obj: Obj) -> str | None:
-    refs = (obj.get("metadata") or {}).get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            uid = ref.get("uid")
-            return uid if isinstance(uid, str) else None
-    return None
 
 
 def pod_transform(pod: Obj) -> Obj:
