@@ -49,6 +49,7 @@ from memop.runtime.errors import (
     ApiError,
     TooManyRequests,
     TransportError,
+    at_least_retry_after,
     error_from_status,
     is_retryable,
 )
@@ -709,16 +710,6 @@ class Client:
             delay,
             error,
         )
-
-
-def at_least_retry_after(delay: float, error: BaseException | None) -> float:
-    """``delay``, or the Retry-After the server sent with ``error`` when that is longer: a
-    backoff never retries sooner than the server asked. Only TooManyRequests and ServerError
-    carry one (``retry_after``, None when the answer had no usable header)."""
-    retry_after = getattr(error, "retry_after", None)
-    if isinstance(retry_after, int | float) and retry_after > delay:
-        return float(retry_after)
-    return delay
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

@@ -152,3 +152,13 @@ def error_from_status(
 def is_retryable(error: BaseException) -> bool:
     """Whether trying the same request again may succeed without anything else changing."""
     return isinstance(error, TooManyRequests | ServerError | TransportError)
+
+
+def at_least_retry_after(delay: float, error: BaseException | None) -> float:
+    """``delay``, or the Retry-After the server sent with ``error`` when that is longer: a
+    backoff never retries sooner than the server asked. Only TooManyRequests and ServerError
+    carry one (``retry_after``, None when the answer had no usable header)."""
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, int | float) and retry_after > delay:
+        return float(retry_after)
+    return delay

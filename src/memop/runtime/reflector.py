@@ -44,9 +44,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from memop.runtime.backoff import Backoff
-from memop.runtime.client import at_least_retry_after
 from memop.runtime.clock import Clock, RealClock
-from memop.runtime.errors import ApiError, Gone, TransportError
+from memop.runtime.errors import ApiError, Gone, TransportError, at_least_retry_after
 from memop.runtime.labels import Selector
 from memop.runtime.resources import Resource
 from memop.runtime.store import ADDED, DELETED, MODIFIED, Obj, ObjectStore, object_key, resource_version
