@@ -342,14 +342,20 @@ async def test_a_deployment_whose_counts_are_not_numbers_is_put_right(
 # --- Deployments memop cannot simply patch ---------------------------------------------------------
 
 
+async def create_with_the_tutorials_selector(env: Env) -> dict[str, Any]:
+    """A Memcached (with our finalizer) and its Deployment with the tutorial's selector, which
+    selects every CR's pods; returns the Deployment."""
+    cr = await env.client.create(MEMCACHEDS, memcached(size=1, finalizers=[FINALIZER]), env.namespace)
+    deployment = desired_deployment(cr, parse_spec(cr))
+    deployment["spec"]["selector"] = {"matchLabels": {"app": "memcached"}}
+    deployment["spec"]["template"]["metadata"]["labels"] = {"app": "memcached"}
+    return await env.client.create(DEPLOYMENTS, deployment, env.namespace)
+
+
 async def test_a_deployment_with_the_tutorials_shared_selector_is_replaced(env: Env) -> None:
     """The tutorial's selector (app=memcached) selects every CR's pods; the selector is
     immutable, so memop deletes that Deployment (uid precondition) and creates its own."""
-    cr = await env.client.create(MEMCACHEDS, memcached(size=1, finalizers=[FINALIZER]), env.namespace)
-    old = desired_deployment(cr, parse_spec(cr))
-    old["spec"]["selector"] = {"matchLabels": {"app": "memcached"}}
-    old["spec"]["template"]["metadata"]["labels"] = {"app": "memcached"}
-    old = await env.client.create(DEPLOYMENTS, old, env.namespace)
+    old = await create_with_the_tutorials_selector(env)
     await env.synced()
     result, sent = await env.reconcile()
     assert result == Result(requeue=True)
@@ -361,6 +367,78 @@ async def test_a_deployment_with_the_tutorials_shared_selector_is_replaced(env: 
     assert new["spec"]["selector"] == {
         "matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": NAME}
     }
+
+
+def _memop_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("memop")
+    ]
+
+
+async def reconcile_quietly(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> tuple[Result | None, list[tuple[str, str, int]]]:
+    """One reconcile that must not tell anyone of a failure: no warning or error line, no
+    ReconcileError Event, not Degraded. Its result and its requests (verb, resource, status)."""
+    caplog.set_level(logging.DEBUG)
+    result, sent = await env.reconcile()
+    assert _memop_warnings(caplog) == []
+    assert await env.events("ReconcileError") == []
+    assert condition(await env.get(MEMCACHEDS), "Degraded").get("status") != "True"
+    return result, [(r.verb, r.resource, r.status) for r in sent]
+
+
+async def test_a_drifted_deployment_already_gone_is_recreated_without_an_error(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Someone deletes the Deployment with the wrong selector while memop's cache still holds
+    it: memop's DELETE answers 404. Already gone is what the delete was for: no error line, no
+    Degraded, no ReconcileError Event; the next reconcile creates memop's own Deployment."""
+    old = await create_with_the_tutorials_selector(env)
+    await env.synced()
+    env.server.silence_watches(True)  # memop's cache keeps the deleted Deployment
+    await env.client.delete(DEPLOYMENTS, NAME, env.namespace)
+    assert await reconcile_quietly(env, caplog) == (Result(requeue=True), [("delete", "deployments", 404)])
+    env.server.silence_watches(False)
+    await env.converge()
+    new = await env.get(DEPLOYMENTS)
+    assert new["metadata"]["uid"] != old["metadata"]["uid"]
+    assert new["spec"]["selector"]["matchLabels"]["app.kubernetes.io/instance"] == NAME
+    assert condition(await env.get(MEMCACHEDS), "Degraded")["status"] == "False"
+
+
+async def test_a_deployment_gone_before_its_patch_is_recreated_without_an_error(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The cache is behind a deletion of the Deployment, so the patch that scales it answers
+    404: nothing for the user to fix, so no error and no Degraded; the retry creates it."""
+    await env.client.create(MEMCACHEDS, memcached(size=1), env.namespace)
+    await env.converge()
+    await env.client.patch(MEMCACHEDS, NAME, {"spec": {"size": 2}}, env.namespace)
+    await env.synced()
+    env.server.silence_watches(True)
+    await env.client.delete(DEPLOYMENTS, NAME, env.namespace)
+    assert await reconcile_quietly(env, caplog) == (Result(requeue=True), [("patch", "deployments", 404)])
+    env.server.silence_watches(False)
+    await env.converge()
+    assert (await env.get(DEPLOYMENTS))["spec"]["replicas"] == 2
+
+
+async def test_a_memcached_gone_before_its_finalizer_is_added_is_left_alone(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Deleted (it had no finalizer yet) while the cache still holds it: the finalizer patch
+    answers 404, and nothing is left to do: no error, no Deployment for a Memcached that is gone."""
+    await env.client.create(MEMCACHEDS, memcached(size=1), env.namespace)
+    await env.synced()
+    env.server.silence_watches(True)
+    await env.client.delete(MEMCACHEDS, NAME, env.namespace)
+    caplog.set_level(logging.DEBUG)
+    result, sent = await env.reconcile()
+    assert result is None
+    assert [(r.verb, r.resource, r.status) for r in sent] == [("patch", "memcacheds", 404)]
+    assert _memop_warnings(caplog) == []
+    assert await env.events() == []
 
 
 async def test_a_deployment_memop_does_not_control_is_left_alone_and_reported(env: Env) -> None:

@@ -86,6 +86,11 @@ class MemcachedReconciler:
         if finalizers is not None and FINALIZER not in finalizers:
             try:
                 memcached = await self._add_finalizer(memcached)
+            except NotFound:
+                # Deleted (it had no finalizer of ours to wait for) after our cache read it:
+                # nothing is left to reconcile, and its watch event is on the way.
+                log.info("Memcached %s is gone, nothing to do", meta.get("name"))
+                return None
             except Forbidden as error:
                 message = f"memop is not allowed to add its finalizer to Memcacheds here: {error.message}"
                 await self._report_failure(memcached, None, "Forbidden", message)
@@ -187,12 +192,17 @@ class MemcachedReconciler:
         except SelectorMismatch:
             # The selector is immutable: replace the Deployment (its pods go with it).
             log.info("deployment selector drifted, recreating it")
-            await self.client.delete(
-                DEPLOYMENTS,
-                meta["name"],
-                meta["namespace"],
-                preconditions={"uid": current["metadata"]["uid"]},
-            )
+            try:
+                await self.client.delete(
+                    DEPLOYMENTS,
+                    meta["name"],
+                    meta["namespace"],
+                    preconditions={"uid": current["metadata"]["uid"]},
+                )
+            except NotFound:
+                # Someone else deleted it (or our cache lags a deletion): gone is what this
+                # delete was for. The retry creates ours once the watch has brought the news.
+                log.info("deployment %s was already deleted", meta["name"])
             self.recorder.record(memcached, NORMAL, "Recreated", "Deployment selector changed; recreating it")
             return None
         if patch is None:
@@ -207,7 +217,13 @@ class MemcachedReconciler:
                 old_replicas,
                 spec.size,
             )
-        updated = await self.client.patch(DEPLOYMENTS, meta["name"], patch, meta["namespace"])
+        try:
+            updated = await self.client.patch(DEPLOYMENTS, meta["name"], patch, meta["namespace"])
+        except NotFound:
+            # Deleted after our cache read it: nothing for the user to fix. The retry creates
+            # it once the watch has brought the deletion (as for AlreadyExists above).
+            log.info("deployment %s is gone, it will be created again", meta["name"])
+            return None
         self.cache.record_write(DEPLOYMENTS, updated)
         if set(patch.get("spec", {})) == {"replicas"} and set(patch) == {"spec"}:
             self.recorder.record(
