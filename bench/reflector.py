@@ -165,6 +165,9 @@ class ListedEarlier:
     def watch_batches(self, *args: Any, **kwargs: Any) -> AsyncIterator[list[dict[str, Any]]]:
         return self._client.watch_batches(*args, **kwargs)
 
+    async def probe(self) -> int:
+        return await self._client.probe()
+
 
 class GcTimer:
     """Seconds spent in the cyclic garbage collector since ``reset`` (through gc.callbacks)."""

@@ -265,6 +265,9 @@ class RecordingClient:
         self.watches.append(dict(kwargs))
         return self.client.watch_batches(res, namespace, **kwargs)
 
+    async def probe(self) -> int:
+        return await self.client.probe()
+
 
 async def test_each_watch_asks_for_bookmarks_a_random_timeout_and_resumes_where_it_was(
     server: ApiServer, client: Client
@@ -469,10 +472,31 @@ async def test_a_watch_answering_429_with_retry_after_waits_that_long_and_resume
     assert "watch of configmaps in default failed, retrying in 7.0s (the server's Retry-After)" in caplog.text
 
 
-async def test_a_backoff_longer_than_retry_after_is_kept(server: ApiServer, unretrying: Client) -> None:
-    server.faults.fail(429, retry_after=1, verb="list", resource="configmaps", times=2)
+async def test_after_a_5xx_a_backoff_longer_than_retry_after_is_kept(
+    server: ApiServer, unretrying: Client
+) -> None:
+    server.faults.fail(503, retry_after=1, verb="list", resource="configmaps", times=2)
     lists = lambda: server.log.count(verb="list", resource="configmaps")  # noqa: E731
     async with OnFakeClock(unretrying) as run:
         await sleeps_exactly(run, 1.0, lists)  # the backoff's 0.8 is shorter than Retry-After
         await sleeps_exactly(run, 1.6, lists, nth=1)  # the backoff's 1.6 is longer
         await asyncio.wait_for(run.reflector.synced.wait(), 5)
+
+
+async def test_a_429_waits_its_retry_after_and_does_not_grow_the_backoff(
+    server: ApiServer, unretrying: Client
+) -> None:
+    """A 429 says when to come back (a watch cache initialising after a restart says 1 s):
+    the reflector comes back then, every time, and a later failure starts from a fresh backoff.
+    A growing backoff here made watches wait 9 s longer than the server asked."""
+    server.faults.fail(429, retry_after=1, verb="watch", resource="configmaps", times=3)
+    watches = lambda: server.log.count(verb="watch", resource="configmaps")  # noqa: E731
+    async with OnFakeClock(unretrying) as run:
+        await asyncio.wait_for(run.reflector.synced.wait(), 5)
+        for nth in range(3):
+            await sleeps_exactly(run, 1.0, watches, nth=nth)
+        await wait_for(lambda: watches() == 4, timeout=5)
+        server.faults.fail(500, verb="watch", resource="configmaps", times=1)
+        run.clock.advance(2.0)  # an established watch, not a short one
+        await server.drop_watches()  # resumed at once, and the 500 then backs off
+        await sleeps_exactly(run, 0.8, watches, nth=3)  # the backoff's first step

@@ -47,6 +47,7 @@ from memop.runtime import watchstream
 from memop.runtime.clock import Clock, RealClock
 from memop.runtime.errors import (
     ApiError,
+    ConnectError,
     TooManyRequests,
     TransportError,
     at_least_retry_after,
@@ -83,10 +84,6 @@ _AUTH_SETTINGS = ["BearerToken"]
 Query = Sequence[tuple[str, str]]
 # An alias, because inside Client ``list`` names the LIST verb, not the builtin.
 ObjectList = list[dict[str, Any]]
-
-
-class ConnectError(TransportError):
-    """No connection could be opened: the request never reached the server."""
 
 
 class _RetryWhen(enum.Enum):
@@ -314,6 +311,22 @@ class Client:
             token = meta.get("continue") or None
             if token is None:
                 return items, str(meta.get("resourceVersion") or "")
+
+    async def probe(self, path: str = "/readyz", timeout: float = 2.0) -> int:
+        """One GET of ``path`` with no retries: the HTTP status the server answered, whatever
+        it is. TransportError when no answer came within ``timeout`` seconds. For
+        :class:`memop.runtime.reachability.Reachability`, which asks whether the server is up."""
+        try:
+            response = await self._open("GET", path, query=(), timeout=aiohttp.ClientTimeout(total=timeout))
+        except TransportError:
+            self._count("<error>", "GET")
+            raise
+        try:
+            await self._read(response, "GET", path)
+        finally:
+            response.release()
+        self._count(str(response.status), "GET")
+        return response.status
 
     # Writes --------------------------------------------------------------------------------
 

@@ -114,6 +114,10 @@ class TransportError(Exception):
     """The request did not get an answer: connection refused or reset, timeout, broken stream."""
 
 
+class ConnectError(TransportError):
+    """No connection could be opened: the request never reached the server."""
+
+
 _BY_CODE: dict[int, type[ApiError]] = {
     400: BadRequest,
     401: Unauthorized,

@@ -45,8 +45,16 @@ from typing import Any, Protocol
 
 from memop.runtime.backoff import Backoff
 from memop.runtime.clock import Clock, RealClock
-from memop.runtime.errors import ApiError, Gone, TransportError, at_least_retry_after
+from memop.runtime.errors import (
+    ApiError,
+    ConnectError,
+    Gone,
+    TooManyRequests,
+    TransportError,
+    at_least_retry_after,
+)
 from memop.runtime.labels import Selector
+from memop.runtime.reachability import Reachability
 from memop.runtime.resources import Resource
 from memop.runtime.store import ADDED, DELETED, MODIFIED, Obj, ObjectStore, object_key, resource_version
 
@@ -56,7 +64,8 @@ Dispatch = Callable[[str, Obj, Obj | None], None]
 
 
 class ListWatcher(Protocol):
-    """The two calls of memop.runtime.client.Client a reflector needs."""
+    """The calls of memop.runtime.client.Client a reflector needs (``probe`` only through
+    the :class:`Reachability` its cache builds)."""
 
     async def list(
         self,
@@ -83,6 +92,8 @@ class ListWatcher(Protocol):
         allow_bookmarks: bool = True,
     ) -> Any: ...
 
+    async def probe(self) -> int: ...
+
 
 class Reflector:
     """Mirror one resource (in one namespace, or cluster-wide) into ``store``.
@@ -107,6 +118,7 @@ class Reflector:
         clock: Clock | None = None,
         backoff: Backoff | None = None,
         rand: random.Random | None = None,
+        reachability: Reachability | None = None,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
@@ -124,6 +136,7 @@ class Reflector:
         self._clock = clock or RealClock()
         self._backoff = backoff or Backoff(clock=self._clock)
         self._rand = rand or random.Random()
+        self._reachability = reachability
         self._listed_at = 0.0  # monotonic time of the last stored LIST
         self._name = f"{resource}" + (f" in {namespace}" if namespace else "")
 
@@ -170,25 +183,17 @@ class Reflector:
                     extra=self._fields(),
                 )
                 await self._clock.sleep(delay)
+            except ConnectError as error:
+                if self._reachability is None:
+                    await self._failed(error, need_list)
+                    continue
+                # The server is down: wait with every other reflector for one probe to find it
+                # answering, instead of a backoff of our own (see memop.runtime.reachability).
+                # The outage is not this watch's failure, so its backoff does not grow.
+                self._reachability.unreachable(error)
+                await self._reachability.wait()
             except (ApiError, TransportError) as error:
-                backoff = self._backoff.next_delay()
-                delay = at_least_retry_after(backoff, error)
-                level = (
-                    logging.WARNING
-                    if isinstance(error, TransportError) or error.code >= 429
-                    else logging.ERROR
-                )
-                log.log(
-                    level,
-                    "%s of %s failed, retrying in %.1fs%s: %s",
-                    "list" if need_list else "watch",
-                    self._name,
-                    delay,
-                    " (the server's Retry-After)" if delay > backoff else "",
-                    error,
-                    extra=self._fields(),
-                )
-                await self._clock.sleep(delay)
+                await self._failed(error, need_list)
             except Exception:
                 # A bug or a response we cannot make sense of: start again from a fresh list.
                 delay = self._backoff.next_delay()
@@ -200,6 +205,31 @@ class Reflector:
                 )
                 need_list = True
                 await self._clock.sleep(delay)
+
+    async def _failed(self, error: ApiError | TransportError, need_list: bool) -> None:
+        """Wait after a LIST or WATCH the server failed or did not answer."""
+        if isinstance(error, TooManyRequests) and error.retry_after is not None:
+            # The server says when to come back (API Priority and Fairness, or a watch cache
+            # still initialising after a restart: 1 s): any backoff of ours would only add to it.
+            backoff = 0.0
+            delay = max(error.retry_after, _MIN_RETRY_AFTER)
+        else:
+            backoff = self._backoff.next_delay()
+            delay = at_least_retry_after(backoff, error)
+        level = (
+            logging.WARNING if isinstance(error, TransportError) or error.code >= 429 else logging.ERROR
+        )
+        log.log(
+            level,
+            "%s of %s failed, retrying in %.1fs%s: %s",
+            "list" if need_list else "watch",
+            self._name,
+            delay,
+            " (the server's Retry-After)" if delay > backoff else "",
+            error,
+            extra=self._fields(),
+        )
+        await self._clock.sleep(delay)
 
     async def _list(self) -> None:
         prepared, list_rv = await self._list_prepared()
@@ -354,6 +384,9 @@ def _newer(rv: str, stored_rv: str) -> bool:
     except ValueError:
         return rv != stored_rv
 
+
+# The shortest wait after a 429, whatever its Retry-After says (0 would make a tight loop).
+_MIN_RETRY_AFTER = 0.5
 
 # A stream that broke sooner than this without delivering anything counts as a failed watch.
 _SHORT_WATCH_SECONDS = 1.0

@@ -1,0 +1,93 @@
+"""An API server outage, as a cache of many reflectors lives through it on the in-memory server.
+
+While the server refuses connections, the reflectors send nothing of their own: one probe asks
+a few times a second for them all. Once it listens again, every watch is back within a second,
+however long the outage was (a 90 s outage is the same case on the fake clock in
+test_reachability.py: nothing here grows with the outage's length). Needs the fake's restart.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client import REGISTRY
+
+from memop.runtime.cache import Cache
+from memop.runtime.client import Client
+from memop.runtime.resources import CONFIGMAPS, EVENTS, NAMESPACES
+from memop.testing.server import ApiServer
+from memop.testing.wait import wait_for
+
+pytestmark = pytest.mark.fake_only
+
+NAMESPACE_NAMES = ("o1", "o2", "o3", "o4", "o5")
+RESOURCES = (CONFIGMAPS, EVENTS)
+REFLECTORS = len(NAMESPACE_NAMES) * len(RESOURCES)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    async with ApiServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+async def client(server: ApiServer) -> AsyncIterator[Client]:
+    async with ApiClient(server.client_configuration()) as api:
+        # memop's own retry settings: the LISTs after a rebuilt watch cache retry as in memop.
+        yield Client(api, user_agent="outage-test", timeout=5)
+
+
+def failed_requests(client: Client) -> float:
+    """Requests of ``client`` that got no answer (refused connections)."""
+    value = REGISTRY.get_sample_value(
+        "rest_client_requests_total", {"code": "<error>", "method": "GET", "host": client.host}
+    )
+    return value or 0.0
+
+
+def watches_since(server: ApiServer, since: float) -> list[float]:
+    """Arrival times of the watches the server accepted since ``since`` (wall clock)."""
+    accepted = server.log.filter(verb="watch", status=200, user_agent="outage-test")
+    return [r.time for r in accepted if r.time >= since]
+
+
+@pytest.mark.parametrize("rebuild_watch_cache", [False, True], ids=["resume", "relist"])
+async def test_every_watch_is_back_within_a_second_and_the_outage_costs_a_few_requests_a_second(
+    server: ApiServer, client: Client, rebuild_watch_cache: bool, record_property: pytest.RecordProperty
+) -> None:
+    for name in NAMESPACE_NAMES:
+        await client.create(NAMESPACES, {"metadata": {"name": name}})
+    cache = Cache(client, namespaces=NAMESPACE_NAMES)
+    for resource in RESOURCES:
+        cache.informer(resource)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=10)
+        await wait_for(lambda: len(watches_since(server, 0.0)) == REFLECTORS, timeout=10)
+        failed_before = failed_requests(client)
+
+        downtime = 3.0
+        await server.restart(downtime=downtime, rebuild_watch_cache=rebuild_watch_cache)
+        back = time.time()
+        await wait_for(lambda: len(watches_since(server, back)) >= REFLECTORS, timeout=10)
+        resumed_after = max(watches_since(server, back)[:REFLECTORS]) - back
+        refused = failed_requests(client) - failed_before
+
+        # Each reflector's first refused attempt, then only the probe's.
+        assert refused <= REFLECTORS + 3 * downtime, refused
+        assert resumed_after <= 1.0, resumed_after
+        assert cache.reachability.outages == 1
+        record_property(
+            "figures",
+            {"refused requests": refused, "watches back after s": round(resumed_after, 3)},
+        )
+
+        # The cache is whole again: a change made after the outage reaches it.
+        await client.create(CONFIGMAPS, {"metadata": {"name": "after"}}, "o3")
+        await wait_for(lambda: cache.get(CONFIGMAPS, "after", "o3") is not None, timeout=5)
+    finally:
+        await cache.stop()
