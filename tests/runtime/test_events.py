@@ -14,6 +14,7 @@ from memop.runtime.client import Client
 from memop.runtime.clock import FakeClock
 from memop.runtime.events import NORMAL, QUEUE_FULL_REPORT_INTERVAL, WARNING, EventRecorder
 from memop.runtime.resources import EVENTS
+from memop.runtime.workqueue import AllQueues, WorkQueue
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
@@ -155,5 +156,67 @@ async def test_the_rate_limit_never_turns_into_drops(client: Client) -> None:
     assert recorder.dropped == 0
     for expected in range(4, 11):
         clock.advance(1000.0)
+        await wait_for(lambda: sent(expected), timeout=5)  # noqa: B023 - awaited in the loop
+    await recorder.stop()
+
+
+async def test_events_wait_while_reconciles_have_work_and_go_at_once_when_idle(client: Client) -> None:
+    """Events must never delay the writes they describe: none is sent while a queue holds
+    work, all of them as soon as every queue is idle, at full speed (no rate limit then)."""
+    clock = FakeClock()
+    first, second = (
+        WorkQueue[str]("a", clock=clock, metrics=False),
+        WorkQueue[str]("b", clock=clock, metrics=False),
+    )
+    recorder = EventRecorder(
+        client,
+        "memcached-controller",
+        clock=clock,
+        qps=1.0,
+        burst=1,
+        workload=AllQueues(lambda: [first, second]),
+    )
+    recorder.start()
+    first.add("x")
+    second.add("y")
+    for i in range(5):
+        recorder.record(subject(f"o{i}"), NORMAL, "Created", f"created {i}")
+    held = await first.get()
+    first.done(held)  # one queue idle, the other still has work
+    clock.advance(30.0)  # well within the deferral
+    await wait_for(lambda: clock.pending_timers() >= 1, timeout=5)
+    assert await events(client) == []
+    held = await second.get()
+    second.done(held)
+    await recorder.flush()
+    assert len(await events(client)) == 5  # all at once: nothing to compete with
+    await recorder.stop()
+
+
+async def test_an_event_deferred_for_max_defer_goes_anyway_at_the_rate_limit(client: Client) -> None:
+    clock = FakeClock()
+    queue = WorkQueue[str]("busy", clock=clock, metrics=False)
+    recorder = EventRecorder(
+        client, "memcached-controller", clock=clock, qps=1.0, burst=1, max_defer=60.0,
+        workload=AllQueues(lambda: [queue]),
+    )  # fmt: skip
+    recorder.start()
+    queue.add("forever")  # work that never pauses
+    for i in range(3):
+        recorder.record(subject(f"o{i}"), NORMAL, "Created", f"created {i}")
+
+    async def sent(count: int) -> bool:
+        return len(await events(client)) == count
+
+    await wait_for(lambda: clock.pending_timers() == 1, timeout=5)
+    clock.advance(59.0)
+    await wait_for(lambda: clock.pending_timers() == 1, timeout=5)
+    assert await sent(0)
+    clock.advance(1.0)
+    await wait_for(lambda: sent(1), timeout=5)
+    for expected in (2, 3):  # one a second: the rate limit, not a flood
+        await wait_for(lambda: clock.pending_timers() == 1, timeout=5)
+        assert await sent(expected - 1)
+        clock.advance(1.0)
         await wait_for(lambda: sent(expected), timeout=5)  # noqa: B023 - awaited in the loop
     await recorder.stop()

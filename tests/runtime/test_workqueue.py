@@ -24,7 +24,7 @@ from memop.runtime.ratelimiter import (
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
 )
-from memop.runtime.workqueue import ShutDown, WorkQueue
+from memop.runtime.workqueue import AllQueues, ShutDown, WorkQueue
 
 _names = itertools.count()
 
@@ -109,6 +109,43 @@ async def test_an_item_added_while_processing_is_requeued_once_at_done() -> None
     assert await queue.get() == "a"
     queue.done("a")
     assert queue.get_nowait() is None
+
+
+async def test_idle_means_nothing_ready_or_processing_and_wait_idle_returns_then() -> None:
+    queue = _queue()
+    assert queue.idle
+    await asyncio.wait_for(queue.wait_idle(), 1)
+    queue.add("a")
+    queue.add_after("later", 3600.0)  # waiting for a delay is not work yet
+    waiter = asyncio.create_task(queue.wait_idle())
+    await _settle()
+    item = await queue.get()
+    queue.add("a")  # added again while processing: still work after done
+    queue.done(item)
+    await _settle()
+    assert not queue.idle
+    assert not waiter.done()
+    queue.done(await queue.get())
+    await _settle()
+    assert queue.idle
+    assert waiter.done()
+
+
+async def test_all_queues_are_idle_together_and_a_queue_shutting_down_counts_as_idle() -> None:
+    first, second = _queue(), _queue()
+    both = AllQueues(lambda: [first, second])
+    first.add("a")
+    second.add("b")
+    waiter = asyncio.create_task(both.wait_idle())
+    first.done(await first.get())
+    await _settle()
+    assert not both.idle
+    assert not waiter.done()
+    await second.get()  # held by a worker when the manager stops
+    second.shutdown()
+    await _settle()
+    assert both.idle
+    assert waiter.done()
 
 
 async def test_done_without_get_is_an_error() -> None:

@@ -4,14 +4,22 @@
 correlator does, an event identical to one already sent (same object, type, reason, message
 and source) bumps ``count`` and ``lastTimestamp`` on the existing Event with a patch instead
 of creating another, and each object gets a spam budget (burst 25, then one every 5 minutes)
-so a hot error loop cannot flood the API server. Sending is rate-limited overall (``qps`` and
-``burst``, a token bucket): Events describe work, and when a thousand objects change at once
-their thousand Events should not take API server capacity from the writes that do the work;
-a burst's Events trail it instead. The limit only defers, it never drops: once the queue is
-:data:`FULL_SPEED_AT` full, Events go out as fast as the API server takes them until it is
-not. Events are best effort: failures are logged,
-never raised into a reconcile. When the queue is full (the API server is slow or down), events
-are dropped and counted; the warning about it is aggregated, at most one every
+so a hot error loop cannot flood the API server.
+
+Events describe work and must never delay the writes they describe: when a thousand objects
+change at once, their thousand Events would otherwise take API server capacity (each is an
+etcd write) from the writes that do the work. So, given the reconcile ``workload`` (the
+manager's work queues), an Event waits while there is reconcile work, and goes out as soon as
+the queues are idle, with nothing to compete with, at full speed. An Event that has waited
+``max_defer`` seconds (under work that never pauses) goes out anyway, at the rate limit
+(``qps`` and ``burst``, a token bucket), so Events trail a long burst instead of waiting for
+its end. Without a workload, every Event goes at the rate limit; the limit only defers, it
+never drops: once the queue is :data:`FULL_SPEED_AT` full, Events go out as fast as the API
+server takes them until it is not.
+
+Events are best effort: failures are logged, never raised into a reconcile. When the queue is
+full (``max_queued``: the API server is slow or down), events are dropped and counted, as
+client-go's broadcaster drops them; the warning about it is aggregated, at most one every
 ``QUEUE_FULL_REPORT_INTERVAL`` seconds with the number dropped since the previous one, plus a
 last one on stop, so a stalled sender cannot flood the log either.
 """
@@ -23,6 +31,7 @@ import contextlib
 import logging
 import secrets
 from collections import OrderedDict
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,6 +49,15 @@ QUEUE_FULL_REPORT_INTERVAL = 60.0
 # From this fraction of the queue's capacity on, the rate limit is set aside (it must not
 # turn into drops).
 FULL_SPEED_AT = 0.9
+
+
+class Workload(Protocol):
+    """The reconcile work Events yield to (memop.runtime.workqueue.AllQueues)."""
+
+    @property
+    def idle(self) -> bool: ...
+
+    async def wait_idle(self) -> None: ...
 
 
 class EventWriter(Protocol):
@@ -68,6 +86,7 @@ class _Pending:
     reason: str
     message: str
     timestamp: str
+    recorded_at: float  # monotonic
 
 
 class EventRecorder:
@@ -80,14 +99,18 @@ class EventRecorder:
         *,
         host: str = "",
         clock: Clock | None = None,
-        max_queued: int = 1000,
+        max_queued: int = 10_000,
         remembered: int = 4096,
         spam_burst: int = 25,
         spam_qps: float = 1 / 300,
         qps: float | None = None,
         burst: int = 1,
+        workload: Workload | None = None,
+        max_defer: float = 60.0,
     ) -> None:
-        """``qps``/``burst``: the most Events sent per second, and at once; None: no limit."""
+        """``qps``/``burst``: the most Events sent per second, and at once, while they cannot
+        wait for ``workload`` to be idle; None: no limit. ``max_defer``: the longest an Event
+        waits for the workload to be idle (see the module docstring)."""
         self._client = client
         self.component = component
         self.host = host
@@ -99,6 +122,8 @@ class EventRecorder:
         self._spam_settings = (spam_qps, spam_burst)
         self._rate = TokenBucket(qps, burst, self._clock) if qps else None
         self._full_speed_at = max(1, int(max_queued * FULL_SPEED_AT))
+        self._workload = workload
+        self._max_defer = max_defer
         self._task: asyncio.Task[None] | None = None
         # Every event not recorded (spam filter or full queue), for tests and debugging.
         self.dropped = 0
@@ -126,7 +151,7 @@ class EventRecorder:
         key = (object_id, event_type, reason, message, self.component)
         pending = _Pending(
             key, involved, meta.get("namespace") or "default", event_type, reason, message[:1024],
-            rfc3339(self._clock.time()),
+            rfc3339(self._clock.time()), self._clock.monotonic(),
         )  # fmt: skip
         try:
             self._queue.put_nowait(pending)
@@ -186,9 +211,7 @@ class EventRecorder:
         while True:
             pending = await self._queue.get()
             try:
-                # qsize() counts the events behind this one.
-                if self._rate is not None and self._queue.qsize() + 1 < self._full_speed_at:
-                    await self._rate.acquire()
+                await self._wait_turn(pending)
                 await self._send(pending)
             except asyncio.CancelledError:
                 raise
@@ -204,6 +227,31 @@ class EventRecorder:
                 log.exception("failed to record event %s", pending.reason)
             finally:
                 self._queue.task_done()
+
+    async def _wait_turn(self, pending: _Pending) -> None:
+        """Wait until ``pending`` may go: once the workload is idle, or after ``max_defer``
+        at the rate limit (see the module docstring)."""
+        workload = self._workload
+        if workload is not None:
+            if not workload.idle:
+                remaining = self._max_defer - (self._clock.monotonic() - pending.recorded_at)
+                if remaining > 0:
+                    await self._first_of(workload.wait_idle(), self._clock.sleep(remaining))
+            if workload.idle:
+                return
+        # qsize() counts the events behind this one.
+        if self._rate is not None and self._queue.qsize() + 1 < self._full_speed_at:
+            await self._rate.acquire()
+
+    @staticmethod
+    async def _first_of(*waits: Coroutine[Any, Any, None]) -> None:
+        tasks = [asyncio.ensure_future(wait) for wait in waits]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _send(self, pending: _Pending) -> None:
         sent = self._sent.get(pending.key)

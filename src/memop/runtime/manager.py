@@ -31,6 +31,7 @@ from memop.runtime.errors import ApiError, Forbidden, NotFound, TransportError
 from memop.runtime.events import EventRecorder
 from memop.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from memop.runtime.server import Address, ProbeServer
+from memop.runtime.workqueue import AllQueues
 
 log = logging.getLogger("memop.manager")
 
@@ -56,7 +57,8 @@ class ManagerOptions:
     cache_sync_timeout: seconds to wait for the first LIST of every watch before the
         controllers start anyway (reflectors keep retrying); 120 s like controller-runtime.
     event_qps / event_burst: the most Events its recorders send per second, and at once
-        (None: no limit); see :mod:`memop.runtime.events`.
+        (None: no limit), once an Event has waited a minute for the controllers' queues to be
+        idle; while they are idle Events go at once. See :mod:`memop.runtime.events`.
     """
 
     namespaces: tuple[str, ...] = ()
@@ -109,7 +111,14 @@ class Manager:
 
     def event_recorder(self, component: str, host: str = "") -> EventRecorder:
         recorder = EventRecorder(
-            self.client, component, host=host, qps=self.options.event_qps, burst=self.options.event_burst
+            self.client,
+            component,
+            host=host,
+            qps=self.options.event_qps,
+            burst=self.options.event_burst,
+            # Events wait while any controller has reconcile work: they must not delay the
+            # writes they describe (memop.runtime.events).
+            workload=AllQueues(lambda: [controller.queue for controller in self.controllers]),
         )
         self.recorders.append(recorder)
         return recorder

@@ -59,8 +59,8 @@ import itertools
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Generic, TypeVar
 
 from memop.runtime import metrics as m
 from memop.runtime.clock import Clock, RealClock, TimerHandle
@@ -88,6 +88,7 @@ class WorkQueue(Generic[T]):
         "_drainers",
         "_getters",
         "_heap",
+        "_idlers",
         "_limiter",
         "_low",
         "_low_dirty",
@@ -171,6 +172,8 @@ class WorkQueue(Generic[T]):
         # skip them.
         self._getters: deque[asyncio.Future[None]] = deque()
         self._drainers: list[asyncio.Future[None]] = []
+        # wait_idle() callers, woken when the queue becomes idle (or shuts down).
+        self._idlers: list[asyncio.Future[None]] = []
         self._shutting_down = False
         self._drain = False
 
@@ -394,6 +397,31 @@ class WorkQueue(Generic[T]):
             self._enqueue(item)
         if self._drainers and not self._processing:
             self._wake_drainers()
+        if self._idlers and not self._dirty and not self._processing:
+            self._wake_idlers()
+
+    @property
+    def idle(self) -> bool:
+        """Whether no item is ready or processing (items waiting for a delay do not count:
+        a requeue-after may be hours away)."""
+        return not self._dirty and not self._processing
+
+    async def wait_idle(self) -> None:
+        """Return once the queue is :attr:`idle` (at once if it is) or shutting down."""
+        while not self.idle and not self._shutting_down:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._idlers.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._idlers:
+                    self._idlers.remove(waiter)
+
+    def _wake_idlers(self) -> None:
+        idlers, self._idlers = self._idlers, []
+        for waiter in idlers:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def __len__(self) -> int:
         """How many items are ready to be handed out (not waiting, not processing)."""
@@ -434,6 +462,7 @@ class WorkQueue(Generic[T]):
 
     def _shut_down(self) -> None:
         self._shutting_down = True
+        self._wake_idlers()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -464,3 +493,22 @@ class WorkQueue(Generic[T]):
         if not self._metrics or not self._processing:
             return 0.0
         return self._now() - min(self._processing.values())
+
+
+class AllQueues:
+    """Idle when every queue ``queues()`` returns is idle (the queues of a manager's controllers,
+    which may be added after this is made). The reconcile work an EventRecorder yields to."""
+
+    def __init__(self, queues: Callable[[], Iterable[WorkQueue[Any]]]) -> None:
+        self._queues = queues
+
+    @property
+    def idle(self) -> bool:
+        # A queue shutting down has no more work to yield to (and wait_idle returns at once).
+        return all(queue.idle or queue.shutting_down for queue in self._queues())
+
+    async def wait_idle(self) -> None:
+        """Return once every queue is idle at the same moment."""
+        while not self.idle:
+            for queue in self._queues():
+                await queue.wait_idle()
