@@ -75,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="watch events kept for resuming watches; older resourceVersions get 410 Gone (default: 10000)",
     )
     serve.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="serve HTTPS with a CA of its own, written into the kubeconfig, as a cluster does "
+        "(default: plain HTTP)",
+    )
+    serve.add_argument(
         "--log-level",
         default="WARNING",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -108,6 +115,7 @@ async def serve(args: argparse.Namespace) -> int:
         bookmark_interval=args.bookmark_interval,
         simulate_controllers=args.simulate_controllers,
         pod_ready_delay=args.pod_ready_delay,
+        tls=args.tls,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

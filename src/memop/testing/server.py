@@ -14,9 +14,12 @@ ticker and the simulated controllers (when asked for) are the only background ta
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
+import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +45,7 @@ from memop.testing.requestlog import RequestInfo, RequestLog, RequestRecord
 from memop.testing.reviews import REVIEW_RESOURCES, Reviews
 from memop.testing.routing import check_scope, is_true, parse_request
 from memop.testing.store import DEFAULT_MANAGER, Entry, Served, Store
+from memop.testing.tls import ServingCertificates
 from memop.testing.watch import Watcher, WatchHub, error_line
 
 if TYPE_CHECKING:
@@ -83,7 +87,10 @@ class ApiServer:
         simulate_controllers: bool = False,
         pod_ready_delay: float = 0.0,
         clock: Clock | None = None,
+        tls: bool = False,
     ) -> None:
+        """``tls``: serve HTTPS with a certificate of a CA of its own (in :attr:`certificates`;
+        the kubeconfig and :meth:`client_configuration` trust it), as every cluster does."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -98,12 +105,15 @@ class ApiServer:
         self.controllers: SimulatedControllers | None = None
         self._runner: web.AppRunner | None = None
         self._bookmarks: asyncio.Task[None] | None = None
+        self.certificates = ServingCertificates.generate() if tls else None
+        self._ssl = self.certificates.server_context() if self.certificates else None
+        self._ca_file: Path | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self._ssl else 'http'}://{self.host}:{self.port}"
 
     async def __aenter__(self) -> ApiServer:
         await self.start()
@@ -136,6 +146,9 @@ class ApiServer:
                 await self._bookmarks
             self._bookmarks = None
         await self._close()
+        if self._ca_file is not None:
+            self._ca_file.unlink(missing_ok=True)
+            self._ca_file = None
 
     @property
     def listening(self) -> bool:
@@ -179,7 +192,7 @@ class ApiServer:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        site = web.TCPSite(runner, self.host, self.port, reuse_address=True, ssl_context=self._ssl)
         await site.start()
         if self.port == 0:
             server = getattr(site, "_server", None)
@@ -221,11 +234,15 @@ class ApiServer:
         return count
 
     def kubeconfig(self) -> dict[str, Any]:
-        """A kubeconfig for this server (plain HTTP, a dummy bearer token, current context set)."""
+        """A kubeconfig for this server (a dummy bearer token, the CA with ``tls``, current
+        context set)."""
+        cluster: dict[str, str] = {"server": self.url}
+        if self.certificates is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self.certificates.ca_pem).decode()
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "memop-test", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "memop-test", "cluster": cluster}],
             "users": [{"name": "memop-test", "user": {"token": TOKEN}}],
             "contexts": [
                 {
@@ -245,6 +262,14 @@ class ApiServer:
         configuration = Configuration()
         configuration.host = self.url
         configuration.api_key = {"BearerToken": f"Bearer {TOKEN}"}  # what load_kube_config sets
+        if self.certificates is not None:
+            if self._ca_file is None:
+                # ssl loads a CA only from a file; removed on stop.
+                fd, name = tempfile.mkstemp(prefix="memop-test-ca-", suffix=".crt")
+                with os.fdopen(fd, "wb") as out:
+                    out.write(self.certificates.ca_pem)
+                self._ca_file = Path(name)
+            configuration.ssl_ca_cert = str(self._ca_file)
         return configuration
 
     # --- request handling ---------------------------------------------------------------------------
