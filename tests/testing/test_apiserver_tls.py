@@ -46,7 +46,9 @@ async def test_the_client_reads_writes_and_watches_over_https_across_a_restart(s
         assert (await client.get(CONFIGMAPS, "a", "default"))["data"] == {"k": "w"}
 
 
-async def test_the_kubeconfig_carries_the_ca_for_kubernetes_asyncio(server: ApiServer, tmp_path: Path) -> None:
+async def test_the_kubeconfig_carries_the_ca_for_kubernetes_asyncio(
+    server: ApiServer, tmp_path: Path
+) -> None:
     path = tmp_path / "kubeconfig"
     server.write_kubeconfig(path)
     configuration = Configuration()
