@@ -135,6 +135,7 @@ async def serve(args: argparse.Namespace) -> int:
         simulate_controllers=True,
         pod_ready_delay=args.pod_ready_delay,
         history_size=args.history_size,
+        tls=args.tls,
     )
     await server.start()
     try:
@@ -193,10 +194,11 @@ class RequestCounts:
 class ServerProcess:
     """The cluster's process (see :func:`serve`), driven from the bench."""
 
-    def __init__(self, kubeconfig: Path, *, pod_ready_delay: float, history_size: int) -> None:
+    def __init__(self, kubeconfig: Path, *, pod_ready_delay: float, history_size: int, tls: bool) -> None:
         self.kubeconfig = kubeconfig
         self.pod_ready_delay = pod_ready_delay
         self.history_size = history_size
+        self.tls = tls
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self._lock = asyncio.Lock()
@@ -217,6 +219,7 @@ class ServerProcess:
             str(self.pod_ready_delay),
             "--history-size",
             str(self.history_size),
+            "--tls" if self.tls else "--no-tls",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=64 * 1024 * 1024,
@@ -754,7 +757,10 @@ async def cluster(args: argparse.Namespace, workdir: Path) -> Any:
     else:
         kubeconfig = str(workdir / "kubeconfig")
         server = await ServerProcess(
-            Path(kubeconfig), pod_ready_delay=args.pod_ready_delay, history_size=args.history_size
+            Path(kubeconfig),
+            pod_ready_delay=args.pod_ready_delay,
+            history_size=args.history_size,
+            tls=args.tls,
         ).start()
     try:
         configuration = await load_configuration(kubeconfig)
@@ -1077,6 +1083,7 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("--kubeconfig", required=True)
     served.add_argument("--pod-ready-delay", type=float, default=0.0)
     served.add_argument("--history-size", type=int, default=100_000)
+    served.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True)
     floored = roles.add_parser("floor", help=argparse.SUPPRESS)
     floored.add_argument("--kubeconfig", required=True)
     floored.add_argument("--workers", type=int, required=True)
@@ -1122,6 +1129,12 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--history-size", type=int, default=200_000, help="the server's watch history (default 200000)"
+    )
+    parser.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the in-memory server serves HTTPS, as every cluster does (default: on)",
     )
     parser.add_argument(
         "--memop-arg",
