@@ -251,11 +251,18 @@ def test_from_label_selector() -> None:
 @pytest.mark.parametrize(
     ("obj", "message"),
     [
-        ({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}, "values set can't be empty"),
-        ({"matchExpressions": [{"key": "a", "operator": "NotIn"}]}, "values set can't be empty"),
+        # Bad values print as JSON (v1.36), a missing list as Go's nil slice does.
+        (
+            {"matchExpressions": [{"key": "a", "operator": "In", "values": []}]},
+            "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty",
+        ),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "NotIn"}]},
+            "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty",
+        ),
         (
             {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
-            "values set must be empty for exists and does not exist",
+            'values: Invalid value: ["x"]: values set must be empty for exists and does not exist',
         ),
         (
             {"matchExpressions": [{"key": "a", "operator": "DoesNotExist", "values": ["x"]}]},

@@ -170,7 +170,7 @@ async def test_custom_resource_lifecycle(http: Http, widgets: Widgets) -> None:
     )
     assert unconditional.status == 422
     assert unconditional.body["message"] == (
-        f'widgets.{widgets.group} "w" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be '
+        f'widgets.{widgets.group} "w" is invalid: metadata.resourceVersion: Invalid value: 0: must be '
         "specified for an update"
     )
     deleted = await http.delete(widgets.path("w"))

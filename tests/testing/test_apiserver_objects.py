@@ -163,7 +163,7 @@ async def test_update_without_resource_version(http: Http, namespace: str) -> No
     reply = await http.put(f"{lease_path}/l", {"metadata": {"name": "l"}, "spec": {"holderIdentity": "b"}})
     assert reply.status == 422
     assert reply.body["message"] == (
-        'leases.coordination.k8s.io "l" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be '
+        'leases.coordination.k8s.io "l" is invalid: metadata.resourceVersion: Invalid value: 0: must be '
         "specified for an update"
     )
 
@@ -290,7 +290,7 @@ async def test_deployment_validation(http: Http, namespace: str) -> None:
     assert reply.status == 422
     assert reply.body["message"] == (
         'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: '
-        'map[string]string{"app":"other"}: `selector` does not match template `labels`'
+        '{"app":"other"}: `selector` does not match template `labels`'
     )
     assert reply.body["details"]["group"] == "apps"
     assert reply.body["details"]["kind"] == "Deployment"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.testing.schema import FieldError, apply_defaults, prune, validate
+from memop.testing.schema import FieldError, apply_defaults, go_json, go_repr, prune, validate
 
 # The openAPIV3Schema of a Memcached-like CRD version, as controller-gen writes it.
 MEMCACHED: dict[str, Any] = {
@@ -691,3 +691,34 @@ def test_pipeline_properties(obj: dict[str, Any]) -> None:
     assert json.dumps(obj, sort_keys=True) == before
     if isinstance(defaulted.get("spec"), dict):
         assert "memoryLimitMiB" in defaulted["spec"]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        # v1.36's field.Error: %v for numbers and bools, %q for strings, JSON for the rest
+        # (v1.32 printed Go syntax: []string{"a"}, map[string]string{...}, 0x0).
+        (0, "0"),
+        (-3, "-3"),
+        (2.5, "2.5"),
+        (1e6, "1e+06"),
+        (True, "true"),
+        (None, "null"),
+        ("a\tb\u00e9\x01", '"a\\tb\u00e9\\x01"'),
+        (["10.0.0.61"], '["10.0.0.61"]'),
+        ({"b": "2", "app": "other"}, '{"app":"other","b":"2"}'),
+        ([1.0, 1e21, 1.5e-7, {"x": None}], '[1,1e+21,1.5e-7,{"x":null}]'),
+        (["<a&b>"], '["\\u003ca\\u0026b\\u003e"]'),
+    ],
+)
+def test_bad_values_print_as_v1_36_does(value: Any, shown: str) -> None:
+    assert go_repr(value) == shown
+
+
+def test_structs_marshal_in_declaration_order() -> None:
+    ref = {"APIGroup": "rbac.authorization.k8s.io", "Kind": "Role", "Name": "r"}
+    assert (
+        go_json(ref, sort_keys=False) == '{"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"r"}'
+    )
+    assert go_json(ref) == '{"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"r"}'
+    assert go_json({"b": 1, "a": 2}, sort_keys=False) == '{"b":1,"a":2}'

@@ -24,6 +24,7 @@ character.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -136,8 +137,9 @@ def label_value_errors(value: str) -> list[str]:
     return errs
 
 
-def _go_strings(values: list[str]) -> str:
-    return "[]string{" + ", ".join(_go_quote(v) for v in values) + "}"
+def _json_strings(values: list[str] | None) -> str:
+    # How field.Invalid prints a []string since v1.36 (its JSON; null for a nil slice).
+    return "null" if values is None else json.dumps(values, separators=(",", ":"), ensure_ascii=False)
 
 
 def _invalid(path: str, value: str, errs: list[str]) -> str:
@@ -172,12 +174,14 @@ class Requirement:
     values: tuple[str, ...] = ()
 
     @classmethod
-    def new(cls, key: str, operator: str, values: Iterable[str] = ()) -> Requirement:
-        """Validate like ``labels.NewRequirement``.
+    def new(cls, key: str, operator: str, values: Iterable[str] | None = ()) -> Requirement:
+        """Validate like ``labels.NewRequirement``; ``None`` is Go's nil slice (no values given
+        in a LabelSelector), which an error prints as ``null`` where an empty list is ``[]``.
 
         Raises InvalidSelectorError (a ValueError) carrying the API server's message.
         """
-        vals = sorted(set(values))
+        vals = sorted(set(values or ()))
+        shown = _json_strings(None if values is None else vals)
         errs: list[str] = []
         key_errs = qualified_name_errors(key)
         if key_errs:
@@ -185,26 +189,22 @@ class Requirement:
         if operator in (IN, NOT_IN):
             if not vals:
                 errs.append(
-                    f"values: Invalid value: {_go_strings(vals)}: "
-                    "for 'in', 'notin' operators, values set can't be empty"
+                    f"values: Invalid value: {shown}: for 'in', 'notin' operators, values set can't be empty"
                 )
         elif operator in (EQUALS, DOUBLE_EQUALS, NOT_EQUALS):
             if len(vals) != 1:
                 errs.append(
-                    f"values: Invalid value: {_go_strings(vals)}: "
-                    "exact-match compatibility requires one single value"
+                    f"values: Invalid value: {shown}: exact-match compatibility requires one single value"
                 )
         elif operator in (EXISTS, DOES_NOT_EXIST):
             if vals:
                 errs.append(
-                    f"values: Invalid value: {_go_strings(vals)}: "
-                    "values set must be empty for exists and does not exist"
+                    f"values: Invalid value: {shown}: values set must be empty for exists and does not exist"
                 )
         elif operator in (GREATER_THAN, LESS_THAN):
             if len(vals) != 1:
                 errs.append(
-                    f"values: Invalid value: {_go_strings(vals)}: "
-                    "for 'Gt', 'Lt' operators, exactly one value is required"
+                    f"values: Invalid value: {shown}: for 'Gt', 'Lt' operators, exactly one value is required"
                 )
             for i, v in enumerate(vals):
                 if _parse_int64(v) is None:
@@ -500,10 +500,12 @@ class Selector:
                     f"{_go_quote(str(operator))} is not a valid label selector operator"
                 )
             key = expr.get("key")
-            values = expr.get("values") or []
+            values = expr.get("values")
             if not isinstance(key, str):
                 raise InvalidSelectorError(f"a matchExpressions key must be a string, not {key!r}")
-            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            if values is not None and (
+                not isinstance(values, list) or not all(isinstance(v, str) for v in values)
+            ):
                 raise InvalidSelectorError(
                     f"matchExpressions values must be a list of strings, not {values!r}"
                 )

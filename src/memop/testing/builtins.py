@@ -22,8 +22,6 @@ from memop.testing.objects import (
     JsonDict,
     dns1123_subdomain_errors,
     forbidden,
-    go_quote,
-    go_repr,
     invalid,
     not_supported,
     required,
@@ -32,7 +30,7 @@ from memop.testing.objects import (
 from memop.testing.quantity import QuantityError
 from memop.testing.quantity import canonical as canonical_quantity
 from memop.testing.resources import ResourceType
-from memop.testing.schema import FieldError
+from memop.testing.schema import FieldError, go_json, go_quote
 from memop.testing.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -298,22 +296,33 @@ def validate_pod_only_containers(spec: Any) -> list[FieldError]:
     return errs
 
 
-def _label_selector_repr(selector: Mapping[str, Any]) -> str:
+def _label_selector_json(selector: Any) -> Any:
+    """A metav1.LabelSelector as it marshals: its fields in declaration order, empty ones left
+    out (``omitempty``), the matchLabels map sorted."""
+    if not isinstance(selector, Mapping):
+        return selector
+    out: dict[str, Any] = {}
     labels = selector.get("matchLabels")
+    if labels:
+        out["matchLabels"] = dict(sorted(labels.items())) if isinstance(labels, Mapping) else labels
     exprs = selector.get("matchExpressions")
-    shown_labels = go_repr(labels) if labels else "map[string]string(nil)"
-    shown_exprs = "[]v1.LabelSelectorRequirement(nil)"
     if exprs:
-        parts = []
-        for expr in exprs:
-            values = expr.get("values")
-            shown_values = go_repr(values) if values else "[]string(nil)"
-            parts.append(
-                f"v1.LabelSelectorRequirement{{Key:{go_quote(str(expr.get('key', '')))}, "
-                f"Operator:{go_quote(str(expr.get('operator', '')))}, Values:{shown_values}}}"
-            )
-        shown_exprs = "[]v1.LabelSelectorRequirement{" + ", ".join(parts) + "}"
-    return f"v1.LabelSelector{{MatchLabels:{shown_labels}, MatchExpressions:{shown_exprs}}}"
+        out["matchExpressions"] = [
+            {
+                "key": expr.get("key", ""),
+                "operator": expr.get("operator", ""),
+                **({"values": expr["values"]} if expr.get("values") else {}),
+            }
+            if isinstance(expr, Mapping)
+            else expr
+            for expr in exprs
+        ]
+    return out
+
+
+def _label_selector_repr(selector: Any) -> str:
+    """How ``field.Invalid`` prints a ``*metav1.LabelSelector`` (its JSON)."""
+    return go_json(_label_selector_json(selector), sort_keys=False)
 
 
 def validate_workload(obj: Mapping[str, Any], kind: str) -> list[FieldError]:
@@ -933,12 +942,17 @@ def _allocate_node_ports(
 
 
 def _service_port_repr(port: Mapping[str, Any]) -> str:
-    """The (protocol, port) key ``ValidateService`` reports duplicates with, in Go's ``%#v``."""
-    return (
-        f'core.ServicePort{{Name:"", Protocol:{go_quote(str(port.get("protocol", "")))}, '
-        f"AppProtocol:(*string)(nil), Port:{port.get('port', 0)}, "
-        'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}'
-    )
+    """The (protocol, port) key ``ValidateService`` reports duplicates with: an internal
+    ``core.ServicePort``, whose JSON has Go's field names (no json tags)."""
+    key = {
+        "Name": "",
+        "Protocol": port.get("protocol", ""),
+        "AppProtocol": None,
+        "Port": port.get("port", 0),
+        "TargetPort": 0,
+        "NodePort": 0,
+    }
+    return go_json(key, sort_keys=False)
 
 
 def validate_service(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -1135,10 +1149,9 @@ def _validate_rules(obj: Mapping[str, Any], namespaced: bool) -> list[FieldError
 
 
 def _role_ref_repr(ref: Mapping[str, Any]) -> str:
-    return (
-        f"rbac.RoleRef{{APIGroup:{go_quote(str(ref.get('apiGroup', '')))}, "
-        f"Kind:{go_quote(str(ref.get('kind', '')))}, Name:{go_quote(str(ref.get('name', '')))}}}"
-    )
+    """An internal ``rbac.RoleRef`` as ``field.Invalid`` prints it (JSON with Go's field names)."""
+    key = {"APIGroup": ref.get("apiGroup", ""), "Kind": ref.get("kind", ""), "Name": ref.get("name", "")}
+    return go_json(key, sort_keys=False)
 
 
 def _validate_binding(obj: Mapping[str, Any], namespaced: bool) -> list[FieldError]:
@@ -1271,7 +1284,21 @@ class PodDisruptionBudgetStrategy(BuiltinStrategy):
         spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
         assert isinstance(spec, dict)
         if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
-            errs.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
+            # The internal PodDisruptionBudgetSpec: Go's field names, no json tags.
+            internal = {
+                "MinAvailable": spec.get("minAvailable"),
+                "Selector": _label_selector_json(spec.get("selector")),
+                "MaxUnavailable": spec.get("maxUnavailable"),
+                "UnhealthyPodEvictionPolicy": spec.get("unhealthyPodEvictionPolicy"),
+            }
+            errs.append(
+                invalid(
+                    "spec",
+                    spec,
+                    "minAvailable and maxUnavailable cannot be both set",
+                    raw_value=go_json(internal, sort_keys=False),
+                )
+            )
         for key in ("minAvailable", "maxUnavailable"):
             if spec.get(key) is not None:
                 errs.extend(_int_or_percent_errors(f"spec.{key}", spec[key]))

@@ -3,7 +3,8 @@ errors with the real server's texts, and ObjectMeta validation.
 
 Field errors are :class:`memop.testing.schema.FieldError` values whose ``message`` is the full
 ``<field>: <body>`` text of ``field.Error.Error()`` in Kubernetes; :func:`go_repr` renders a bad
-value the way Go's ``%v``/``%q``/``%#v`` do inside that text.
+value as that text does (v1.36: ``%v`` for numbers and bools, ``%q`` for strings, JSON for the
+rest).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from memop.runtime.labels import label_value_errors, qualified_name_errors
-from memop.testing.schema import FieldError
+from memop.testing.schema import FieldError, go_json, go_quote, go_repr
 
 JsonDict = dict[str, Any]
 
@@ -31,62 +32,6 @@ def copy_json(value: Any) -> Any:
 def rfc3339(seconds: float) -> str:
     """``2024-01-02T03:04:05Z``: metav1.Time's JSON form (whole seconds, UTC)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` of a string (ASCII-escaped, double-quoted)."""
-    out = ['"']
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch.isprintable() and ch.isascii():
-            out.append(ch)
-        else:
-            out.append(ascii(ch)[1:-1])
-    out.append('"')
-    return "".join(out)
-
-
-def go_repr(value: Any) -> str:
-    """How ``field.Invalid`` prints a bad value: numbers and bools plain, strings quoted, maps and
-    lists in Go's ``%#v`` form of their decoded JSON types."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, Mapping):
-        if all(isinstance(v, str) for v in value.values()):
-            inner = ", ".join(f"{go_quote(str(k))}:{go_quote(v)}" for k, v in sorted(value.items()))
-            return "map[string]string{" + inner + "}"
-        inner = ", ".join(f"{go_quote(str(k))}:{_go_interface(v)}" for k, v in sorted(value.items()))
-        return "map[string]interface {}{" + inner + "}"
-    if isinstance(value, list):
-        if all(isinstance(v, str) for v in value):
-            return "[]string{" + ", ".join(go_quote(v) for v in value) + "}"
-        return "[]interface {}{" + ", ".join(_go_interface(v) for v in value) + "}"
-    return str(value)
-
-
-def _go_interface(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"{value}"
-    if isinstance(value, float):
-        return f"{value}"
-    if isinstance(value, str):
-        return go_quote(value)
-    if value is None:
-        return "interface {}(nil)"
-    return go_repr(value)
 
 
 # --- field errors (k8s.io/apimachinery/pkg/util/validation/field) ------------------------------
@@ -247,9 +192,18 @@ def validate_object_meta(
                         "metadata.ownerReferences",
                         owners,
                         "Only one reference can have Controller set to true",
+                        raw_value=go_json([_owner_reference_json(ref) for ref in owners], sort_keys=False),
                     )
                 )
     return errs
+
+
+_OWNER_REFERENCE_FIELDS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+
+
+def _owner_reference_json(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """A metav1.OwnerReference as it marshals: declaration order, unset pointers left out."""
+    return {key: ref[key] for key in _OWNER_REFERENCE_FIELDS if key in ref and ref[key] is not None}
 
 
 def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
@@ -262,7 +216,7 @@ def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
                 forbidden(
                     "metadata.finalizers",
                     f"no new finalizers can be added if the object is being deleted, found new finalizers "
-                    f"{go_repr(extra)}",
+                    f"[]string{{{', '.join(go_quote(f) for f in extra)}}}",  # %#v, not the bad value
                 )
             )
     return errs

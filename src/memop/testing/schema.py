@@ -79,21 +79,78 @@ def _go_number(value: float) -> str:
     return _go_float(float(value))
 
 
-def _go_quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+def go_quote(text: str) -> str:
+    """Go's ``%q`` of a string (``strconv.Quote``): printable characters as they are, the rest
+    escaped."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch == " " or (ch.isprintable() and not ch.isspace()):
+            out.append(ch)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
 
 
-def _go_value(value: Any) -> str:
-    """field.Error's rendering of a bad value: simple types plain, strings quoted, the rest JSON."""
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _json_float(value: float) -> str:
+    """``encoding/json``'s float64: shortest digits, exponent form below 1e-6 or from 1e21."""
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if 1e-6 <= magnitude < 1e21:
+        text = format(Decimal(repr(value)), "f")
+        return text[:-2] if text.endswith(".0") else text
+    mantissa, exponent = repr(value).replace("E", "e").split("e")
+    mantissa = mantissa[:-2] if mantissa.endswith(".0") else mantissa
+    sign = "-" if exponent.startswith("-") else "+"
+    return f"{mantissa}e{sign}{int(exponent.lstrip('+-'))}"
+
+
+_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def go_json(value: Any, *, sort_keys: bool = True) -> str:
+    """``json.Marshal`` of a decoded JSON value: compact, floats and escapes (``<``, ``>``,
+    ``&``) as Go writes them. Go sorts the keys of a map but writes a struct's fields in their
+    declaration order: pass a struct as a dict in that order with ``sort_keys=False``."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
+        return _json_float(value)
+    if isinstance(value, str):
+        return "".join(_HTML_ESCAPES.get(ch, ch) for ch in json.dumps(value, ensure_ascii=False))
+    if isinstance(value, Mapping):
+        items = sorted(value.items()) if sort_keys else list(value.items())
+        return "{" + ",".join(f"{go_json(str(k))}:{go_json(v, sort_keys=sort_keys)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(go_json(v, sort_keys=sort_keys) for v in value) + "]"
+    return go_json(str(value))
+
+
+def go_repr(value: Any) -> str:
+    """How ``field.Error`` prints a bad value (``ErrorBody``, v1.36): numbers and bools as
+    ``%v``, strings as ``%q``, anything else as its JSON (``json.Marshal``)."""
+    if isinstance(value, float):
         return _go_float(value)
     if isinstance(value, str):
-        return _go_quote(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+        return go_quote(value)
+    return go_json(value)  # null, bools and integers print the same either way
 
 
 def _json_type(value: Any) -> str:
@@ -118,7 +175,7 @@ def _field(path: str) -> str:
 
 def _invalid(path: str, value: Any, detail: str) -> FieldError:
     field = _field(path)
-    return FieldError(field, "FieldValueInvalid", f"{field}: Invalid value: {_go_value(value)}: {detail}")
+    return FieldError(field, "FieldValueInvalid", f"{field}: Invalid value: {go_repr(value)}: {detail}")
 
 
 def _child(path: str, key: str) -> str:
@@ -355,8 +412,8 @@ class _Validator:
             FieldError(
                 field,
                 "FieldValueTypeInvalid",
-                f"{field}: Invalid value: {_go_quote(actual)}: {path} in body must be of type {expected}: "
-                f"{_go_quote(actual)}",
+                f"{field}: Invalid value: {go_quote(actual)}: {path} in body must be of type {expected}: "
+                f"{go_quote(actual)}",
             )
         )
 
@@ -464,14 +521,14 @@ class _Validator:
         if any(_enum_equal(value, a) for a in allowed):
             return
         shown = ", ".join(
-            _go_quote(a if isinstance(a, str) else json.dumps(a, separators=(",", ":"))) for a in allowed
+            go_quote(a if isinstance(a, str) else json.dumps(a, separators=(",", ":"))) for a in allowed
         )
         field = _field(path)
         self.errors.append(
             FieldError(
                 field,
                 "FieldValueNotSupported",
-                f"{field}: Unsupported value: {_go_value(value)}: supported values: {shown}",
+                f"{field}: Unsupported value: {go_repr(value)}: supported values: {shown}",
             )
         )
 
@@ -533,7 +590,7 @@ class _Validator:
             if any(_enum_equal(item, s) for s in seen):
                 field = f"{path}[{i}]"
                 self.late.append(
-                    FieldError(field, "FieldValueDuplicate", f"{field}: Duplicate value: {_go_value(item)}")
+                    FieldError(field, "FieldValueDuplicate", f"{field}: Duplicate value: {go_repr(item)}")
                 )
             else:
                 seen.append(item)
@@ -561,9 +618,7 @@ class _Validator:
             if any(identity == s for s in seen):
                 field = f"{path}[{i}]"
                 self.late.append(
-                    FieldError(
-                        field, "FieldValueDuplicate", f"{field}: Duplicate value: {_go_value(identity)}"
-                    )
+                    FieldError(field, "FieldValueDuplicate", f"{field}: Duplicate value: {go_repr(identity)}")
                 )
             else:
                 seen.append(identity)

@@ -58,7 +58,6 @@ from memop.testing.errors import (
 from memop.testing.objects import (
     JsonDict,
     copy_json,
-    go_quote,
     not_supported,
     rfc3339,
     validate_object_meta,
@@ -67,6 +66,7 @@ from memop.testing.objects import (
 from memop.testing.objects import invalid as field_invalid
 from memop.testing.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from memop.testing.resources import ResourceType
+from memop.testing.schema import go_quote
 from memop.testing.strategy import FieldSelector, Strategy
 
 log = logging.getLogger(__name__)
@@ -818,11 +818,7 @@ class Store:
                 rtype.group,
                 rtype.plural,
                 name,
-                [
-                    field_invalid(
-                        "metadata.resourceVersion", 0, "must be specified for an update", raw_value="0x0"
-                    )
-                ],
+                [field_invalid("metadata.resourceVersion", 0, "must be specified for an update")],
             )
         self._unknown_fields(served, obj, field_validation, warnings)
         return self._apply_update(served, existing, obj, subresource, manager=manager, dry_run=dry_run)
