@@ -123,7 +123,12 @@ async def serve(args: argparse.Namespace) -> int:
     per stdout line; EOF on stdin stops the server.
 
     Commands: ``{"op": "log", "start": i}`` → ``{"end": n, "counts": [[agent, verb, resource,
-    subresource, status, count], ...]}`` over the request-log records ``i..n``.
+    subresource, status, count], ...]}`` over the request-log records ``i..n``;
+    ``{"op": "watches", "start": i, "agent": a}`` → ``{"watches": [[time, status, path], ...]}``,
+    the watch requests of agent ``a`` from record ``i`` on (wall-clock arrival times);
+    ``{"op": "restart", "downtime": s}`` → ``{"listening_at": t}``: the server restarts as a
+    kube-apiserver does (connections refused for ``s`` seconds, watch cache rebuilt) and answers
+    once it listens again (wall-clock ``t``).
     """
     # Imported here: the bench's other roles do not need the server.
     from memop.runtime.gctuning import tune_gc  # noqa: PLC0415
@@ -157,6 +162,18 @@ async def serve(args: argparse.Namespace) -> int:
                     "end": len(records),
                     "counts": [[*k, n] for k, n in sorted(counts.items())],
                 }
+            elif command.get("op") == "watches":
+                agent = command.get("agent")
+                answer = {
+                    "watches": [
+                        [r.time, r.status, r.path]
+                        for r in server.log.records[int(command.get("start", 0)) :]
+                        if r.verb == "watch" and _agent(r.user_agent) == agent
+                    ]
+                }
+            elif command.get("op") == "restart":
+                await server.restart(downtime=float(command.get("downtime", 0)), rebuild_watch_cache=True)
+                answer = {"listening_at": time.time()}
             else:
                 answer = {"error": f"unknown command {command!r}"}
             print(json.dumps(answer), flush=True)
@@ -231,14 +248,14 @@ class ServerProcess:
         self.url = json.loads(first)["url"]
         return self
 
-    async def call(self, op: str, **args: Any) -> dict[str, Any]:
+    async def call(self, op: str, *, timeout: float = 60.0, **args: Any) -> dict[str, Any]:
         assert self.process is not None
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         async with self._lock:
             self.process.stdin.write(json.dumps({"op": op, **args}).encode() + b"\n")
             await self.process.stdin.drain()
-            line = await asyncio.wait_for(self.process.stdout.readline(), 60)
+            line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
         if not line:
             raise RuntimeError("the API server process is gone")
         answer: dict[str, Any] = json.loads(line)

@@ -77,6 +77,7 @@ from memop.runtime.cache import Cache
 from memop.runtime.client import Client
 from memop.runtime.gctuning import tune_gc
 from memop.runtime.kubeconfig import load_configuration
+from memop.runtime.reachability import Reachability
 from memop.runtime.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, PODS, Resource
 from memop.runtime.store import Obj, resource_version
 from memop.testing.process import serving_async
@@ -165,8 +166,9 @@ class ListedEarlier:
     def watch_batches(self, *args: Any, **kwargs: Any) -> AsyncIterator[list[dict[str, Any]]]:
         return self._client.watch_batches(*args, **kwargs)
 
-    async def probe(self) -> int:
-        return await self._client.probe()
+    @property
+    def reachability(self) -> Reachability:
+        return self._client.reachability
 
 
 class GcTimer:

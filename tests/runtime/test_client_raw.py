@@ -22,7 +22,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import REGISTRY
 
 from memop.runtime import errors, watchstream
-from memop.runtime.client import Client, ConnectError, parse_retry_after
+from memop.runtime.client import Client, Unreachable, parse_retry_after
 from memop.runtime.clock import FakeClock
 from memop.runtime.resources import CONFIGMAPS, NAMESPACES, Resource
 
@@ -395,17 +395,25 @@ async def test_answer_lost_after_sending_create_is_not_retried_but_get_is() -> N
         assert len(clock.sleeps) == 3
 
 
-async def test_connection_refused_is_retried_even_for_create() -> None:
+async def test_connection_refused_makes_even_a_create_wait_for_the_server_then_give_up_unsent() -> None:
+    """A refused connection never reached the server, so even a create may be sent again; but
+    it marks the server unreachable, and the retry waits for the shared probe to find it
+    answering (at most the call's timeout) instead of knocking on the closed port itself."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     # Nothing listens on ``port`` now: every connection attempt is refused.
     clock = RecordingClock()
     async with client_for(f"http://127.0.0.1:{port}", clock=clock, max_retries=2) as client:
-        with pytest.raises(ConnectError):
+        with pytest.raises(Unreachable, match="not sent"):
             await drive(clock, client.create(CONFIGMAPS, cm("x")))
-    assert len(clock.sleeps) == 2
-    assert requests_counted(f"127.0.0.1:{port}", "<error>", "POST") == 3
+        assert not client.reachability.reachable
+        assert client.timeout in clock.sleeps  # the retry's wait for the server
+        probes = client.reachability.probes
+        await client.reachability.close()
+    assert requests_counted(f"127.0.0.1:{port}", "<error>", "POST") == 1
+    assert probes >= 1
+    assert requests_counted(f"127.0.0.1:{port}", "<error>", "GET") == probes
 
 
 async def test_delete_options_body_and_status_answer() -> None:

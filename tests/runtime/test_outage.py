@@ -8,6 +8,7 @@ test_reachability.py: nothing here grows with the outage's length). Needs the fa
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -16,7 +17,8 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
 from memop.runtime.cache import Cache
-from memop.runtime.client import Client
+from memop.runtime.client import Client, Unreachable
+from memop.runtime.errors import ConnectError
 from memop.runtime.resources import CONFIGMAPS, EVENTS, NAMESPACES
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -91,3 +93,37 @@ async def test_every_watch_is_back_within_a_second_and_the_outage_costs_a_few_re
         await wait_for(lambda: cache.get(CONFIGMAPS, "after", "o3") is not None, timeout=5)
     finally:
         await cache.stop()
+
+
+async def test_a_call_during_an_outage_waits_for_the_server_instead_of_retrying(
+    server: ApiServer, client: Client
+) -> None:
+    """A reconcile's call that cannot connect marks the server down; its retry then waits for
+    the probe to find the server answering, and is sent once, after that."""
+    await client.create(CONFIGMAPS, {"metadata": {"name": "kept"}}, "default")
+    restart = asyncio.create_task(server.restart(downtime=2.0))
+    await wait_for(lambda: not server.listening, timeout=5)
+    failed_before = failed_requests(client)
+    got = await client.get(CONFIGMAPS, "kept", "default")  # the server is down for 2 s of it
+    back = time.time()
+    await restart
+    assert got["metadata"]["name"] == "kept"
+    # The one attempt that found the port closed; the rest of the failures are the probe's.
+    assert failed_requests(client) - failed_before <= 1 + client.reachability.probes
+    assert server.log.count(verb="get", resource="configmaps", name="kept") == 1
+    assert server.log.filter(verb="get", resource="configmaps", name="kept")[0].time <= back
+
+
+async def test_a_call_gives_up_unsent_when_the_server_stays_down_for_its_timeout(server: ApiServer) -> None:
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="outage-test", timeout=1.0)
+        await client.create(CONFIGMAPS, {"metadata": {"name": "kept"}}, "default")
+        restart = asyncio.create_task(server.restart(downtime=3.0))
+        await wait_for(lambda: not server.listening, timeout=5)
+        with pytest.raises(ConnectError):
+            await client.get(CONFIGMAPS, "kept", "default")  # marks it down
+        with pytest.raises(Unreachable, match="not sent"):
+            await client.get(CONFIGMAPS, "kept", "default")
+        await restart
+        await wait_for(lambda: client.reachability.reachable, timeout=5)
+        assert (await client.get(CONFIGMAPS, "kept", "default"))["metadata"]["name"] == "kept"

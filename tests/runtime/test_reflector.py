@@ -17,6 +17,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from memop.runtime.backoff import Backoff
 from memop.runtime.client import Client
 from memop.runtime.clock import FakeClock
+from memop.runtime.reachability import Reachability
 from memop.runtime.reflector import ListWatcher, Reflector
 from memop.runtime.resources import CONFIGMAPS
 from memop.runtime.store import DELETED, MODIFIED, ObjectStore
@@ -265,8 +266,9 @@ class RecordingClient:
         self.watches.append(dict(kwargs))
         return self.client.watch_batches(res, namespace, **kwargs)
 
-    async def probe(self) -> int:
-        return await self.client.probe()
+    @property
+    def reachability(self) -> Reachability:
+        return self.client.reachability
 
 
 async def test_each_watch_asks_for_bookmarks_a_random_timeout_and_resumes_where_it_was(

@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Sequence
 
 from memop.runtime.clock import Clock, RealClock
 from memop.runtime.labels import Selector
-from memop.runtime.reachability import Reachability
 from memop.runtime.reflector import ListWatcher, Reflector
 from memop.runtime.resources import Resource
 from memop.runtime.sharing import Path
@@ -98,8 +97,8 @@ class Cache:
         self._page_size = page_size
         self._clock = clock or RealClock()
         self._rand = rand or random.Random()
-        # One probe for every reflector when the API server cannot be reached.
-        self.reachability = Reachability(client.probe, clock=self._clock)
+        # The client's: one probe for every reflector and request when the server is down.
+        self.reachability = client.reachability
         self._informers: dict[Resource, Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
@@ -247,7 +246,6 @@ class Cache:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.reachability.close()
         self._started = False
 
     def _start_informer(self, informer: Informer) -> None:

@@ -28,6 +28,7 @@ workqueues) still sees the failure when the retries run out and applies its own 
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
 import logging
@@ -55,6 +56,7 @@ from memop.runtime.errors import (
     is_retryable,
 )
 from memop.runtime.metrics import REST_CLIENT_REQUEST_DURATION, REST_CLIENT_REQUESTS
+from memop.runtime.reachability import Reachability
 from memop.runtime.resources import Resource
 from memop.runtime.tokenbucket import TokenBucket
 
@@ -77,6 +79,8 @@ RETRY_BASE_DELAY = 0.1
 RETRY_MAX_DELAY = 5.0
 
 _EXCERPT = 200
+# What Reachability asks (a failure to reach it is the probe's own to count).
+_PROBE_PATH = "/readyz"
 # The auth scheme kubernetes_asyncio's generated APIs ask for: a bearer token from
 # configuration.api_key (refreshed through configuration.refresh_api_key_hook).
 _AUTH_SETTINGS = ["BearerToken"]
@@ -126,7 +130,14 @@ def _stop_per_request_env_lookups(api_client: ApiClient, base_url: str) -> None:
     session._trust_env = False
 
 
+class Unreachable(ConnectError):
+    """Not sent: the API server has not answered anyone for the whole wait (see
+    :attr:`Client.reachability`). Not retried here: the wait was the retry."""
+
+
 def _worth_retrying(when: _RetryWhen, error: BaseException) -> bool:
+    if isinstance(error, Unreachable):
+        return False
     if when is _RetryWhen.RETRYABLE:
         return is_retryable(error)
     return isinstance(error, TooManyRequests | ConnectError)
@@ -215,6 +226,10 @@ class Client:
             TokenBucket(qps, burst if burst is not None else DEFAULT_BURST, self._clock) if qps else None
         )
         _stop_per_request_env_lookups(api_client, self.base_url)
+        # Whether the server answers at all, shared by everything that uses this client: a
+        # call that cannot connect reports it, and while it is down no call is sent (the
+        # reflectors wait on it too), only one probe a few times a second.
+        self.reachability = Reachability(self.probe, clock=self._clock)
 
     def __repr__(self) -> str:
         return f"<Client {self.base_url}>"
@@ -312,7 +327,7 @@ class Client:
             if token is None:
                 return items, str(meta.get("resourceVersion") or "")
 
-    async def probe(self, path: str = "/readyz", timeout: float = 2.0) -> int:
+    async def probe(self, path: str = _PROBE_PATH, timeout: float = 2.0) -> int:
         """One GET of ``path`` with no retries: the HTTP status the server answered, whatever
         it is. TransportError when no answer came within ``timeout`` seconds. For
         :class:`memop.runtime.reachability.Reachability`, which asks whether the server is up."""
@@ -583,7 +598,9 @@ class Client:
             before_sleep=self._log_retry,
             reraise=True,
         )
-        result: dict[str, Any] | None = await retrying(self._attempt, method, path, query, body, content_type)
+        result: dict[str, Any] | None = await retrying(
+            self._retry_attempt, method, path, query, body, content_type
+        )
         return result
 
     async def _attempt(
@@ -628,6 +645,31 @@ class Client:
             )
         return parsed
 
+    async def _retry_attempt(
+        self, method: str, path: str, *args: Any, **kwargs: Any
+    ) -> dict[str, Any] | None:
+        """A retry's attempt: while the server is known to be down (a call found it closed),
+        the retry waits for the shared probe to find it answering rather than knock on the
+        closed port itself; a call's first attempt is always sent (a lease renewal every 2 s
+        must fail fast and keep trying)."""
+        if not self.reachability.reachable:
+            await self._wait_reachable(method, path)
+        return await self._attempt(method, path, *args, **kwargs)
+
+    async def _wait_reachable(self, method: str, path: str) -> None:
+        """Wait for the server to answer again, at most ``timeout`` seconds; Unreachable then."""
+        waiting = asyncio.ensure_future(self.reachability.wait())
+        sleeping = asyncio.ensure_future(self._clock.sleep(self.timeout))
+        try:
+            await asyncio.wait((waiting, sleeping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+            sleeping.cancel()
+        if not self.reachability.reachable:
+            raise Unreachable(
+                f"{method} {path}: not sent, {self.host} has not answered for {self.timeout:.0f}s"
+            )
+
     async def _open(
         self,
         method: str,
@@ -663,7 +705,10 @@ class Client:
                 _request_timeout=timeout,
             )
         except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as error:
-            raise ConnectError(f"{method} {path}: cannot connect to {self.host}: {error}") from error
+            failure = ConnectError(f"{method} {path}: cannot connect to {self.host}: {error}")
+            if path != _PROBE_PATH:
+                self.reachability.unreachable(failure)
+            raise failure from error
         except (aiohttp.ClientError, OSError) as error:
             # OSError covers TimeoutError, which the total deadline raises.
             raise TransportError(f"{method} {path}: {_describe(error)}") from error

@@ -64,8 +64,8 @@ Dispatch = Callable[[str, Obj, Obj | None], None]
 
 
 class ListWatcher(Protocol):
-    """The calls of memop.runtime.client.Client a reflector needs (``probe`` only through
-    the :class:`Reachability` its cache builds)."""
+    """What a reflector needs of memop.runtime.client.Client (its cache passes the client's
+    ``reachability`` on to its reflectors)."""
 
     async def list(
         self,
@@ -92,7 +92,8 @@ class ListWatcher(Protocol):
         allow_bookmarks: bool = True,
     ) -> Any: ...
 
-    async def probe(self) -> int: ...
+    @property
+    def reachability(self) -> Reachability: ...
 
 
 class Reflector:
