@@ -436,6 +436,44 @@ async def test_retry_after_is_honoured(cluster: ClusterHandle, namespace: str) -
     assert clock.sleeps[2:] == [5.0]
 
 
+async def test_retry_after_outlives_a_call_cancelled_while_waiting_it(
+    cluster: ClusterHandle, namespace: str
+) -> None:
+    """A call waiting out a 429's Retry-After is cancelled (its caller's deadline, a
+    shutdown): the next call to that path, any caller's, still waits the rest of it, then goes."""
+    server = cluster.fake
+    clock = FakeClock()
+    client = make_client(cluster, clock=clock)
+    await client.create(CONFIGMAPS, cm("later", namespace))
+    await client.create(CONFIGMAPS, cm("other", namespace))
+    server.log.clear()
+    server.faults.fail(429, times=1, verb="get", resource="configmaps", name="later", retry_after=7)
+
+    def gets(name: str) -> int:
+        return server.log.count(verb="get", resource="configmaps", name=name)
+
+    throttled = asyncio.create_task(client.get(CONFIGMAPS, "later", namespace))
+    await wait_for(lambda: gets("later") == 1 and clock.pending_timers() == 1)  # waiting 7 s
+    throttled.cancel()
+    await asyncio.gather(throttled, return_exceptions=True)
+    clock.advance(3.0)
+    # Another path is not held up.
+    assert (await client.get(CONFIGMAPS, "other", namespace))["metadata"]["name"] == "other"
+    again = asyncio.create_task(client.get(CONFIGMAPS, "later", namespace))
+    try:
+        await wait_for(lambda: again.done() or clock.pending_timers() == 1)
+        assert gets("later") == 1  # not asked again: 4 s of the 7 are left
+        clock.advance(3.9)
+        await wait_for(lambda: clock.pending_timers() == 1)
+        assert gets("later") == 1
+        clock.advance(0.1)
+        got = await asyncio.wait_for(again, 5.0)
+    finally:
+        again.cancel()
+    assert got["metadata"]["name"] == "later"
+    assert [r.status for r in server.log.filter(verb="get", name="later")] == [429, 200]
+
+
 # QPS -----------------------------------------------------------------------------------------
 
 

@@ -76,15 +76,17 @@ def master_status(name: str) -> float | None:
 
 
 @pytest.fixture
-async def connect(apiserver: ApiServer) -> AsyncIterator[Callable[[str], Client]]:
+async def connect(apiserver: ApiServer) -> AsyncIterator[Callable[..., Client]]:
     """Clients of the test server, one ApiClient (connection pool) each, closed afterwards."""
     api_clients: list[ApiClient] = []
 
-    def make(user_agent: str) -> Client:
+    def make(user_agent: str, **options: Any) -> Client:
         api = ApiClient(apiserver.client_configuration())
         api_clients.append(api)
-        # No client-side retries: each elector attempt is then exactly one try per request.
-        return Client(api, user_agent=user_agent, max_retries=0)
+        # No client-side retries unless asked: each elector attempt is then exactly one try
+        # per request.
+        options.setdefault("max_retries", 0)
+        return Client(api, user_agent=user_agent, **options)
 
     yield make
     for api in api_clients:
@@ -134,7 +136,7 @@ class Candidate:
 
 @pytest.fixture
 async def candidates(
-    connect: Callable[[str], Client],
+    connect: Callable[..., Client],
 ) -> AsyncIterator[Callable[..., Candidate]]:
     made: list[Candidate] = []
 
@@ -147,7 +149,10 @@ async def candidates(
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
         release_on_cancel: bool = True,
+        client_retries: int = 0,
     ) -> Candidate:
+        """``client_retries``: the Client's own retries (memop's default is 5), on this
+        candidate's clock; 0 makes each elector attempt one try per request."""
         clock = clock or FakeClock(wall_start=WALL)
         config = LeaderElectionConfig(
             lease_name,
@@ -166,7 +171,7 @@ async def candidates(
             stopped_at.append(clock.monotonic())
 
         elector = LeaderElector(
-            connect(identity),
+            connect(identity, max_retries=client_retries, clock=clock),
             config,
             clock=clock,
             rand=lambda: 0.0,
@@ -597,6 +602,86 @@ async def test_acquire_attempt_that_hangs_is_abandoned_and_retried(
     await a.tick(2.0)
     assert a.elector.is_leader
     assert not a.task.done()
+
+
+# --- Retry-After --------------------------------------------------------------------------------
+# The Client waits out a 429's Retry-After before its retry. These are the cases where the wait
+# is cut short (the attempt's deadline, a shutdown) and the elector asks the lease again in a
+# new call: that call must not come sooner than the server asked either.
+
+
+def lease_requests(apiserver: ApiServer, identity: str) -> list[tuple[str, int]]:
+    return [(r.verb, r.status) for r in apiserver.log.filter(resource="leases", user_agent=identity)]
+
+
+async def test_release_on_shutdown_waits_out_the_retry_after_of_the_cut_renewal(
+    apiserver: ApiServer, candidates: Callable[..., Candidate]
+) -> None:
+    """Shut down while the renewal waits out a 429: the release asks only once the server's
+    Retry-After has passed (within its retry_period bound), then clears the holder."""
+    a = candidates("a", "throttled-release", client_retries=5)
+    a.start()
+    await wait_for(lambda: a.elector.is_leader)
+    throttle = apiserver.faults.fail(429, times=1, verb="update", resource="leases", retry_after=1)
+    a.clock.advance(2.0)
+    # The renewal's deadline timer and the Client's 1 s wait for its retry.
+    await wait_for(lambda: throttle.hits == 1 and a.clock.pending_timers() == 2)
+    before = lease_requests(apiserver, "a")
+    assert before[-1] == ("update", 429)
+    a.task.cancel()
+    await wait_for(a.elector.lost.is_set)  # the renewal is cut: its timers are gone
+    # The release is bounded by retry_period (a timer), and waits on the Client (another).
+    await wait_for(lambda: a.task.done() or a.clock.pending_timers() == 2)
+    assert lease_requests(apiserver, "a") == before
+    a.clock.advance(1.0)
+    await wait_for(a.task.done)
+    assert lease_requests(apiserver, "a") == [*before, ("get", 200), ("update", 200)]
+    assert spec_of(apiserver, "throttled-release")["holderIdentity"] == ""
+
+
+async def test_acquire_attempt_cut_while_throttled_waits_out_the_retry_after_before_asking_again(
+    apiserver: ApiServer, candidates: Callable[..., Candidate]
+) -> None:
+    """A 429 asks for 20 s, longer than an acquire attempt may take (renew_deadline, 10 s):
+    the attempt is abandoned at its deadline, and the next one, a retry_period later, waits
+    out the rest of the 20 s before it reads the lease."""
+    throttle = apiserver.faults.fail(429, times=1, verb="get", resource="leases", retry_after=20)
+    a = candidates("a", "throttled-acquire", client_retries=5)
+    started = a.clock.monotonic()
+    a.start()
+    await wait_for(lambda: throttle.hits == 1 and a.clock.pending_timers() == 2)
+    a.clock.advance(10.0)
+    await a.settle(1)
+    assert not a.elector.is_leader
+    a.clock.advance(2.0)  # the next attempt is due
+    await wait_for(lambda: a.elector.is_leader or a.clock.pending_timers() == 2)
+    assert lease_requests(apiserver, "a") == [("get", 429)]
+    a.clock.advance(7.9)
+    await wait_for(lambda: a.elector.is_leader or a.clock.pending_timers() == 2)
+    assert lease_requests(apiserver, "a") == [("get", 429)]
+    a.clock.advance(0.1)
+    await wait_for(lambda: a.elector.is_leader)
+    assert a.clock.monotonic() - started == 20.0
+    assert lease_requests(apiserver, "a") == [("get", 429), ("get", 404), ("create", 201)]
+
+
+async def test_leader_throttled_past_its_renew_deadline_stops_there_without_asking_again(
+    apiserver: ApiServer, candidates: Callable[..., Candidate]
+) -> None:
+    """Honouring Retry-After never stretches leadership: a renewal told to wait 30 s is
+    abandoned at the renew deadline, the leader stops then, and it sends nothing more."""
+    a = candidates("a", "throttled-renewal", client_retries=5, release_on_cancel=False)
+    a.start()
+    await wait_for(lambda: a.elector.is_leader)
+    acquired = a.clock.monotonic()
+    throttle = apiserver.faults.fail(429, times=1, verb="update", resource="leases", retry_after=30)
+    a.clock.advance(2.0)
+    await wait_for(lambda: throttle.hits == 1 and a.clock.pending_timers() == 2)
+    a.clock.advance(8.0)
+    await wait_for(a.task.done)
+    assert a.stopped_at == [acquired + 10.0]
+    assert isinstance(a.task.exception(), LeadershipLost)
+    assert lease_requests(apiserver, "a") == [("get", 404), ("create", 201), ("update", 429)]
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,14 @@ Invariants, for every request it sends:
   ``rest_client_request_duration_seconds{verb,host}``; every retry attempt counts;
 - it carries ``User-Agent: <user_agent>`` when one was given;
 - with ``qps`` set, it first takes a token from a client-side bucket (watches excepted, as
-  they are long-lived and few).
+  they are long-lived and few);
+- to one object (its path, or its subresource's), it is not sent sooner than the server
+  asked: after an answer there with ``Retry-After`` (a 429, or a 5xx carrying one), every
+  request to that path waits until that time has passed, whichever call sends it. So a new
+  call after one cancelled while it waited for its retry (its caller's deadline, a shutdown)
+  still waits the rest. Collection paths are shared by unrelated callers (a reflector's LIST
+  and WATCH, every worker's creates): there only the call's own retries wait, and the
+  reflector applies Retry-After to its next LIST or WATCH itself.
 
 Retries (see :class:`Client` for the exact rule) happen here, bounded and with jittered
 exponential backoff, only for calls that are safe to repeat. Everything above (reflectors,
@@ -81,6 +88,8 @@ RETRY_MAX_DELAY = 5.0
 _EXCERPT = 200
 # What Reachability asks (a failure to reach it is the probe's own to count).
 _PROBE_PATH = "/readyz"
+# Expired Retry-After holds are dropped when a new one finds this many paths held.
+_NOT_BEFORE_PRUNE_AT = 256
 # The auth scheme kubernetes_asyncio's generated APIs ask for: a bearer token from
 # configuration.api_key (refreshed through configuration.refresh_api_key_hook).
 _AUTH_SETTINGS = ["BearerToken"]
@@ -193,7 +202,8 @@ class Client:
     and was applied returns Conflict; a replay of an applied delete raises NotFound.
 
     The wait before retry n is jittered exponential (0.1 s doubling, capped at 5 s), but
-    never shorter than the ``Retry-After`` the server sent with the failure.
+    never shorter than the ``Retry-After`` the server sent with the failure; on an object's
+    path, that Retry-After holds for every later request there, not only this call's retry.
     """
 
     def __init__(
@@ -225,6 +235,9 @@ class Client:
         self._limiter = (
             TokenBucket(qps, burst if burst is not None else DEFAULT_BURST, self._clock) if qps else None
         )
+        # Object path -> monotonic time before which the server asked not to be asked there
+        # again (the Retry-After of its last answer there that had one). Entries go once passed.
+        self._not_before: dict[str, float] = {}
         _stop_per_request_env_lookups(api_client, self.base_url)
         # Whether the server answers at all, shared by everything that uses this client: a
         # call that cannot connect reports it, and while it is down no call is sent (the
@@ -242,7 +255,7 @@ class Client:
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         """The object ``name`` (in ``namespace`` for a namespaced resource); NotFound if absent."""
         return _required(
-            await self._request("GET", _path(res, namespace, name), when=_RetryWhen.RETRYABLE),
+            await self._request("GET", _path(res, namespace, name), when=_RetryWhen.RETRYABLE, held=True),
             "GET",
             res,
         )
@@ -404,6 +417,7 @@ class Client:
                 body=patch,
                 content_type=content_type,
                 when=_patch_retry(patch_type, patch),
+                held=True,
             ),
             "PATCH",
             res,
@@ -439,7 +453,7 @@ class Client:
         """
         body = _delete_options(propagation_policy, preconditions, grace_period_seconds)
         answer = await self._request(
-            "DELETE", _path(res, namespace, name), body=body, when=_RetryWhen.RETRYABLE
+            "DELETE", _path(res, namespace, name), body=body, when=_RetryWhen.RETRYABLE, held=True
         )
         if answer is None or answer.get("kind") == "Status":
             return None
@@ -560,7 +574,7 @@ class Client:
             raise ValueError(f"updating a {res.kind} needs metadata.name")
         path = _path(res, meta.get("namespace"), name, subresource)
         return _required(
-            await self._request("PUT", path, body=_typed(res, obj), when=_RetryWhen.RETRYABLE),
+            await self._request("PUT", path, body=_typed(res, obj), when=_RetryWhen.RETRYABLE, held=True),
             "PUT",
             res,
         )
@@ -574,13 +588,15 @@ class Client:
         body: Any = None,
         content_type: str | None = None,
         when: _RetryWhen,
+        held: bool = False,
     ) -> dict[str, Any] | None:
-        """Send one call, retried per ``when``; the parsed JSON object answered, None if empty."""
+        """Send one call, retried per ``when``; the parsed JSON object answered, None if empty.
+        ``held``: ``path`` is one object's, where a Retry-After holds for every later call."""
         # The first attempt runs bare: nearly every call succeeds at once, and tenacity's
         # machinery costs a quarter as much CPU as the HTTP exchange itself. Only after a
         # failure worth retrying does tenacity take over, numbering its attempts from 2.
         try:
-            return await self._attempt(method, path, query, body, content_type)
+            return await self._attempt(method, path, query, body, content_type, held=held)
         except Exception as error:
             if self.max_retries == 0 or not _worth_retrying(when, error):
                 raise
@@ -599,14 +615,16 @@ class Client:
             reraise=True,
         )
         result: dict[str, Any] | None = await retrying(
-            self._retry_attempt, method, path, query, body, content_type
+            self._retry_attempt, method, path, query, body, content_type, held=held
         )
         return result
 
     async def _attempt(
-        self, method: str, path: str, query: Query, body: Any, content_type: str | None
+        self, method: str, path: str, query: Query, body: Any, content_type: str | None, *, held: bool
     ) -> dict[str, Any] | None:
         """One HTTP exchange: throttle, send, read, count, parse or raise the typed error."""
+        if held and self._not_before:
+            await self._wait_retry_after(method, path)
         if self._limiter is not None:
             await self._limiter.acquire()
         start = self._clock.monotonic()
@@ -630,7 +648,10 @@ class Client:
             REST_CLIENT_REQUEST_DURATION.labels(method, self.host).observe(self._clock.monotonic() - start)
         log.debug("%s %s -> %s (%d bytes)", method, path, code, len(data))
         if not 200 <= response.status < 300:
-            raise self._error_from(response, data, method, path)
+            error = self._error_from(response, data, method, path)
+            if held and (hold := at_least_retry_after(0.0, error)) > 0:
+                self._hold_path(path, hold)
+            raise error
         if not data.strip():
             return None
         try:
@@ -644,6 +665,22 @@ class Client:
                 f"{method} {path}: the {code} answer is not a JSON object: {data[:_EXCERPT]!r}"
             )
         return parsed
+
+    async def _wait_retry_after(self, method: str, path: str) -> None:
+        """Wait until no Retry-After the server sent for ``path`` is still running."""
+        while (until := self._not_before.get(path)) is not None:
+            delay = until - self._clock.monotonic()
+            if delay <= 0:
+                del self._not_before[path]
+                return
+            log.debug("%s %s waits %.2fs more: the server asked for it (Retry-After)", method, path, delay)
+            await self._clock.sleep(delay)
+
+    def _hold_path(self, path: str, retry_after: float) -> None:
+        now = self._clock.monotonic()
+        if len(self._not_before) >= _NOT_BEFORE_PRUNE_AT:
+            self._not_before = {p: t for p, t in self._not_before.items() if t > now}
+        self._not_before[path] = max(self._not_before.get(path, now), now + retry_after)
 
     async def _retry_attempt(
         self, method: str, path: str, *args: Any, **kwargs: Any

@@ -18,6 +18,10 @@ safe:
 - **Release on shutdown.** When cancelled while leading (and ``release_on_cancel``), the
   leader writes an empty holder with ``leaseDurationSeconds: 1``, so a standby takes over at
   its next attempt instead of waiting out the lease.
+- **Never sooner than the server asked.** The client waits out a 429's ``Retry-After`` before
+  any later request to the lease, not only before its own retry: an attempt cut short while
+  it waited, and then the next attempt or the release, still wait the rest. Those waits stay
+  inside each attempt's bound, so the renew deadline ends leadership on time regardless.
 
 Where this is stricter than client-go, on purpose:
 
@@ -356,7 +360,10 @@ class LeaderElector:
         try:
             acquired = await self._bounded(self._try_acquire_or_renew(renewing=renewing), deadline)
         except TimeoutError:
-            self.last_error = f"no answer from the API server within {deadline - started:.3g}s"
+            self.last_error = (
+                f"no answer from the API server within {deadline - started:.3g}s"
+                " (or it asked to wait longer than that: Retry-After)"
+            )
             errored = True
         except Conflict as error:
             # Another candidate wrote first (or the create raced): contention, not a fault.
@@ -463,7 +470,8 @@ class LeaderElector:
             released = await self._bounded(self._write_release(), deadline)
         except TimeoutError:
             log.warning(
-                "failed to release lease %s: no answer within %ss",
+                "failed to release lease %s: no answer within %ss (or the API server asked to "
+                "wait longer than that: Retry-After)",
                 self.config.describe(),
                 self.config.retry_period,
             )
