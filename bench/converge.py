@@ -388,6 +388,50 @@ def _condition(obj: Obj, kind: str) -> dict[str, Any]:
     return {}
 
 
+class WatchCounter:
+    """Watches what memop watches (memcacheds, deployments, and pods with memop's label selector,
+    per namespace) and counts the events and bytes a watcher receives, per resource: how much
+    watch traffic a server sends memop for the same work (a real server's controllers write
+    status more often than the in-memory one's, and its objects carry more)."""
+
+    def __init__(self, client: Client, namespaces: Sequence[str]) -> None:
+        self.client = client
+        self.namespaces = list(namespaces)
+        self.events: Counter[str] = Counter()
+        self.bytes: Counter[str] = Counter()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        from memop.memcached.controller import POD_SELECTOR  # noqa: PLC0415
+
+        for res, selector in ((MEMCACHEDS, None), (DEPLOYMENTS, None), (PODS, str(POD_SELECTOR))):
+            for namespace in self.namespaces:
+                listed = await self.client.list(res, namespace, label_selector=selector, limit=1)
+                rv = str(listed["metadata"]["resourceVersion"])
+                self._tasks.append(asyncio.create_task(self._count(res, namespace, selector, rv)))
+
+    async def _count(self, res: Resource, namespace: str, selector: str | None, rv: str) -> None:
+        stream = self.client.watch_batches(
+            res, namespace, resource_version=rv, timeout_seconds=3600, read_timeout=3600,
+            label_selector=selector, allow_bookmarks=False,
+        )  # fmt: skip
+        async for batch in stream:
+            for event in batch:
+                self.events[res.plural] += 1
+                self.bytes[res.plural] += len(json.dumps(event["object"], separators=(",", ":")))
+
+    def snapshot(self, crs: int) -> dict[str, Any]:
+        return {
+            "events_per_cr": {k: round(v / crs, 2) for k, v in sorted(self.events.items())},
+            "kib_per_cr": {k: round(v / crs / 1024, 2) for k, v in sorted(self.bytes.items())},
+        }
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
 class Tracker:
     """The bench's own watches on memcacheds and deployments (cluster-wide), and what they show.
 
@@ -798,6 +842,9 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
     keys = plan(args.crs, namespaces)
     tracker = Tracker(client)
     await tracker.start()
+    counter = WatchCounter(client, namespaces) if args.count_watch_events else None
+    if counter is not None:
+        await counter.start()
     memop = MemopProcess(
         where.kubeconfig,
         memop_args(args.workers, [] if args.all_namespaces else namespaces, args.memop_arg),
@@ -825,6 +872,7 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         t_converged = max(tracker.converged_at.values())
         cpu_converged = proc_stats(memop.pid)
         others.mark_end()
+        watch_traffic = counter.snapshot(args.crs) if counter is not None else None
         # The server's profile covers convergence only, as in the floor's run, so the two compare.
         if server_profiler is not None:
             await stop_profiler(server_profiler)
@@ -856,6 +904,8 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
     finally:
         await memop.stop()
         await tracker.stop()
+        if counter is not None:
+            await counter.stop()
 
     crs = args.crs
     reconciles = {
@@ -885,6 +935,8 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         "memop_warnings_and_errors": log_summary(memop),
         "idle": idle,
     }
+    if watch_traffic is not None:
+        report["watch_traffic_to_converge"] = watch_traffic
     if converge_requests is not None and settle_requests is not None:
         converge_calls = converge_requests.by_call("memop")
         settle_calls = settle_requests.by_call("memop")
@@ -1162,6 +1214,11 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="give up after this many seconds per stage"
+    )
+    parser.add_argument(
+        "--count-watch-events",
+        action="store_true",
+        help="also watch what memop watches and report the events and bytes per CR to converge",
     )
     parser.add_argument(
         "--profile",
