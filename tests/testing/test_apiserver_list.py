@@ -166,8 +166,43 @@ async def test_exact_resource_version_lists_the_past(http: Http, namespace: str)
     assert [i["metadata"]["name"] for i in then.body["items"]] == ["cm-00", "cm-01"]
     assert "data" not in then.body["items"][0]
     assert then.body["metadata"]["resourceVersion"] == before
-    forbidden = await http.get(cm_path(namespace), query={"resourceVersionMatch": "Exact"})
-    assert forbidden.status == 400
+
+
+async def test_list_options_are_validated(http: Http, namespace: str) -> None:
+    """resourceVersionMatch needs a resourceVersion, no continue, a known value, and Exact not "0":
+    422 Invalid ListOptions (ValidateListOptions), every error listed."""
+    alone = await http.get(cm_path(namespace), query={"resourceVersionMatch": "Exact"})
+    assert alone.status == 422, alone.body
+    assert alone.body["reason"] == "Invalid"
+    assert alone.body["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+        "resourceVersionMatch is forbidden unless resourceVersion is provided"
+    )
+    assert alone.body["details"] == {
+        "group": "meta.k8s.io",
+        "kind": "ListOptions",
+        "causes": [
+            {
+                "reason": "FieldValueForbidden",
+                "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                "field": "resourceVersionMatch",
+            }
+        ],
+    }
+    unknown = await http.get(
+        cm_path(namespace), query={"resourceVersion": "1", "resourceVersionMatch": "Newest"}
+    )
+    assert unknown.status == 422
+    assert unknown.body["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: "Newest": '
+        'supported values: "Exact", "NotOlderThan", ""'
+    )
+    zero = await http.get(cm_path(namespace), query={"resourceVersion": "0", "resourceVersionMatch": "Exact"})
+    assert zero.status == 422
+    assert zero.body["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+        'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'
+    )
 
 
 async def test_resource_version_zero_is_accepted(http: Http, namespace: str) -> None:

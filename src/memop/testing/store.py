@@ -63,6 +63,7 @@ from memop.testing.objects import (
     validate_object_meta,
     validate_object_meta_update,
 )
+from memop.testing.objects import forbidden as forbidden_field
 from memop.testing.objects import invalid as field_invalid
 from memop.testing.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from memop.testing.resources import ResourceType
@@ -144,7 +145,7 @@ class Entry:
 class Storage:
     """The objects of one group-resource, kept in its storage version."""
 
-    __slots__ = ("crd_name", "objects", "rtype", "served", "strategy", "terminating")
+    __slots__ = ("crd_name", "objects", "rtype", "served", "strategy", "terminating", "watch_cache_rv")
 
     def __init__(self, rtype: ResourceType, strategy: Strategy, crd_name: str | None = None) -> None:
         self.rtype = rtype  # the storage version
@@ -154,6 +155,10 @@ class Storage:
         self.served: dict[str, Served] = {}  # version -> served type
         self.crd_name = crd_name  # the CRD that defines it, for custom resources
         self.terminating = False  # its CRD is being deleted: no new objects
+        # The resourceVersion its watch cache was initialised at (None: not yet). A watch from an
+        # older version is 410 Expired, as a real watch cache holds only what came after its
+        # initial LIST (see Store.watch_since).
+        self.watch_cache_rv: int | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -353,6 +358,9 @@ class Store:
         namespaces = self.served_for(builtins.NAMESPACES)
         for name in builtins.INITIAL_NAMESPACES:
             self.write_create(namespaces, None, {"metadata": {"name": name}}, manager="kube-apiserver")
+        # The built-in resources' watch caches start with the server, once it has its namespaces.
+        for storage in self._storages.values():
+            storage.watch_cache_rv = self._rv
 
     def add_storage(self, rtype: ResourceType, strategy: Strategy, crd_name: str | None = None) -> Storage:
         """Register the storage of a group-resource (``rtype`` is its storage version)."""
@@ -401,10 +409,14 @@ class Store:
         self._storages.pop(storage.key, None)
 
     def served(self, group: str, version: str, plural: str) -> Served:
-        """The served type at a GVR, or a 404 ApiError."""
+        """The served type at a GVR, or a 404 ApiError. Serving a custom resource for the first
+        time initialises its watch cache, as kube-apiserver creates a CRD's storage (and cacher)
+        at the first request for it."""
         served = self._served.get((group, version, plural))
         if served is None:
             raise not_found_path()
+        if served.storage.watch_cache_rv is None:
+            served.storage.watch_cache_rv = self._rv
         return served
 
     def served_for(self, rtype: ResourceType) -> Served:
@@ -507,6 +519,18 @@ class Store:
             else:
                 hi = mid
         return (history[i] for i in range(lo, len(history)))
+
+    def watch_since(self, storage: Storage, rv: int) -> Iterator[Change]:
+        """The changes of ``storage`` after ``rv``, as its watch cache serves them: 410 Expired
+        (``too old resource version: N (M)``) when ``rv`` is older than the cache's window, which
+        starts where the cache was initialised (server start for built-in resources, the first
+        request for a custom resource) or at the last compaction, whichever is later."""
+        if storage.watch_cache_rv is None:
+            storage.watch_cache_rv = self._rv
+        oldest = max(storage.watch_cache_rv, self._compacted)
+        if rv < oldest:
+            raise too_old_resource_version(rv, oldest)
+        return (change for change in self.history_since(rv) if change.storage is storage)
 
     def compact(self) -> None:
         """Forget the history: every resourceVersion so far becomes too old to watch from."""
@@ -1188,8 +1212,7 @@ class Store:
         storage = served.storage
         start = ""
         list_rv = self._rv
-        if resource_version_match and not resource_version:
-            raise bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
+        _check_list_options(resource_version, resource_version_match, continue_token)
         if continue_token:
             if resource_version:
                 raise bad_request("specifying resource version is not allowed when using continue")
@@ -1358,6 +1381,31 @@ class Store:
             preconditions=preconditions,
         )
         return copy_json(result.entry.obj)  # type: ignore[no-any-return]
+
+
+def _check_list_options(
+    resource_version: str | None, resource_version_match: str | None, continue_token: str | None
+) -> None:
+    """``ValidateListOptions`` for a LIST: 422 Invalid ListOptions when resourceVersionMatch
+    comes without resourceVersion, with continue, with an unknown value, or as Exact for "0"."""
+    if not resource_version_match:
+        return
+    path = "resourceVersionMatch"
+    errors = []
+    if not resource_version:
+        errors.append(
+            forbidden_field(path, "resourceVersionMatch is forbidden unless resourceVersion is provided")
+        )
+    if continue_token:
+        errors.append(forbidden_field(path, "resourceVersionMatch is forbidden when continue is provided"))
+    if resource_version_match not in ("Exact", "NotOlderThan"):
+        errors.append(not_supported(path, resource_version_match, ["Exact", "NotOlderThan", ""]))
+    if resource_version_match == "Exact" and resource_version == "0":
+        errors.append(
+            forbidden_field(path, 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+        )
+    if errors:
+        raise invalid("meta.k8s.io", "ListOptions", "", errors)
 
 
 def _check_json_patch(patch: Any) -> None:
