@@ -119,6 +119,44 @@ async def _served(http: Http, group: str) -> bool:
     return (await http.get(f"/apis/{group}/v1")).status == 200
 
 
+@pytest.mark.fake_only
+async def test_a_custom_resource_watch_cache_begins_at_its_first_request(
+    http: Http, cluster: ClusterHandle
+) -> None:
+    """kube-apiserver creates a CRD's storage, and its watch cache, at the first request for the
+    custom resource: a watch from a version older than that is 410 Expired, even one after the
+    CRD was created. (On a real cluster the controller-manager's informers make that first
+    request within seconds, so when exactly is not something a test can pin there.)"""
+    store = cluster.fake.store
+    group = f"t{uuid.uuid4().hex[:8]}.memop.test"
+    crds = store.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    store.create(crds, None, crd_body(group))
+    configmaps = store.resource("", "v1", "configmaps")
+    between = store.create(configmaps, "default", {"metadata": {"name": f"between-{group}"}})
+    after_crd = int(between["metadata"]["resourceVersion"]) - 1
+    listed = await http.get(f"/apis/{group}/v1/widgets")  # the first request: the cache begins
+    assert listed.status == 200, listed.body
+    begun = int(listed.body["metadata"]["resourceVersion"])
+    assert begun > after_crd
+    async with http.watch(f"/apis/{group}/v1/widgets", {"resourceVersion": str(after_crd)}) as stream:
+        event = await stream.next()
+        assert event is not None
+        assert event["object"]["message"] == f"too old resource version: {after_crd} ({begun})"
+    async with http.watch(
+        f"/apis/{group}/v1/namespaces/default/widgets", {"resourceVersion": str(begun)}
+    ) as s:
+        widget = {
+            "apiVersion": f"{group}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 1},
+        }
+        assert (await http.post(f"/apis/{group}/v1/namespaces/default/widgets", widget)).status == 201
+        event = await s.next_not_bookmark()
+        assert event is not None
+        assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "w")
+
+
 async def test_a_crd_becomes_established_and_served(http: Http, widgets: Widgets) -> None:
     crd = await established(http, f"widgets.{widgets.group}")
     status = crd["status"]

@@ -4,6 +4,7 @@ and timeouts, read both raw and through kubernetes_asyncio's Watch."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -185,6 +186,34 @@ async def test_a_version_older_than_the_history_gets_an_expired_error_event(
         event = await stream.next_not_bookmark()
         assert event is not None
         assert summary([event]) == [("ADDED", "c")]
+
+
+async def test_a_watch_from_before_the_watch_cache_began_is_expired(http: Http, namespace: str) -> None:
+    """The watch cache holds only what came after its initial LIST (at server start for built-in
+    resources): an older resourceVersion, such as "1", gets a 200 stream whose only event is a
+    410 Expired ERROR naming the oldest version it can still serve, and the stream ends. A real
+    server answers the same, with or without bookmarks."""
+    created = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body
+    for query in ({"resourceVersion": "1"}, {"resourceVersion": "1", "allowWatchBookmarks": True}):
+        async with http.watch(cm_path(namespace), query) as stream:
+            assert stream.status == 200
+            event = await stream.next()
+            assert event is not None
+            assert event["type"] == "ERROR", event
+            status = event["object"]
+            assert (status["code"], status["reason"], status["status"]) == (410, "Expired", "Failure")
+            match = re.fullmatch(r"too old resource version: 1 \((\d+)\)", status["message"])
+            assert match is not None, status["message"]
+            assert 1 < int(match[1]) < int(created["metadata"]["resourceVersion"])
+            assert await stream.next() is None
+    # From a version inside the window (the create's), the watch works.
+    async with http.watch(
+        cm_path(namespace), {"resourceVersion": created["metadata"]["resourceVersion"]}
+    ) as s:
+        await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
+        event = await s.next_not_bookmark()
+        assert event is not None
+        assert summary([event]) == [("ADDED", "b")]
 
 
 async def test_history_size_bounds_the_replay() -> None:

@@ -161,8 +161,8 @@ class WatchHub:
             if send_initial_events and allow_bookmarks:
                 watcher.push(self._bookmark(served, store.resource_version, initial_end=True))
         else:
-            for change in store.history_since(start):
-                if change.storage is served.storage and (namespace is None or change.namespace == namespace):
+            for change in store.watch_since(served.storage, start):
+                if namespace is None or change.namespace == namespace:
                     line = self._line_for(watcher, change, {})
                     if line is not None:
                         watcher.push(line)
