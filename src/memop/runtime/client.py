@@ -243,6 +243,12 @@ class Client:
         # call that cannot connect reports it, and while it is down no call is sent (the
         # reflectors wait on it too), only one probe a few times a second.
         self.reachability = Reachability(self.probe, clock=self._clock)
+        # How long a call's retries wait for an unreachable server before giving up: as long as
+        # its retries would have taken (their backoff's ceilings), so a call fails as soon as
+        # before (a start-up check, a reconcile that then backs off), only without sending.
+        self.unreachable_wait = sum(
+            min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2.0**attempt) for attempt in range(max_retries)
+        )
 
     def __repr__(self) -> str:
         return f"<Client {self.base_url}>"
@@ -694,9 +700,10 @@ class Client:
         return await self._attempt(method, path, *args, **kwargs)
 
     async def _wait_reachable(self, method: str, path: str) -> None:
-        """Wait for the server to answer again, at most ``timeout`` seconds; Unreachable then."""
+        """Wait for the server to answer again, at most :attr:`unreachable_wait`; Unreachable
+        then."""
         waiting = asyncio.ensure_future(self.reachability.wait())
-        sleeping = asyncio.ensure_future(self._clock.sleep(self.timeout))
+        sleeping = asyncio.ensure_future(self._clock.sleep(self.unreachable_wait))
         try:
             await asyncio.wait((waiting, sleeping), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -704,7 +711,7 @@ class Client:
             sleeping.cancel()
         if not self.reachability.reachable:
             raise Unreachable(
-                f"{method} {path}: not sent, {self.host} has not answered for {self.timeout:.0f}s"
+                f"{method} {path}: not sent, {self.host} has not answered for {self.unreachable_wait:.1f}s"
             )
 
     async def _open(
