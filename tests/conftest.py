@@ -148,7 +148,9 @@ async def cluster(tmp_path: Path) -> AsyncIterator[ClusterHandle]:
         finally:
             await handle.close()
         return
-    server = ApiServer()
+    # Every cluster's kube-controller-manager puts a kube-root-ca.crt ConfigMap in every
+    # namespace: the tests meet it here too, so none can assume an empty namespace.
+    server = ApiServer(publish_root_ca=True)
     await server.start()
     path = tmp_path / "kubeconfig"
     server.write_kubeconfig(path)

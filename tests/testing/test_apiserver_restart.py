@@ -101,7 +101,8 @@ async def test_a_rebuilt_watch_cache_expires_older_versions_and_keeps_every_obje
         assert rv_of(got) == rv_of(before)
         assert got["metadata"]["uid"] == before["metadata"]["uid"]
     relisted = (await http.get(cm_path())).body
-    assert {i["metadata"]["name"]: rv_of(i) for i in relisted["items"]} == {
+    mine = {"a", "b", "c"}  # not what the cluster keeps in every namespace (kube-root-ca.crt)
+    assert {i["metadata"]["name"]: rv_of(i) for i in relisted["items"] if i["metadata"]["name"] in mine} == {
         "a": rv_of(a),
         "b": rv_of(b),
         "c": rv_of(c),

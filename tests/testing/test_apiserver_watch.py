@@ -21,6 +21,10 @@ def cm_path(ns: str, name: str = "") -> str:
     return f"/api/v1/namespaces/{ns}/configmaps" + (f"/{name}" if name else "")
 
 
+# A label on what a test creates, to select it from what the cluster keeps in every namespace.
+MINE = {"test": "mine"}
+
+
 def summary(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(e["type"], e["object"]["metadata"]["name"]) for e in events]
 
@@ -51,8 +55,9 @@ async def test_watch_replays_changes_after_a_resource_version(http: Http, namesp
 
 async def test_watch_without_a_version_starts_with_the_current_objects(http: Http, namespace: str) -> None:
     for name in ("a", "b"):
-        await http.post(cm_path(namespace), {"metadata": {"name": name}})
-    async with http.watch(cm_path(namespace)) as stream:
+        await http.post(cm_path(namespace), {"metadata": {"name": name, "labels": MINE}})
+    # Selected: a namespace also holds what the cluster publishes there (kube-root-ca.crt).
+    async with http.watch(cm_path(namespace), {"labelSelector": "test=mine"}) as stream:
         initial = await stream.take(2)
         assert sorted(summary(initial)) == [("ADDED", "a"), ("ADDED", "b")]
         await http.delete(cm_path(namespace, "a"))
@@ -278,8 +283,13 @@ async def test_bookmarks_arrive_periodically() -> None:
 
 @pytest.mark.fake_only
 async def test_send_initial_events_ends_with_a_marked_bookmark(http: Http, namespace: str) -> None:
-    await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
-    query = {"sendInitialEvents": True, "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": True}
+    await http.post(cm_path(namespace), {"metadata": {"name": "a", "labels": MINE}})
+    query = {
+        "sendInitialEvents": True,
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": True,
+        "labelSelector": "test=mine",  # not the kube-root-ca.crt every namespace holds
+    }
     async with http.watch(cm_path(namespace), query) as stream:
         added, bookmark = await stream.take(2)
         assert summary([added]) == [("ADDED", "a")]
@@ -289,7 +299,7 @@ async def test_send_initial_events_ends_with_a_marked_bookmark(http: Http, names
     assert bad.status == 422
     no_initial = {**query, "sendInitialEvents": False}
     async with http.watch(cm_path(namespace), no_initial) as stream:
-        await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
+        await http.post(cm_path(namespace), {"metadata": {"name": "b", "labels": MINE}})
         event = await stream.next_not_bookmark()
         assert event is not None
         assert summary([event]) == [("ADDED", "b")]

@@ -8,7 +8,9 @@ logs every request (:attr:`ApiServer.log`) and lets tests inject faults (:attr:`
 
 Lifecycle: :meth:`start` binds (port 0 picks a free one, kept across :meth:`restart`),
 :meth:`stop` closes every connection and awaits every task the server started. The bookmark
-ticker and the simulated controllers (when asked for) are the only background tasks.
+ticker and, when asked for, the simulated controllers and the root CA publisher (a
+``kube-root-ca.crt`` ConfigMap in every namespace, as every cluster's kube-controller-manager
+keeps) are the only background tasks.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from multidict import CIMultiDict
 
 from memop.runtime.clock import Clock, RealClock
 from memop.testing import discovery, openapi
+from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
 from memop.testing.errors import (
     ApiError,
     bad_request,
@@ -88,13 +91,21 @@ class ApiServer:
         pod_ready_delay: float = 0.0,
         clock: Clock | None = None,
         tls: bool = False,
+        publish_root_ca: bool = False,
     ) -> None:
         """``tls``: serve HTTPS with a certificate of a CA of its own (in :attr:`certificates`;
-        the kubeconfig and :meth:`client_configuration` trust it), as every cluster does."""
+        the kubeconfig and :meth:`client_configuration` trust it), as every cluster does.
+
+        ``simulate_controllers`` runs kube-controller-manager's controllers and kubelets
+        (:mod:`memop.testing.controllers`), its root CA publisher included: a
+        ``kube-root-ca.crt`` ConfigMap in every namespace, as in every cluster.
+        ``publish_root_ca`` runs that publisher alone, for tests that must meet namespaces as a
+        cluster has them with nothing else acting behind their backs."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.simulate_controllers = simulate_controllers
+        self.publish_root_ca = publish_root_ca or simulate_controllers
         self.pod_ready_delay = pod_ready_delay
         self._clock: Clock = clock or RealClock()
         self.store = Store(history_size=history_size, clock=self._clock)
@@ -103,6 +114,7 @@ class ApiServer:
         self.log = RequestLog()
         self.watches = WatchHub(self.store)
         self.controllers: SimulatedControllers | None = None
+        self.root_ca: RootCAPublisher | None = None
         self._runner: web.AppRunner | None = None
         self._bookmarks: asyncio.Task[None] | None = None
         self.certificates = ServingCertificates.generate() if tls else None
@@ -126,6 +138,12 @@ class ApiServer:
         """Listen (on a free port when ``port`` was 0) and start the background work."""
         if self._runner is not None:
             raise RuntimeError("the server is already started")
+        if self.publish_root_ca:
+            # Before listening: the namespaces that exist have their kube-root-ca.crt by the
+            # first request.
+            ca_pem = self.certificates.ca_pem.decode() if self.certificates else PLACEHOLDER_CA
+            self.root_ca = RootCAPublisher(self.store, ca_pem, clock=RealClock())
+            await self.root_ca.start()
         await self._listen()
         self._bookmarks = asyncio.create_task(self._bookmark_ticker(), name="apiserver-bookmarks")
         if self.simulate_controllers:
@@ -137,6 +155,9 @@ class ApiServer:
 
     async def stop(self) -> None:
         """Close every connection and stop every task the server started."""
+        if self.root_ca is not None:
+            await self.root_ca.stop()
+            self.root_ca = None
         if self.controllers is not None:
             await self.controllers.stop()
             self.controllers = None
