@@ -3,6 +3,7 @@ the full-queue warning, which is itself aggregated so a stalled sender cannot fl
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,6 +30,12 @@ async def server() -> AsyncIterator[ApiServer]:
 async def client(server: ApiServer) -> AsyncIterator[Client]:
     async with ApiClient(server.client_configuration()) as api:
         yield Client(api, user_agent="events-test")
+
+
+async def settle() -> None:
+    """Let the recorder's sender run until it waits again (on a queue or the fake clock)."""
+    for _ in range(10):
+        await asyncio.sleep(0)
 
 
 def subject(name: str) -> dict[str, Any]:
@@ -160,9 +167,10 @@ async def test_the_rate_limit_never_turns_into_drops(client: Client) -> None:
     await recorder.stop()
 
 
-async def test_events_wait_while_reconciles_have_work_and_go_at_once_when_idle(client: Client) -> None:
+async def test_events_wait_while_reconciles_have_work_and_go_after_a_quiet_second(client: Client) -> None:
     """Events must never delay the writes they describe: none is sent while a queue holds
-    work, all of them as soon as every queue is idle, at full speed (no rate limit then)."""
+    work, all of them once every queue has been idle for a second, at full speed (no rate
+    limit then)."""
     clock = FakeClock()
     first, second = (
         WorkQueue[str]("a", clock=clock, metrics=False),
@@ -181,15 +189,27 @@ async def test_events_wait_while_reconciles_have_work_and_go_at_once_when_idle(c
     second.add("y")
     for i in range(5):
         recorder.record(subject(f"o{i}"), NORMAL, "Created", f"created {i}")
-    held = await first.get()
-    first.done(held)  # one queue idle, the other still has work
+    await settle()
+    first.done(await first.get())  # one queue idle, the other still has work
+    await settle()
     clock.advance(30.0)  # well within the deferral
-    await wait_for(lambda: clock.pending_timers() >= 1, timeout=5)
+    await settle()
     assert await events(client) == []
-    held = await second.get()
-    second.done(held)
+    second.done(await second.get())
+    await settle()
+    # Idle, but a burst leaves its queues empty for moments: Events wait for a quiet second.
+    clock.advance(0.9)
+    await settle()
+    second.add("again")  # more work: the quiet second starts over once it is done
+    second.done(await second.get())
+    await settle()
+    clock.advance(0.2)  # the first quiet second is over, but it was not quiet: another starts
+    await settle()
+    assert await events(client) == []
+    clock.advance(1.0)  # a whole quiet second
     await recorder.flush()
     assert len(await events(client)) == 5  # all at once: nothing to compete with
+    assert clock.pending_timers() == 0  # and no quiet second for each
     await recorder.stop()
 
 

@@ -9,8 +9,10 @@ so a hot error loop cannot flood the API server.
 Events describe work and must never delay the writes they describe: when a thousand objects
 change at once, their thousand Events would otherwise take API server capacity (each is an
 etcd write) from the writes that do the work. So, given the reconcile ``workload`` (the
-manager's work queues), an Event waits while there is reconcile work, and goes out as soon as
-the queues are idle, with nothing to compete with, at full speed. An Event that has waited
+manager's work queues), an Event waits while there is reconcile work, and goes out once the
+queues have been idle for ``quiet`` seconds (1 s: a burst of a thousand creations leaves the
+queues empty for milliseconds at a time while it lasts), with nothing to compete with, at full
+speed, it and every Event after it for as long as no new work arrives. An Event that has waited
 ``max_defer`` seconds (under work that never pauses) goes out anyway, at the rate limit
 (``qps`` and ``burst``, a token bucket), so Events trail a long burst instead of waiting for
 its end. Without a workload, every Event goes at the rate limit; the limit only defers, it
@@ -56,6 +58,9 @@ class Workload(Protocol):
 
     @property
     def idle(self) -> bool: ...
+
+    @property
+    def adds(self) -> int: ...
 
     async def wait_idle(self) -> None: ...
 
@@ -107,10 +112,12 @@ class EventRecorder:
         burst: int = 1,
         workload: Workload | None = None,
         max_defer: float = 60.0,
+        quiet: float = 1.0,
     ) -> None:
         """``qps``/``burst``: the most Events sent per second, and at once, while they cannot
         wait for ``workload`` to be idle; None: no limit. ``max_defer``: the longest an Event
-        waits for the workload to be idle (see the module docstring)."""
+        waits for the workload to be idle, ``quiet`` how long it must have been idle (see
+        the module docstring)."""
         self._client = client
         self.component = component
         self.host = host
@@ -124,6 +131,10 @@ class EventRecorder:
         self._full_speed_at = max(1, int(max_queued * FULL_SPEED_AT))
         self._workload = workload
         self._max_defer = max_defer
+        self._quiet = quiet
+        # The workload's add count when it was last found quiet: while it has not moved and
+        # the queues are idle, it is still quiet (Events after the first go without waiting).
+        self._quiet_at_adds: int | None = None
         self._task: asyncio.Task[None] | None = None
         # Every event not recorded (spam filter or full queue), for tests and debugging.
         self.dropped = 0
@@ -232,16 +243,29 @@ class EventRecorder:
         """Wait until ``pending`` may go: once the workload is idle, or after ``max_defer``
         at the rate limit (see the module docstring)."""
         workload = self._workload
-        if workload is not None:
-            if not workload.idle:
-                remaining = self._max_defer - (self._clock.monotonic() - pending.recorded_at)
-                if remaining > 0:
-                    await self._first_of(workload.wait_idle(), self._clock.sleep(remaining))
-            if workload.idle:
-                return
+        if workload is not None and await self._wait_quiet(workload, pending.recorded_at + self._max_defer):
+            return
         # qsize() counts the events behind this one.
         if self._rate is not None and self._queue.qsize() + 1 < self._full_speed_at:
             await self._rate.acquire()
+
+    async def _wait_quiet(self, workload: Workload, until: float) -> bool:
+        """Until the workload has been idle for ``quiet`` seconds with nothing added (True),
+        or the monotonic time ``until`` (False)."""
+        while True:
+            if workload.idle and workload.adds == self._quiet_at_adds:
+                return True
+            self._quiet_at_adds = None
+            remaining = until - self._clock.monotonic()
+            if remaining <= 0:
+                return False
+            if not workload.idle:
+                await self._first_of(workload.wait_idle(), self._clock.sleep(remaining))
+                continue
+            adds = workload.adds
+            await self._clock.sleep(min(self._quiet, remaining))
+            if workload.idle and workload.adds == adds and self._quiet <= remaining:
+                self._quiet_at_adds = adds
 
     @staticmethod
     async def _first_of(*waits: Coroutine[Any, Any, None]) -> None:

@@ -82,6 +82,7 @@ class WorkQueue(Generic[T]):
 
     __slots__ = (
         "__weakref__",
+        "adds",
         "_clock",
         "_dirty",
         "_drain",
@@ -176,6 +177,9 @@ class WorkQueue(Generic[T]):
         self._idlers: list[asyncio.Future[None]] = []
         self._shutting_down = False
         self._drain = False
+        # Items that became dirty since the queue was made: how a waiter tells a queue that
+        # stayed idle from one that was busy and idle again meanwhile.
+        self.adds = 0
 
         self._metrics = metrics
         if metrics:
@@ -210,6 +214,7 @@ class WorkQueue(Generic[T]):
             if not low_priority and item in self._low_dirty:
                 self._promote(item)
             return
+        self.adds += 1
         if self._metrics:
             self._dirty[item] = self._now()
             self._m_adds()
@@ -506,6 +511,11 @@ class AllQueues:
     def idle(self) -> bool:
         # A queue shutting down has no more work to yield to (and wait_idle returns at once).
         return all(queue.idle or queue.shutting_down for queue in self._queues())
+
+    @property
+    def adds(self) -> int:
+        """Items that became dirty in any of the queues, ever."""
+        return sum(queue.adds for queue in self._queues())
 
     async def wait_idle(self) -> None:
         """Return once every queue is idle at the same moment."""
