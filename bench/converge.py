@@ -873,6 +873,7 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         cpu_converged = proc_stats(memop.pid)
         others.mark_end()
         watch_traffic = counter.snapshot(args.crs) if counter is not None else None
+        metrics_converged = await scrape(memop)
         # The server's profile covers convergence only, as in the floor's run, so the two compare.
         if server_profiler is not None:
             await stop_profiler(server_profiler)
@@ -951,11 +952,17 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         report["failed_requests"] = settle_requests.failed("memop")
         report["requests_counted_from"] = "the API server's request log (user agent memop/...)"
     else:
-        by_method = {
-            k: round((v - metric_by(metrics0, "rest_client_requests_total", "method").get(k, 0)) / crs, 3)
-            for k, v in metric_by(metrics_settled, "rest_client_requests_total", "method").items()
+        def by_method(metrics: Metrics) -> dict[str, float]:
+            before = metric_by(metrics0, "rest_client_requests_total", "method")
+            return {
+                k: round((v - before.get(k, 0)) / crs, 3)
+                for k, v in metric_by(metrics, "rest_client_requests_total", "method").items()
+            }
+
+        report["requests_per_cr"] = {
+            "to_converge_by_http_method": by_method(metrics_converged),
+            "to_settle_by_http_method": by_method(metrics_settled),
         }
-        report["requests_per_cr"] = {"to_settle_by_http_method": by_method}
         report["requests_counted_from"] = (
             "memop's rest_client_requests_total (by HTTP method only; Events and Leases included)"
         )
