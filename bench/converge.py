@@ -63,7 +63,9 @@ With ``--kubeconfig`` the bench uses that cluster instead of starting one (it mu
 apps/v1 Deployments with a working controller, and memop's CRD is installed if missing);
 request counts then come from memop's ``rest_client_requests_total`` and are by HTTP method
 only, Events and Leases included. Each run then uses fresh namespaces
-(``bench-<random>-<i>``), which it leaves behind.
+(``bench-<random>-<i>``), which it deletes (and waits for) before the next run.
+``--skip-settle`` stops each run at convergence (on a real cluster, readying a thousand pods
+measures its kubelets more than memop).
 """
 
 from __future__ import annotations
@@ -879,27 +881,35 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
             await stop_profiler(server_profiler)
         converge_requests = await server.requests(start_log) if server else None
 
-        await asyncio.wait_for(tracker.all_settled.wait(), args.timeout)
-        t_settled = max(tracker.settled_at.values())
-        if server:
-            await wait_quiet(server, start_log, "memop", quiet=1.0, timeout=60)
-        await wait_idle(memop, 0, timeout=60)
-        cpu_settled = proc_stats(memop.pid)
-        if profiler is not None:
-            await stop_profiler(profiler)
-        settle_log = await server.log_end() if server else 0
-        settle_requests = await server.requests(start_log) if server else None
-        metrics_settled = await scrape(memop)
+        t_settled: float | None = None
+        cpu_settled: ProcStats | None = None
+        settle_requests: RequestCounts | None = None
+        metrics_settled = metrics_converged
+        idle: dict[str, Any] | None = None
+        if not args.skip_settle:
+            await asyncio.wait_for(tracker.all_settled.wait(), args.timeout)
+            t_settled = max(tracker.settled_at.values())
+            if server:
+                await wait_quiet(server, start_log, "memop", quiet=1.0, timeout=60)
+            await wait_idle(memop, 0, timeout=60)
+            cpu_settled = proc_stats(memop.pid)
+            if profiler is not None:
+                await stop_profiler(profiler)
+            settle_log = await server.log_end() if server else 0
+            settle_requests = await server.requests(start_log) if server else None
+            metrics_settled = await scrape(memop)
 
-        idle = await idle_reconciles(
-            args,
-            client=client,
-            server=server,
-            memop=memop,
-            keys=keys,
-            metrics_before=metrics_settled,
-            log_start=settle_log,
-        )
+            idle = await idle_reconciles(
+                args,
+                client=client,
+                server=server,
+                memop=memop,
+                keys=keys,
+                metrics_before=metrics_settled,
+                log_start=settle_log,
+            )
+        elif profiler is not None:
+            await stop_profiler(profiler)
         final = proc_stats(memop.pid)
         metrics_end = await scrape(memop)
     finally:
@@ -917,7 +927,7 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
     report: dict[str, Any] = {
         "wall_seconds": round(t_converged - t0, 2),
         "creates_seconds": round(t_created - t0, 2),
-        "settle_seconds": round(t_settled - t0, 2),
+        "settle_seconds": round(t_settled - t0, 2) if t_settled is not None else None,
         "cr_to_deployment_ms": {
             "p50": percentile(latencies, 0.5),
             "p99": percentile(latencies, 0.99),
@@ -925,7 +935,7 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         },
         "memop_cpu_seconds": {
             "to_converge": round(cpu_converged.cpu_seconds - cpu0.cpu_seconds, 2),
-            "to_settle": round(cpu_settled.cpu_seconds - cpu0.cpu_seconds, 2),
+            "to_settle": round(cpu_settled.cpu_seconds - cpu0.cpu_seconds, 2) if cpu_settled else None,
             "startup": cpu0.cpu_seconds,
             "process_total": final.cpu_seconds,
         },
@@ -952,6 +962,7 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         report["failed_requests"] = settle_requests.failed("memop")
         report["requests_counted_from"] = "the API server's request log (user agent memop/...)"
     else:
+
         def by_method(metrics: Metrics) -> dict[str, float]:
             before = metric_by(metrics0, "rest_client_requests_total", "method")
             return {
@@ -1095,10 +1106,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             with tempfile.TemporaryDirectory(prefix="memop-bench-") as tmp:
                 async with cluster(args, Path(tmp)) as where:
                     await create_namespaces(where.client, namespaces)
-                    if mode == "memop":
-                        runs[mode].append(await run_memop(args, where, namespaces))
-                    else:
-                        runs[mode].append(await run_floor(args, where, namespaces))
+                    try:
+                        if mode == "memop":
+                            runs[mode].append(await run_memop(args, where, namespaces))
+                        else:
+                            runs[mode].append(await run_floor(args, where, namespaces))
+                    finally:
+                        if args.kubeconfig:
+                            await remove_namespaces(where.client, namespaces, args.timeout)
     report: dict[str, Any] = {
         "benchmark": "converge",
         "crs": args.crs,
@@ -1136,9 +1151,30 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+async def remove_namespaces(client: Client, namespaces: Sequence[str], timeout: float) -> None:
+    """Delete a run's namespaces from a real cluster and wait until they are gone, so the next
+    run does not share the cluster with a thousand leftover Deployments and pods. memop is
+    stopped by then: the bench removes the finalizers itself."""
+    for namespace in namespaces:
+        items, _ = await client.list_all(MEMCACHEDS, namespace)
+        for item in items:
+            with contextlib.suppress(ApiError):
+                await client.patch(
+                    MEMCACHEDS, item["metadata"]["name"], {"metadata": {"finalizers": None}}, namespace
+                )
+        with contextlib.suppress(ApiError):
+            await client.delete(NAMESPACES, namespace)
+
+    async def gone() -> bool:
+        remaining, _ = await client.list_all(NAMESPACES)
+        return not {n["metadata"]["name"] for n in remaining} & set(namespaces)
+
+    await wait_for(gone, timeout=timeout, interval=1.0)
+
+
 def bench_namespaces(args: argparse.Namespace) -> list[str]:
     """The run's namespaces: fresh names on a cluster that outlives the run (``--kubeconfig``),
-    where they are left behind (deleting Memcacheds needs memop to remove its finalizer)."""
+    removed after each run (:func:`remove_namespaces`)."""
     prefix = f"bench-{secrets.token_hex(3)}" if args.kubeconfig else "bench"
     return [f"{prefix}-{i}" for i in range(args.namespaces)]
 
@@ -1221,6 +1257,12 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="give up after this many seconds per stage"
+    )
+    parser.add_argument(
+        "--skip-settle",
+        action="store_true",
+        help="stop at convergence: no wait for every pod to be ready, no idle figures (on a real "
+        "cluster, readying a thousand pods can take minutes that measure its kubelets, not memop)",
     )
     parser.add_argument(
         "--count-watch-events",

@@ -56,6 +56,7 @@ from converge import (
     metric_sum,
     plan,
     proc_stats,
+    remove_namespaces,
     scrape,
     wait_watching,
 )
@@ -186,6 +187,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             finally:
                 await memop.stop()
                 await tracker.stop()
+                if args.kubeconfig:
+                    await remove_namespaces(client, namespaces, args.timeout)
 
     down_for = down.answered_at - down.down_at
     return {
