@@ -66,7 +66,7 @@ async def test_create_sets_server_metadata(http: Http, namespace: str) -> None:
     assert entry["manager"] == "memop-test"
     assert entry["operation"] == "Update"
     assert entry["fieldsType"] == "FieldsV1"
-    assert entry["fieldsV1"]["f:data"] == {"f:k": {}}
+    assert entry["fieldsV1"]["f:data"] == {".": {}, "f:k": {}}  # the map is new: "." owns it
 
 
 async def test_manager_defaults_to_the_user_agent_product(http: Http, namespace: str) -> None:

@@ -47,6 +47,10 @@ async def test_a_new_namespace_gets_a_kube_root_ca_crt(http: Http, namespace: st
         "Update",
         "v1",
     )
+    assert entry["fieldsV1"] == {
+        "f:data": {".": {}, "f:ca.crt": {}},
+        "f:metadata": {"f:annotations": {".": {}, "f:kubernetes.io/description": {}}},
+    }
     # A list of the namespace's ConfigMaps finds it: no namespace is empty.
     listed = await http.get(f"/api/v1/namespaces/{namespace}/configmaps")
     assert ROOT_CA in [i["metadata"]["name"] for i in listed.body["items"]]

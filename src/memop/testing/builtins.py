@@ -207,10 +207,9 @@ def default_pod_spec(spec: Any) -> None:
 def default_pod_template(template: Any) -> None:
     if not isinstance(template, dict):
         return
-    metadata = template.setdefault("metadata", {})
-    if isinstance(metadata, dict):
-        # The typed ObjectMeta of 1.32 serialises an unset creationTimestamp as null.
-        metadata.setdefault("creationTimestamp", None)
+    # An empty ObjectMeta, as v1.36 serialises it (its creationTimestamp is omitzero; 1.32 wrote
+    # null).
+    template.setdefault("metadata", {})
     default_pod_spec(template.setdefault("spec", {}))
 
 

@@ -774,7 +774,8 @@ class Store:
         meta["creationTimestamp"] = self._now()
         if strategy.generation:
             meta["generation"] = 1
-        present = _scoped(managedfields.fields_of(obj), rtype, None)
+        builtin = strategy.builtin
+        zero = managedfields.zero_value(storage.rtype.group, storage.rtype.kind)
         _set_managed(
             meta,
             managedfields.update_entries(
@@ -783,8 +784,8 @@ class Store:
                 api_version=rtype.api_version,
                 subresource=None,
                 when=meta["creationTimestamp"],
-                changed=present,
-                present=present,
+                changed=_scoped(managedfields.changed_fields(zero, obj, builtin=builtin), rtype, None),
+                present=_scoped(managedfields.fields_of(obj, builtin=builtin), rtype, None),
             ),
         )
         if dry_run:
@@ -932,8 +933,10 @@ class Store:
                 api_version=rtype.api_version,
                 subresource=subresource,
                 when=self._now(),
-                changed=_scoped(managedfields.changed_fields(old, new), rtype, subresource),
-                present=managedfields.fields_of(new),
+                changed=_scoped(
+                    managedfields.changed_fields(old, new, builtin=strategy.builtin), rtype, subresource
+                ),
+                present=managedfields.fields_of(new, builtin=strategy.builtin),
             ),
         )
         if dry_run:
