@@ -30,14 +30,17 @@ def summary(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 async def test_watch_replays_changes_after_a_resource_version(http: Http, namespace: str) -> None:
-    start = (await http.post(cm_path(namespace), {"metadata": {"name": "a"}})).body["metadata"][
-        "resourceVersion"
-    ]
-    await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
-    await http.put(cm_path(namespace, "a"), {"metadata": {"name": "a"}, "data": {"x": "1"}})
+    start = (await http.post(cm_path(namespace), {"metadata": {"name": "a", "labels": MINE}})).body[
+        "metadata"
+    ]["resourceVersion"]
+    await http.post(cm_path(namespace), {"metadata": {"name": "b", "labels": MINE}})
+    await http.put(cm_path(namespace, "a"), {"metadata": {"name": "a", "labels": MINE}, "data": {"x": "1"}})
     b_last = (await http.get(cm_path(namespace, "b"))).body
     await http.delete(cm_path(namespace, "b"))
-    async with http.watch(cm_path(namespace), {"resourceVersion": start}) as stream:
+    # Selected: what the cluster publishes into a new namespace may come after start.
+    async with http.watch(
+        cm_path(namespace), {"resourceVersion": start, "labelSelector": "test=mine"}
+    ) as stream:
         assert stream.status == 200
         events = await stream.take(3)
         assert summary(events) == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
@@ -47,7 +50,7 @@ async def test_watch_replays_changes_after_a_resource_version(http: Http, namesp
         deleted = events[2]["object"]
         assert int(deleted["metadata"]["resourceVersion"]) > int(b_last["metadata"]["resourceVersion"])
         assert deleted["metadata"]["uid"] == b_last["metadata"]["uid"]
-        await http.post(cm_path(namespace), {"metadata": {"name": "c"}})
+        await http.post(cm_path(namespace), {"metadata": {"name": "c", "labels": MINE}})
         live = await stream.next_not_bookmark()
         assert live is not None
         assert summary([live]) == [("ADDED", "c")]
@@ -71,17 +74,20 @@ async def test_watch_is_scoped_to_its_namespace(http: Http, namespace: str, clus
     await http.post("/api/v1/namespaces", {"metadata": {"name": other}})
     try:
         rv = (await http.get(cm_path(namespace))).body["metadata"]["resourceVersion"]
+        # Selected by label too: the cluster publishes its own ConfigMaps into new namespaces
+        # (kube-root-ca.crt), maybe after rv.
+        mine = {"resourceVersion": rv, "labelSelector": "test=mine"}
         async with (
-            http.watch(cm_path(namespace), {"resourceVersion": rv}) as scoped,
+            http.watch(cm_path(namespace), mine) as scoped,
             http.watch(
-                "/api/v1/configmaps", {"resourceVersion": rv, "fieldSelector": f"metadata.namespace={other}"}
+                "/api/v1/configmaps", {**mine, "fieldSelector": f"metadata.namespace={other}"}
             ) as everywhere,
         ):
-            await http.post(cm_path(other), {"metadata": {"name": "elsewhere"}})
-            await http.post(cm_path(namespace), {"metadata": {"name": "here"}})
-            mine = await scoped.next_not_bookmark()
-            assert mine is not None
-            assert summary([mine]) == [("ADDED", "here")]
+            await http.post(cm_path(other), {"metadata": {"name": "elsewhere", "labels": MINE}})
+            await http.post(cm_path(namespace), {"metadata": {"name": "here", "labels": MINE}})
+            here = await scoped.next_not_bookmark()
+            assert here is not None
+            assert summary([here]) == [("ADDED", "here")]
             theirs = await everywhere.next_not_bookmark()
             assert theirs is not None
             assert summary([theirs]) == [("ADDED", "elsewhere")]
@@ -128,7 +134,9 @@ async def test_watch_of_one_object_by_name(http: Http, namespace: str) -> None:
 async def test_timeout_seconds_ends_the_stream_cleanly(http: Http, namespace: str) -> None:
     rv = (await http.get(cm_path(namespace))).body["metadata"]["resourceVersion"]
     started = time.monotonic()
-    async with http.watch(cm_path(namespace), {"resourceVersion": rv, "timeoutSeconds": 1}) as stream:
+    # Selected: nothing the test makes, not even what the cluster may still publish there.
+    query = {"resourceVersion": rv, "timeoutSeconds": 1, "labelSelector": "test=mine"}
+    async with http.watch(cm_path(namespace), query) as stream:
         assert await stream.next_not_bookmark(timeout=10) is None
     assert time.monotonic() - started < 5
 
@@ -212,10 +220,9 @@ async def test_a_watch_from_before_the_watch_cache_began_is_expired(http: Http, 
             assert 1 < int(match[1]) < int(created["metadata"]["resourceVersion"])
             assert await stream.next() is None
     # From a version inside the window (the create's), the watch works.
-    async with http.watch(
-        cm_path(namespace), {"resourceVersion": created["metadata"]["resourceVersion"]}
-    ) as s:
-        await http.post(cm_path(namespace), {"metadata": {"name": "b"}})
+    since = {"resourceVersion": created["metadata"]["resourceVersion"], "labelSelector": "test=mine"}
+    async with http.watch(cm_path(namespace), since) as s:
+        await http.post(cm_path(namespace), {"metadata": {"name": "b", "labels": MINE}})
         event = await s.next_not_bookmark()
         assert event is not None
         assert summary([event]) == [("ADDED", "b")]
