@@ -354,13 +354,15 @@ async def test_a_pod_image_must_not_have_surrounding_whitespace(http: Http, name
         content_type="application/strategic-merge-patch+json",
     )
     assert patched.status == 422, patched.body
-    assert patched.body["details"]["causes"] == [
-        {
-            "reason": "FieldValueInvalid",
-            "message": 'Invalid value: "memcached:1.6\\t": must not have leading or trailing whitespace',
-            "field": "spec.containers[0].image",
-        }
-    ]
+    whitespace = {
+        "reason": "FieldValueInvalid",
+        "message": 'Invalid value: "memcached:1.6\\t": must not have leading or trailing whitespace',
+        "field": "spec.containers[0].image",
+    }
+    # An update checks the images twice (the pod-only checks, then ValidateContainerUpdates): a
+    # v1.36 server lists the cause twice and its message, an aggregate, once.
+    assert patched.body["details"]["causes"] == [whitespace, whitespace]
+    assert patched.body["message"] == f'Pod "p" is invalid: spec.containers[0].image: {whitespace["message"]}'
 
     body = deployment("web", image=" memcached:1.6 ")
     body["spec"]["replicas"] = 0  # no pods: a real ReplicaSet controller could not create them
@@ -582,14 +584,14 @@ async def test_status_writes_are_owned_separately(http: Http, namespace: str) ->
 async def test_quantities_come_back_canonical(http: Http, namespace: str) -> None:
     body = deployment("web")
     body["spec"]["template"]["spec"]["containers"][0]["resources"] = {
-        "limits": {"cpu": "1000m", "memory": "2048Ki"},
+        "limits": {"cpu": "1000m", "memory": "2048Mi"},
         "requests": {"cpu": 0.5, "memory": "1.5Gi"},
     }
     created = await http.post(deploy_path(namespace), body)
     assert created.status == 201, created.body
     resources = created.body["spec"]["template"]["spec"]["containers"][0]["resources"]
     assert resources == {
-        "limits": {"cpu": "1", "memory": "2Mi"},
+        "limits": {"cpu": "1", "memory": "2Gi"},
         "requests": {"cpu": "500m", "memory": "1536Mi"},
     }
     body["metadata"]["name"] = "bad"
@@ -602,7 +604,61 @@ async def test_quantities_come_back_canonical(http: Http, namespace: str) -> Non
     )
 
 
+async def test_requests_may_not_exceed_limits(http: Http, namespace: str) -> None:
+    """validateResourceRequirements, for pod templates as for pods: a request above its limit is
+    422, printed in canonical form; an extended resource must request exactly its limit."""
+    body = deployment("web")
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"cpu": "1"}, "requests": {"cpu": "2000m"}}
+    reply = await http.post(deploy_path(namespace), body)
+    assert reply.status == 422, reply.body
+    assert reply.body["message"] == (
+        'Deployment.apps "web" is invalid: spec.template.spec.containers[0].resources.requests: '
+        'Invalid value: "2": must be less than or equal to cpu limit of 1'
+    )
+    assert reply.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "2": must be less than or equal to cpu limit of 1',
+            "field": "spec.template.spec.containers[0].resources.requests",
+        }
+    ]
+    container["resources"] = {"limits": {"example.com/gpu": "2"}, "requests": {"example.com/gpu": "1"}}
+    extended = await http.post(deploy_path(namespace), body)
+    assert extended.status == 422, extended.body
+    assert extended.body["details"]["causes"][0]["message"] == (
+        'Invalid value: "1": must be equal to example.com/gpu limit of 2'
+    )
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "busybox:1.36",
+                    "resources": {"limits": {"memory": "1Gi"}, "requests": {"memory": "2Gi"}},
+                }
+            ]
+        },
+    }
+    refused = await http.post(f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert refused.status == 422, refused.body
+    assert refused.body["message"] == (
+        'Pod "p" is invalid: spec.containers[0].resources.requests: Invalid value: "2Gi": '
+        "must be less than or equal to memory limit of 1Gi"
+    )
+    container["resources"] = {
+        "limits": {"cpu": "1", "memory": "1Gi"},
+        "requests": {"cpu": "1", "memory": "512Mi"},
+    }
+    assert (await http.post(deploy_path(namespace), body)).status == 201
+
+
 async def test_times_come_back_in_their_typed_form(http: Http, namespace: str) -> None:
+    """metav1.MicroTime takes exactly six fractional digits, metav1.Time any fraction (dropped),
+    both a Z or ±hh:mm zone; both come back in UTC. Anything else does not decode: 400 with Go's
+    own time.Parse error (measured on v1.36)."""
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
     lease = {
         "metadata": {"name": "leader"},
         "spec": {

@@ -91,12 +91,20 @@ async def test_strategic_merge_patch_merges_containers_by_name(http: Http, names
 async def test_unsupported_patch_type_is_415(http: Http, namespace: str) -> None:
     await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
     reply = await http.request("PATCH", cm_path(namespace, "a"), body=b"data: {}", content_type="text/plain")
+    # A built-in resource's route refuses a media type no patch has before the patch handler
+    # runs: go-restful's bare answer, as v1.36 gives it. (A custom resource's handler lists the
+    # patch types it takes: test_apiserver_crd.)
     assert reply.status == 415
-    assert reply.body["reason"] == "UnsupportedMediaType"
-    assert reply.body["message"].startswith(
-        "the body of the request was in an unknown format - accepted media types include: "
-        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
-    )
+    assert reply.body == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "415: Unsupported Media Type",
+        "reason": "UnsupportedMediaType",
+        "details": {},
+        "code": 415,
+    }
 
 
 @pytest.mark.fake_only

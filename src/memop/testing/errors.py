@@ -156,10 +156,12 @@ def invalid(group: str, kind: str, name: str, errors: Iterable[FieldErrorLike]) 
     details["kind"] = kind
     details["causes"] = causes
     what = f'{qualified(group, kind)} "{name}" is invalid'
-    if len(errs) == 1:
-        what += f": {errs[0].message}"
-    elif errs:
-        what += ": [" + ", ".join(e.message for e in errs) + "]"
+    # The message is ErrorList.ToAggregate(): each distinct error once (the causes keep them all).
+    messages = list(dict.fromkeys(e.message for e in errs))
+    if len(messages) == 1:
+        what += f": {messages[0]}"
+    elif messages:
+        what += ": [" + ", ".join(messages) + "]"
     return ApiError(422, "Invalid", what, details)
 
 

@@ -458,9 +458,7 @@ class ApiServer:
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
             patch_type = content_type.split(";", 1)[0].strip().lower()
-            accepted = store.accepted_patch_types(served)
-            if patch_type not in accepted:
-                raise unsupported_media_type(accepted)
+            store.check_patch_type(served, patch_type)
             raw = await request.read()
             entry = store.write_patch(
                 served,
@@ -520,9 +518,7 @@ class ApiServer:
             )
         if info.verb == "patch":
             patch_type = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-            accepted = store.accepted_patch_types(served)
-            if patch_type not in accepted:
-                raise unsupported_media_type(accepted)
+            store.check_patch_type(served, patch_type)
             raw = await request.read()
             return self._entry_response(
                 store.write_scale(
