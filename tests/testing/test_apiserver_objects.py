@@ -664,23 +664,86 @@ async def test_times_come_back_in_their_typed_form(http: Http, namespace: str) -
         "spec": {
             "holderIdentity": "a",
             "leaseDurationSeconds": 15,
-            "renewTime": "2024-01-01T01:00:00.5+01:00",
+            "renewTime": "2024-01-01T01:00:00.500000+01:00",
         },
     }
-    created = await http.post(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", lease)
+    created = await http.post(leases, lease)
     assert created.status == 201, created.body
     assert created.body["spec"]["renewTime"] == "2024-01-01T00:00:00.500000Z"  # MicroTime
-    event = {
-        "metadata": {"name": "e"},
-        "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace},
-        "reason": "R",
-        "firstTimestamp": "2024-01-01T00:00:00.750Z",
+    refused = {
+        "2024-01-01T01:00:00.5+01:00": 'cannot parse ".5+01:00" as ".000000"',
+        "2024-01-01T00:00:00Z": 'cannot parse "Z" as ".000000"',
+        "2024-01-01T00:00:00.1234567Z": 'cannot parse "7Z" as "Z07:00"',
     }
-    made = await http.post(f"/api/v1/namespaces/{namespace}/events", event)
-    assert made.body["firstTimestamp"] == "2024-01-01T00:00:00Z"  # Time: whole seconds
-    bad = await http.post(
-        f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
-        {"metadata": {"name": "x"}, "spec": {"renewTime": "yesterday"}},
+    for stamp, why in refused.items():
+        bad = await http.post(leases, {"metadata": {"name": "x"}, "spec": {"renewTime": stamp}})
+        assert bad.status == 400, (stamp, bad.body)
+        assert bad.body["message"] == (
+            f'Lease in version "v1" cannot be handled as a Lease: parsing time "{stamp}" as '
+            f'"2006-01-02T15:04:05.000000Z07:00": {why}'
+        )
+    events = f"/api/v1/namespaces/{namespace}/events"
+    accepted = ("2024-01-01T00:00:00.750Z", "2024-01-01T01:00:00.5+01:00", "2024-01-01T01:00:00+01:00")
+    for i, stamp in enumerate(accepted):
+        event = {
+            "metadata": {"name": f"e{i}"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace},
+            "reason": "R",
+            "firstTimestamp": stamp,
+        }
+        made = await http.post(events, event)
+        assert made.status == 201, made.body
+        assert made.body["firstTimestamp"] == "2024-01-01T00:00:00Z"  # Time: UTC, whole seconds
+    refused = {
+        "2024-01-01T00:00:00z": ': cannot parse "z" as "Z07:00"',
+        "2024-01-01T00:00:00": ': cannot parse "" as "Z07:00"',
+        "2024-01-01T00:00:00+0100": ': cannot parse "+0100" as "Z07:00"',
+        "yesterday": ': cannot parse "yesterday" as "2006"',
+        "2024-02-30T00:00:00Z": None,  # day out of range
+    }
+    for stamp, why in refused.items():
+        event = {
+            "metadata": {"name": "x"},
+            "involvedObject": {"kind": "Pod", "name": "p"},
+            "firstTimestamp": stamp,
+        }
+        bad = await http.post(events, event)
+        assert bad.status == 400, (stamp, bad.body)
+        layout = ' as "2006-01-02T15:04:05Z07:00"' + why if why else ": day out of range"
+        assert bad.body["message"] == (
+            f'Event in version "v1" cannot be handled as a Event: parsing time "{stamp}"{layout}'
+        )
+
+
+async def test_condition_times_and_object_meta_times_are_typed_too(http: Http, namespace: str) -> None:
+    """A Time in a typed status (a Deployment's conditions) is kept in UTC whole seconds; one in
+    ObjectMeta is parsed too, so a bad creationTimestamp fails decoding even though the server
+    sets its own."""
+    created = await http.post(deploy_path(namespace), deployment("web"))
+    assert created.status == 201, created.body
+    condition = {
+        "type": "Probe",
+        "status": "True",
+        "lastUpdateTime": "2024-01-01T01:00:00+01:00",
+        "lastTransitionTime": "2024-01-01T01:00:00.5+01:00",
+    }
+    patched = await http.patch(
+        deploy_path(namespace, "web") + "/status", {"status": {"conditions": [condition]}}
     )
+    assert patched.status == 200, patched.body
+    [stored] = [c for c in patched.body["status"]["conditions"] if c["type"] == "Probe"]
+    assert (stored["lastUpdateTime"], stored["lastTransitionTime"]) == (
+        "2024-01-01T00:00:00Z",
+        "2024-01-01T00:00:00Z",
+    )
+    offset = await http.post(
+        cm_path(namespace), {"metadata": {"name": "a", "creationTimestamp": "2024-01-01T01:00:00.5+01:00"}}
+    )
+    assert offset.status == 201, offset.body
+    assert offset.body["metadata"]["creationTimestamp"] != "2024-01-01T00:00:00Z"  # the server's own
+    bad = await http.post(cm_path(namespace), {"metadata": {"name": "b", "creationTimestamp": "yesterday"}})
     assert bad.status == 400
-    assert bad.body["message"].startswith('Lease in version "v1" cannot be handled as a Lease: parsing time')
+    assert bad.body["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: parsing time "yesterday" as '
+        '"2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"'
+    )

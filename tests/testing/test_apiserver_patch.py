@@ -159,3 +159,53 @@ async def test_status_patch_ignores_spec(http: Http, namespace: str) -> None:
     assert reply.body["spec"]["replicas"] == 1
     assert reply.body["status"]["replicas"] == 7
     assert reply.body["metadata"]["generation"] == 1
+
+
+async def test_a_patch_whose_result_does_not_decode_is_422_on_the_field_patch(
+    http: Http, namespace: str
+) -> None:
+    """A typed field of the wrong JSON type: a create or update does not decode (400); a patch
+    that makes one is 422 Invalid on the field "patch", of no kind and no name, showing the
+    patched object with encoding/json's error, or (strategic merge) the patch itself with the
+    unstructured converter's error. Measured on v1.36."""
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    assert (await http.post(path, deployment("web"))).status == 201
+    json_error = (
+        "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+    )
+    for content_type, patch in (
+        (MERGE, {"spec": {"replicas": "x"}}),
+        (JSON_PATCH, [{"op": "replace", "path": "/spec/replicas", "value": "x"}]),
+    ):
+        reply = await http.patch(f"{path}/web", patch, content_type=content_type)
+        assert reply.status == 422, reply.body
+        assert reply.body["reason"] == "Invalid"
+        # The patched object, as the server encoded it, is not something to compare byte for byte.
+        assert reply.body["message"].startswith(' "" is invalid: patch: Invalid value: "{\\"apiVersion\\":')
+        assert reply.body["message"].endswith(f'": {json_error}')
+        [cause] = reply.body["details"]["causes"]
+        assert set(reply.body["details"]) == {"causes"}
+        assert (cause["reason"], cause["field"]) == ("FieldValueInvalid", "patch")
+        assert cause["message"].endswith(f'": {json_error}')
+    strategic = (
+        ({"spec": {"replicas": 2.5}}, '"map[spec:map[replicas:2.5]]": cannot convert float64 to int32'),
+        (
+            {"metadata": {"labels": {"a": "b"}}, "spec": {"replicas": "x", "paused": False}},
+            '"map[metadata:map[labels:map[a:b]] spec:map[paused:false replicas:x]]": '
+            "unrecognized type: int32",
+        ),
+    )
+    for patch, why in strategic:
+        reply = await http.patch(f"{path}/web", patch, content_type=STRATEGIC)
+        assert reply.status == 422, reply.body
+        assert reply.body["message"] == f' "" is invalid: patch: Invalid value: {why}'
+    # Nothing was written.
+    assert (await http.get(f"{path}/web")).body["spec"]["replicas"] == 1
+    body = deployment("bad")
+    body["spec"]["replicas"] = "x"
+    created = await http.post(path, body)
+    assert created.status == 400
+    assert (
+        created.body["message"]
+        == f'Deployment in version "v1" cannot be handled as a Deployment: {json_error}'
+    )

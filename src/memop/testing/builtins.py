@@ -9,7 +9,6 @@ owns exclusively (decoded request bodies or fresh copies).
 
 from __future__ import annotations
 
-import datetime
 import ipaddress
 import re
 import zlib
@@ -17,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memop.runtime.labels import InvalidSelectorError, Selector
-from memop.testing.errors import bad_request
+from memop.testing.errors import DecodeError
 from memop.testing.objects import (
     JsonDict,
     dns1123_subdomain_errors,
@@ -33,6 +32,7 @@ from memop.testing.quantity import parse as parse_quantity
 from memop.testing.resources import ResourceType
 from memop.testing.schema import FieldError, go_json, go_quote
 from memop.testing.strategy import Strategy
+from memop.testing.times import TimeFormatError
 
 if TYPE_CHECKING:
     from memop.testing.store import Store
@@ -45,47 +45,84 @@ class BuiltinStrategy(Strategy):
 
 
 def _decoding(rtype: ResourceType, default: Callable[[], None]) -> None:
-    """Run typed defaulting; a malformed quantity or time fails decoding with 400, as in Kubernetes."""
+    """Run typed defaulting; a malformed quantity, time or number fails decoding with 400, as in
+    Kubernetes."""
     try:
         default()
-    except (QuantityError, TimeFormatError) as error:
-        kind, version = rtype.kind, rtype.version
-        raise bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {error}') from None
+    except (QuantityError, TimeFormatError, FieldTypeError) as error:
+        converter = error.converter_detail if isinstance(error, FieldTypeError) else None
+        raise DecodeError(rtype.kind, rtype.version, str(error), converter) from None
 
 
-class TimeFormatError(ValueError):
-    """A metav1.Time/MicroTime field that is not RFC 3339; the message is Go's parse error."""
+class FieldTypeError(ValueError):
+    """A typed field holds JSON of another type. The message is encoding/json's error; a
+    strategic merge patch meets the unstructured converter, which words it differently."""
+
+    def __init__(self, message: str, converter_detail: str) -> None:
+        super().__init__(message)
+        self.converter_detail = converter_detail
 
 
-_RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+_INT_RANGES = {"int32": 2**31, "int64": 2**63}
 
 
-def canonical_time(value: Any, *, micro: bool) -> Any:
-    """A timestamp as the typed field serialises it: UTC, whole seconds (metav1.Time) or six
-    fractional digits (metav1.MicroTime). None stays None."""
-    if value is None:
-        return None
-    match = _RFC3339.match(value) if isinstance(value, str) else None
-    if match is None:
-        raise TimeFormatError(
-            f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": cannot parse "{value}" as "2006"'
-        )
-    base, fraction, zone = match.groups()
-    stamp = datetime.datetime.fromisoformat(base + (zone if zone != "Z" else "+00:00"))
-    micros = int(((fraction or ".0")[1:] + "000000")[:6])
-    stamp = stamp.astimezone(datetime.UTC).replace(microsecond=micros)
-    if micro:
-        return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+_DEPLOYMENT_INTEGERS = (
+    (
+        "DeploymentSpec",
+        "spec",
+        ("replicas", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"),
+        "int32",
+    ),
+    ("DeploymentStatus", "status", ("observedGeneration",), "int64"),
+    (
+        "DeploymentStatus",
+        "status",
+        ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"),
+        "int32",
+    ),
+    ("DeploymentStatus", "status", ("terminatingReplicas", "collisionCount"), "int32"),
+)
+_REPLICASET_INTEGERS = (
+    ("ReplicaSetSpec", "spec", ("replicas", "minReadySeconds"), "int32"),
+    (
+        "ReplicaSetStatus",
+        "status",
+        ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas"),
+        "int32",
+    ),
+    ("ReplicaSetStatus", "status", ("observedGeneration",), "int64"),
+)
 
 
-def _normalize_times(obj: JsonDict, paths: tuple[tuple[str, ...], ...], *, micro: bool) -> None:
-    for path in paths:
-        parent: Any = obj
-        for key in path[:-1]:
-            parent = parent.get(key) if isinstance(parent, dict) else None
-        if isinstance(parent, dict) and path[-1] in parent:
-            parent[path[-1]] = canonical_time(parent[path[-1]], micro=micro)
+def check_integers(obj: Mapping[str, Any], fields: tuple[tuple[str, str, tuple[str, ...], str], ...]) -> None:
+    """Raise FieldTypeError for the first of ``fields`` (Go struct, JSON object key, its integer
+    fields, Go type) that holds anything but an integer of the type's range, or null."""
+    for struct, key, names, go_type in fields:
+        section = obj.get(key)
+        if not isinstance(section, dict):
+            continue
+        for name in names:
+            value = section.get(name)
+            if value is None or (
+                isinstance(value, int)
+                and not isinstance(value, bool)
+                and -_INT_RANGES[go_type] <= value < _INT_RANGES[go_type]
+            ):
+                continue
+            if isinstance(value, bool):
+                shown = "bool"
+            elif isinstance(value, int | float):
+                shown = f"number {value}"
+            else:
+                shown = (
+                    "string" if isinstance(value, str) else "array" if isinstance(value, list) else "object"
+                )
+            fraction = isinstance(value, float) and not value.is_integer()
+            raise FieldTypeError(
+                f"json: cannot unmarshal {shown} into Go struct field {struct}.{key}.{name} of type "
+                f"{go_type}",
+                f"cannot convert float64 to {go_type}" if fraction else f"unrecognized type: {go_type}",
+            )
 
 
 NAMESPACES = ResourceType("", "v1", "namespaces", "Namespace", False, "namespace", ("ns",), has_status=True)
@@ -429,6 +466,7 @@ class NamespaceStrategy(BuiltinStrategy):
     strategic_merge = True
     label_names = True
     core_field_labels = True
+    times = (("status", "conditions", "*", "lastTransitionTime"),)
 
     def field_labels(self) -> Mapping[str, str]:
         return {"status.phase": "status.phase"}
@@ -461,9 +499,23 @@ class NamespaceStrategy(BuiltinStrategy):
             spec["finalizers"] = old_finalizers
 
 
+_CONTAINER_STATES = tuple(
+    (*statuses, "*", state, phase, stamp)
+    for statuses in (("status", "containerStatuses"), ("status", "initContainerStatuses"))
+    for state in ("state", "lastState")
+    for phase, stamp in (("running", "startedAt"), ("terminated", "startedAt"), ("terminated", "finishedAt"))
+)
+
+
 class PodStrategy(BuiltinStrategy):
     # Pods have no metadata.generation before Kubernetes 1.33.
     generation = False
+    times = (
+        ("status", "startTime"),
+        ("status", "conditions", "*", "lastProbeTime"),
+        ("status", "conditions", "*", "lastTransitionTime"),
+        *_CONTAINER_STATES,
+    )
     unconditional_update = True
     return_deleted_object = True
     strategic_merge = True
@@ -543,21 +595,22 @@ class LeaseStrategy(BuiltinStrategy):
     unconditional_update = False
     strategic_merge = True
 
-    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
-        _decoding(
-            rtype, lambda: _normalize_times(obj, (("spec", "acquireTime"), ("spec", "renewTime")), micro=True)
-        )
-        return obj
+    micro_times = (("spec", "acquireTime"), ("spec", "renewTime"))
 
 
 class DeploymentStrategy(BuiltinStrategy):
     unconditional_update = True
     strategic_merge = True
+    times = (
+        ("status", "conditions", "*", "lastUpdateTime"),
+        ("status", "conditions", "*", "lastTransitionTime"),
+    )
 
     def scale_paths(self, rtype: ResourceType) -> tuple[str, str, str | None] | None:
         return ("spec.replicas", "status.replicas", None)
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        _decoding(rtype, lambda: check_integers(obj, _DEPLOYMENT_INTEGERS))
         spec = obj.setdefault("spec", {})
         if not isinstance(spec, dict):
             return obj
@@ -597,6 +650,7 @@ class DeploymentStrategy(BuiltinStrategy):
 class ReplicaSetStrategy(BuiltinStrategy):
     unconditional_update = True
     strategic_merge = True
+    times = (("status", "conditions", "*", "lastTransitionTime"),)
 
     def scale_paths(self, rtype: ResourceType) -> tuple[str, str, str | None] | None:
         return ("spec.replicas", "status.replicas", None)
@@ -605,6 +659,7 @@ class ReplicaSetStrategy(BuiltinStrategy):
         return {"status.replicas": "status.replicas"}
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        _decoding(rtype, lambda: check_integers(obj, _REPLICASET_INTEGERS))
         spec = obj.setdefault("spec", {})
         if isinstance(spec, dict):
             spec.setdefault("replicas", 1)
@@ -696,12 +751,10 @@ class EventStrategy(BuiltinStrategy):
             labels[f"regarding.{sub}"] = f"involvedObject.{sub}"
         return labels
 
-    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
-        def times() -> None:
-            _normalize_times(obj, (("eventTime",), ("series", "lastObservedTime")), micro=True)
-            _normalize_times(obj, (("firstTimestamp",), ("lastTimestamp",)), micro=False)
+    times = (("firstTimestamp",), ("lastTimestamp",))
+    micro_times = (("eventTime",), ("series", "lastObservedTime"))
 
-        _decoding(rtype, times)
+    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         # Non-omitempty fields of the typed core/v1 Event.
         obj.setdefault("involvedObject", {})
         obj.setdefault("source", {})
@@ -1086,6 +1139,7 @@ class ServiceStrategy(BuiltinStrategy):
     unconditional_update = True
     return_deleted_object = True
     strategic_merge = True
+    times = (("status", "conditions", "*", "lastTransitionTime"),)
 
     def name_errors(self, name: str) -> list[str]:
         return dns1035_label_errors(name)
@@ -1326,6 +1380,7 @@ def _int_or_percent_errors(path: str, value: Any) -> list[FieldError]:
 class PodDisruptionBudgetStrategy(BuiltinStrategy):
     unconditional_update = True
     strategic_merge = True
+    times = (("status", "conditions", "*", "lastTransitionTime"),)
 
     def initial_status(self, obj: JsonDict) -> Any:
         return {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}

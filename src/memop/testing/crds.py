@@ -75,6 +75,7 @@ class CustomResourceDefinitionStrategy(Strategy):
 
     builtin = True
     strategic_merge = True
+    times = (("status", "conditions", "*", "lastTransitionTime"),)
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         spec = obj.get("spec")

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from memop.testing.schema import go_quote
+
 OPTIMISTIC_LOCK_MESSAGE = (
     "the object has been modified; please apply your changes to the latest version and try again"
 )
@@ -168,6 +170,32 @@ def invalid(group: str, kind: str, name: str, errors: Iterable[FieldErrorLike]) 
 def bad_request(message: str) -> ApiError:
     """400 BadRequest with the given message and no details."""
     return ApiError(400, "BadRequest", message)
+
+
+class DecodeError(ApiError):
+    """400: the body does not decode into the kind's typed object. ``detail`` is the decoder's
+    own error, which a PATCH reports differently (see :func:`patch_invalid`)."""
+
+    def __init__(self, kind: str, version: str, detail: str, converter_detail: str | None = None) -> None:
+        super().__init__(
+            400, "BadRequest", f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}'
+        )
+        self.detail = detail
+        # What the unstructured converter says instead, where a strategic merge patch meets it.
+        self.converter_detail = converter_detail or detail
+
+
+def patch_invalid(shown: str, detail: str) -> ApiError:
+    """422 for a patch whose result does not decode: kube-apiserver reports the patched object
+    (or, for a strategic merge patch, the patch) as an invalid value of the field ``patch``, in
+    an Invalid error of no kind and no name: `` "" is invalid: patch: Invalid value: ...``."""
+    body = f"Invalid value: {go_quote(shown)}: {detail}"
+    return ApiError(
+        422,
+        "Invalid",
+        f' "" is invalid: patch: {body}',
+        {"causes": [{"reason": "FieldValueInvalid", "message": body, "field": "patch"}]},
+    )
 
 
 def gone(message: str) -> ApiError:

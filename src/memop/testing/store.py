@@ -39,10 +39,11 @@ from typing import Any
 
 from memop.runtime.clock import Clock, RealClock
 from memop.runtime.labels import InvalidSelectorError, Selector
-from memop.testing import builtins, managedfields
+from memop.testing import builtins, managedfields, times
 from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
 from memop.testing.errors import (
     ApiError,
+    DecodeError,
     already_exists,
     bad_request,
     conflict,
@@ -52,6 +53,7 @@ from memop.testing.errors import (
     invalid,
     not_found,
     not_found_path,
+    patch_invalid,
     too_old_resource_version,
     unsupported_media_type,
 )
@@ -67,7 +69,7 @@ from memop.testing.objects import forbidden as forbidden_field
 from memop.testing.objects import invalid as field_invalid
 from memop.testing.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from memop.testing.resources import ResourceType
-from memop.testing.schema import go_quote
+from memop.testing.schema import go_quote, go_repr
 from memop.testing.strategy import FieldSelector, Strategy
 
 log = logging.getLogger(__name__)
@@ -107,6 +109,12 @@ _META_ORDER = (
     "ownerReferences",
     "finalizers",
     "managedFields",
+)
+# The metav1.Time fields of every kind's ObjectMeta, parsed on decoding (memop.testing.times).
+_METADATA_TIMES = (
+    ("metadata", "creationTimestamp"),
+    ("metadata", "deletionTimestamp"),
+    ("metadata", "managedFields", times.ITEM, "time"),
 )
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 _PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
@@ -640,6 +648,13 @@ class Store:
                 obj[key] = value
         if served.from_served is not None:
             obj = served.from_served(obj)
+        strategy = served.storage.strategy
+        try:
+            times.normalize(obj, _METADATA_TIMES, micro=False)
+            times.normalize(obj, strategy.times, micro=False)
+            times.normalize(obj, strategy.micro_times, micro=True)
+        except times.TimeFormatError as error:
+            raise DecodeError(rtype.kind, rtype.version, str(error)) from None
         return obj
 
     def _scope(self, rtype: ResourceType, namespace: str | None, meta: JsonDict) -> str:
@@ -1019,15 +1034,27 @@ class Store:
             raise ApiError(
                 422, "Invalid", "the server rejected our request due to an error in our request", {}
             )
-        # memop.testing.patch guarantees the result shares no container with its inputs, so it
-        # is ours to finish in place.
-        obj = self._decode(served, result)
-        self._check_identity(served, obj["metadata"], ns, name)
-        rv = obj["metadata"].get("resourceVersion")
-        if rv and str(rv) != existing.obj["metadata"]["resourceVersion"]:
-            raise conflict(rtype, name)
-        self._unknown_fields(served, obj, field_validation, warnings)
-        return self._apply_update(served, existing, obj, subresource, manager=manager, dry_run=dry_run)
+        # What the patch made may not decode into the typed object: 422 on the field "patch",
+        # showing the patched object, or the patch itself for a strategic merge patch (which
+        # kube-apiserver applies through the unstructured converter, with its own wording).
+        shown = (
+            _go_sprint(patch)
+            if patch_type == STRATEGIC_MERGE_PATCH
+            else json.dumps(_type_fields_first(result), separators=(",", ":"))
+        )
+        try:
+            # memop.testing.patch guarantees the result shares no container with its inputs, so
+            # it is ours to finish in place.
+            obj = self._decode(served, result)
+            self._check_identity(served, obj["metadata"], ns, name)
+            rv = obj["metadata"].get("resourceVersion")
+            if rv and str(rv) != existing.obj["metadata"]["resourceVersion"]:
+                raise conflict(rtype, name)
+            self._unknown_fields(served, obj, field_validation, warnings)
+            return self._apply_update(served, existing, obj, subresource, manager=manager, dry_run=dry_run)
+        except DecodeError as error:
+            detail = error.converter_detail if patch_type == STRATEGIC_MERGE_PATCH else error.detail
+            raise patch_invalid(shown, detail) from None
 
     # --- delete ------------------------------------------------------------------------------------
 
@@ -1421,6 +1448,29 @@ def _check_list_options(
         )
     if errors:
         raise invalid("meta.k8s.io", "ListOptions", "", errors)
+
+
+def _type_fields_first(obj: Any) -> Any:
+    """An object with apiVersion and kind first, as a typed object encodes."""
+    if not isinstance(obj, dict):
+        return obj
+    head = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    return {**head, **{k: v for k, v in obj.items() if k not in head}}
+
+
+def _go_sprint(value: Any) -> str:
+    """Go's ``%v`` of a decoded JSON value (``map[k:v]`` with sorted keys, ``[a b]``)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{_go_sprint(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_sprint(v) for v in value) + "]"
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return go_repr(float(value))  # encoding/json decodes every number as a float64
+    return str(value)
 
 
 def _check_json_patch(patch: Any) -> None:

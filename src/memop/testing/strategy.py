@@ -39,6 +39,11 @@ class Strategy:
     core_field_labels = False
     # Built-in kinds are typed in the real server: list items carry no kind/apiVersion.
     builtin = False
+    # Fields of the kind's typed object that are metav1.Time / metav1.MicroTime (paths of keys,
+    # "*" for every item of a list): decoding parses them and keeps them in UTC
+    # (memop.testing.times). ObjectMeta's are everyone's.
+    times: tuple[tuple[str, ...], ...] = ()
+    micro_times: tuple[tuple[str, ...], ...] = ()
 
     def field_labels(self) -> Mapping[str, str]:
         """Extra selectable field labels beyond metadata.name/namespace, mapped to dotted paths."""
