@@ -21,7 +21,7 @@ from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
 from memop.runtime.resources import NAMESPACES
 from memop.testing.envtest import Kube, use_existing_cluster
-from memop.testing.operator import RunningOperator, install_crd
+from memop.testing.operator import RunningOperator, install_crd, release_memcacheds
 from memop.testing.process import MemopProcesses
 from memop.testing.server import ApiServer
 
@@ -54,6 +54,7 @@ async def namespace(kube: Kube, client: Client) -> AsyncIterator[str]:
     await client.create(NAMESPACES, {"metadata": {"name": name}})
     yield name
     if kube.server is None:
+        await release_memcacheds(client, name)
         with contextlib.suppress(NotFound):
             await client.delete(NAMESPACES, name)
 

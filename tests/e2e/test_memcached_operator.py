@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -11,12 +12,27 @@ from memop.memcached.crd import crd
 from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
 from memop.runtime.reconcile import Request
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, EVENTS, NAMESPACES, PODS
+from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, NAMESPACES, PODS
 from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator, converged, memcached_manifest
+from memop.testing.operator import (
+    RunningOperator,
+    converged,
+    event_recorded,
+    memcached_manifest,
+    release_memcacheds,
+)
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30
+
+
+async def delete_namespaces(client: Client, names: list[str]) -> None:
+    """Delete namespaces a test made beside its own, on a real cluster, their Memcacheds'
+    finalizers dropped first (memop is stopped: they would hold the namespaces for ever)."""
+    for name in names:
+        await release_memcacheds(client, name)
+        with contextlib.suppress(NotFound):
+            await client.delete(NAMESPACES, name)
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -44,12 +60,12 @@ async def test_create_makes_a_deployment_and_reports_status(
     assert (owner["kind"], owner["uid"], owner["controller"], owner["blockOwnerDeletion"]) == (
         "Memcached", cr["metadata"]["uid"], True, True
     )  # fmt: skip
-
-    async def created_event() -> bool:
-        events, _ = await client.list_all(EVENTS, namespace)
-        return any(e["reason"] == "Created" and e["involvedObject"]["name"] == "cache" for e in events)
-
-    await wait_for(created_event, timeout=TIMEOUT)
+    await event_recorded(
+        client,
+        namespace,
+        lambda e: e["reason"] == "Created" and e["involvedObject"]["name"] == "cache",
+        TIMEOUT,
+    )
 
 
 async def test_scale_up_down_and_to_zero(client: Client, namespace: str, operator: RunningOperator) -> None:
@@ -58,8 +74,7 @@ async def test_scale_up_down_and_to_zero(client: Client, namespace: str, operato
     for size in (3, 1, 0, 2):
         await client.patch(MEMCACHEDS, "c", {"spec": {"size": size}}, namespace)
         await wait_for(lambda size=size: converged(client, namespace, "c", size), timeout=TIMEOUT)  # type: ignore[misc]
-    events, _ = await client.list_all(EVENTS, namespace)
-    assert any(e["reason"] == "Scaled" for e in events)
+    await event_recorded(client, namespace, lambda e: e["reason"] == "Scaled", TIMEOUT)
 
 
 async def test_image_change_rolls_the_deployment(
@@ -127,8 +142,9 @@ async def test_delete_runs_the_finalizer_and_the_deployment_is_collected(
         return True
 
     await wait_for(all_gone, timeout=TIMEOUT)
-    events, _ = await client.list_all(EVENTS, namespace)
-    assert any(e["reason"] == "Finalizing" and e["type"] == "Warning" for e in events)
+    await event_recorded(
+        client, namespace, lambda e: (e["reason"], e["type"]) == ("Finalizing", "Warning"), TIMEOUT
+    )
 
 
 async def test_another_finalizer_is_left_alone(
@@ -162,13 +178,17 @@ async def test_many_memcacheds_across_namespaces(kube: Kube, client: Client) -> 
     namespaces = [f"many-{i}-{id(client) % 10000}" for i in range(3)]
     for ns in namespaces:
         await client.create(NAMESPACES, {"metadata": {"name": ns}})
-    async with RunningOperator(kube.configuration, namespaces=namespaces, max_concurrent_reconciles=4):
-        for ns in namespaces:
-            for i in range(5):
-                await client.create(MEMCACHEDS, memcached_manifest(f"m{i}", size=1), ns)
-        for ns in namespaces:
-            for i in range(5):
-                await wait_for(lambda ns=ns, i=i: converged(client, ns, f"m{i}", 1), timeout=TIMEOUT)  # type: ignore[misc]
+    try:
+        async with RunningOperator(kube.configuration, namespaces=namespaces, max_concurrent_reconciles=4):
+            for ns in namespaces:
+                for i in range(5):
+                    await client.create(MEMCACHEDS, memcached_manifest(f"m{i}", size=1), ns)
+            for ns in namespaces:
+                for i in range(5):
+                    await wait_for(lambda ns=ns, i=i: converged(client, ns, f"m{i}", 1), timeout=TIMEOUT)  # type: ignore[misc]
+    finally:
+        if kube.server is None:
+            await delete_namespaces(client, namespaces)
 
 
 async def test_namespaces_outside_the_scope_are_never_touched(
@@ -176,15 +196,19 @@ async def test_namespaces_outside_the_scope_are_never_touched(
 ) -> None:
     outside = f"{namespace}-out"
     await client.create(NAMESPACES, {"metadata": {"name": outside}})
-    await client.create(MEMCACHEDS, memcached_manifest("ignored", size=1), outside)
-    async with RunningOperator(kube.configuration, namespaces=[namespace]):
-        await client.create(MEMCACHEDS, memcached_manifest("watched", size=1), namespace)
-        await wait_for(lambda: converged(client, namespace, "watched", 1), timeout=TIMEOUT)
-        ignored = await client.get(MEMCACHEDS, "ignored", outside)
-        assert not ignored["metadata"].get("finalizers")
-        assert "status" not in ignored or not ignored["status"]
-        with pytest.raises(NotFound):
-            await client.get(DEPLOYMENTS, "ignored", outside)
+    try:
+        await client.create(MEMCACHEDS, memcached_manifest("ignored", size=1), outside)
+        async with RunningOperator(kube.configuration, namespaces=[namespace]):
+            await client.create(MEMCACHEDS, memcached_manifest("watched", size=1), namespace)
+            await wait_for(lambda: converged(client, namespace, "watched", 1), timeout=TIMEOUT)
+            ignored = await client.get(MEMCACHEDS, "ignored", outside)
+            assert not ignored["metadata"].get("finalizers")
+            assert "status" not in ignored or not ignored["status"]
+            with pytest.raises(NotFound):
+                await client.get(DEPLOYMENTS, "ignored", outside)
+    finally:
+        if kube.server is None:
+            await delete_namespaces(client, [outside])
 
 
 async def test_delete_while_memop_is_down_waits_for_memop(kube: Kube, client: Client, namespace: str) -> None:
@@ -264,8 +288,9 @@ async def test_forbidden_is_reported_in_status_event_and_log(
 
     c = await wait_for(degraded, timeout=TIMEOUT)
     assert 'cannot create resource "deployments"' in c["message"]
-    events, _ = await client.list_all(EVENTS, namespace)
-    assert any(e["reason"] == "Forbidden" and "deployments" in e["message"] for e in events)
+    await event_recorded(
+        client, namespace, lambda e: e["reason"] == "Forbidden" and "deployments" in e["message"], TIMEOUT
+    )
     assert any('cannot create resource "deployments"' in r.getMessage() for r in caplog.records)
     server.faults.clear()
     del rule

@@ -16,7 +16,7 @@ from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
 from memop.runtime.resources import DEPLOYMENTS, EVENTS
 from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator, converged, memcached_manifest
+from memop.testing.operator import RunningOperator, converged, event_recorded, memcached_manifest
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30
@@ -101,8 +101,9 @@ async def test_deletion_held_by_another_finalizer_shows_finalizing(
     assert degraded["status"] == "True"
     assert FINALIZER in degraded["message"]
     assert degraded["observedGeneration"] == cr["metadata"]["generation"]
-    events, _ = await client.list_all(EVENTS, namespace)
-    assert any(e["reason"] == "Finalizing" and e["type"] == "Warning" for e in events)
+    await event_recorded(
+        client, namespace, lambda e: (e["reason"], e["type"]) == ("Finalizing", "Warning"), TIMEOUT
+    )
     # The other finalizer's owner finishes; then the Deployment goes with garbage collection.
     await client.patch(MEMCACHEDS, "held", {"metadata": {"finalizers": None}}, namespace)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from kubernetes_asyncio.client import ApiClient, Configuration
 
@@ -23,7 +23,7 @@ from memop.runtime.controller import Controller
 from memop.runtime.errors import AlreadyExists, NotFound
 from memop.runtime.leaderelection import LeaderElectionConfig
 from memop.runtime.manager import Manager, ManagerOptions
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS
+from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, EVENTS
 from memop.testing.wait import wait_for
 
 
@@ -40,6 +40,35 @@ async def install_crd(client: Client, definition: dict[str, Any] | None = None) 
         return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
     await wait_for(established, timeout=30)
+
+
+async def event_recorded(
+    client: Client, namespace: str, matches: Callable[[dict[str, Any]], bool], timeout: float = 30.0
+) -> dict[str, Any]:
+    """The first Event in ``namespace`` that ``matches``, once it is there. memop writes its
+    Events when its queues have been quiet for a while, so they can come after the state they
+    describe: a test waits for them, with a deadline."""
+
+    async def found() -> dict[str, Any] | None:
+        events, _ = await client.list_all(EVENTS, namespace)
+        first: dict[str, Any] | None = next((e for e in events if matches(e)), None)
+        return first
+
+    # wait_for returns what the predicate returned once it was truthy (its overloads meet Any).
+    return cast("dict[str, Any]", await wait_for(found, timeout=timeout))
+
+
+async def release_memcacheds(client: Client, namespace: str) -> None:
+    """Drop the finalizers of the Memcacheds in ``namespace`` (memop's, and any a test put
+    there). For tests on a real cluster, before deleting a namespace once memop is stopped:
+    the finalizers would hold the namespace in Terminating for ever, and the CRD with it."""
+    items, _ = await client.list_all(MEMCACHEDS, namespace)
+    for item in items:
+        if item["metadata"].get("finalizers"):
+            with contextlib.suppress(NotFound):
+                await client.patch(
+                    MEMCACHEDS, item["metadata"]["name"], {"metadata": {"finalizers": None}}, namespace
+                )
 
 
 def memcached_manifest(
