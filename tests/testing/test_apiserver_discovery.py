@@ -504,8 +504,11 @@ async def test_kubectl_apply_get_watch_delete_every_served_resource(
         )
         if out == "":
             return True
-        # Without a namespace controller (the fake by default) a namespace stays Terminating.
-        phase = await kubectl(cluster, "get", qualified, name, "-o", "jsonpath={.status.phase}")
-        return key == "v1/namespaces" and phase == "Terminating"
+        # Without a namespace controller (the fake by default) a namespace stays Terminating. It
+        # may also be gone by now (a real cluster finishes a CRD's deletion between the two gets).
+        phase = await kubectl(
+            cluster, "get", qualified, name, "--ignore-not-found", "-o", "jsonpath={.status.phase}"
+        )
+        return phase == "" or (key == "v1/namespaces" and phase == "Terminating")
 
     await wait_for(deleted_or_terminating, timeout=60)

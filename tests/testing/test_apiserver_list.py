@@ -100,6 +100,9 @@ async def test_pod_field_selectors(http: Http, namespace: str) -> None:
         spec = {"containers": [{"name": "c", "image": "busybox:1.36"}], "restartPolicy": "Never"}
         if node:
             spec["nodeName"] = node
+        else:
+            # No scheduler binds it (a real cluster's would set spec.nodeName at once).
+            spec["schedulerName"] = "memop-test-no-such-scheduler"
         await http.post(f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": name}, "spec": spec})
     reply = await http.get(
         f"/api/v1/namespaces/{namespace}/pods", query={"fieldSelector": "spec.nodeName=n1"}
