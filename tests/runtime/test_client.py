@@ -688,7 +688,14 @@ async def test_watch_ends_when_the_server_times_it_out(cluster: ClusterHandle, n
     loop = asyncio.get_running_loop()
     start = loop.time()
     stream = client.watch(
-        CONFIGMAPS, namespace, resource_version=rv, timeout_seconds=1, read_timeout=5.0, allow_bookmarks=False
+        CONFIGMAPS,
+        namespace,
+        resource_version=rv,
+        timeout_seconds=1,
+        read_timeout=5.0,
+        allow_bookmarks=False,
+        # Nothing: not even the ConfigMaps a cluster publishes into a new namespace after rv.
+        field_selector="metadata.name=nothing-here",
     )
     events = [e async for e in stream]
     assert events == []
