@@ -99,6 +99,7 @@ async def outage(args: argparse.Namespace, where: Cluster, memop: MemopProcess) 
     if where.server is None and not (args.down_command and args.up_command):
         raise SystemExit("with --kubeconfig, give --down-command and --up-command")
     before = await scrape(memop)
+    starting: asyncio.subprocess.Process | None = None
     down_at = time.time()
     if where.server is not None:
         restart = asyncio.create_task(
@@ -114,10 +115,13 @@ async def outage(args: argparse.Namespace, where: Cluster, memop: MemopProcess) 
         answered_at = float((await restart)["listening_at"])
     else:
         await asyncio.sleep(args.downtime - settle)  # the rest of the outage
-        await asyncio.to_thread(subprocess.run, args.up_command, shell=True, check=True)
+        # Not waited for: a start script may go on (nodes, add-ons) after the API server
+        # answers, and the clock runs from the first answer.
+        starting = await asyncio.create_subprocess_shell(args.up_command)
         answered_at = await wait_answering(where.kubeconfig, timeout=300)
     at_answer = await scrape(memop)
     return Outage(
+        starting=starting,
         down_at=down_at,
         answered_at=answered_at,
         requests_total=requests_sent(at_answer) - requests_sent(before),
@@ -128,7 +132,9 @@ async def outage(args: argparse.Namespace, where: Cluster, memop: MemopProcess) 
 
 @dataclass(frozen=True)
 class Outage:
-    down_at: float  # wall clock
+    starting: (
+        asyncio.subprocess.Process | None
+    )  # --up-command, maybe still running    down_at: float  # wall clock
     answered_at: float  # wall clock
     requests_total: float  # memop's, from the stop to the answer
     requests_after_first_second: float
@@ -171,6 +177,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await create_memcacheds(client, new, 1, args.create_concurrency)
                 await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
                 converged_after = time.monotonic() - t_answer
+                if down.starting is not None and await down.starting.wait() != 0:
+                    raise SystemExit(f"--up-command exited with {down.starting.returncode}")
 
                 watches_back = None
                 if server:
