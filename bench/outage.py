@@ -132,9 +132,8 @@ async def outage(args: argparse.Namespace, where: Cluster, memop: MemopProcess) 
 
 @dataclass(frozen=True)
 class Outage:
-    starting: (
-        asyncio.subprocess.Process | None
-    )  # --up-command, maybe still running    down_at: float  # wall clock
+    starting: asyncio.subprocess.Process | None  # --up-command, maybe still running
+    down_at: float  # wall clock
     answered_at: float  # wall clock
     requests_total: float  # memop's, from the stop to the answer
     requests_after_first_second: float
