@@ -453,9 +453,15 @@ class Tracker:
         self.all_settled = asyncio.Event()
         self.memcacheds = ObjectStore(MEMCACHEDS)
         self.deployments = ObjectStore(DEPLOYMENTS)
+        # The client's reachability: after an outage (bench/outage.py) the bench sees the
+        # server back as soon as memop does, not after a backoff of its own.
         self._reflectors = [
-            Reflector(client, MEMCACHEDS, self.memcacheds, self._on_memcached),
-            Reflector(client, DEPLOYMENTS, self.deployments, self._on_deployment),
+            Reflector(
+                client, MEMCACHEDS, self.memcacheds, self._on_memcached, reachability=client.reachability
+            ),
+            Reflector(
+                client, DEPLOYMENTS, self.deployments, self._on_deployment, reachability=client.reachability
+            ),
         ]
         self._tasks: list[asyncio.Task[None]] = []
 

@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client, Unreachable
 from memop.runtime.errors import ConnectError
+from memop.runtime.events import NORMAL, EventRecorder
 from memop.runtime.resources import CONFIGMAPS, EVENTS, NAMESPACES
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -130,3 +131,33 @@ async def test_a_call_gives_up_unsent_when_the_server_stays_down_as_long_as_its_
         await restart
         await wait_for(lambda: client.reachability.reachable, timeout=5)
         assert (await client.get(CONFIGMAPS, "kept", "default"))["metadata"]["name"] == "kept"
+
+
+async def test_events_recorded_while_the_server_is_down_are_sent_once_it_answers(
+    server: ApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Event sender waits for the server rather than fail the Events (here with no client
+    retries at all, which would otherwise lose every one of them)."""
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="outage-test", max_retries=0)
+        recorder = EventRecorder(client, "outage-test")
+        recorder.start()
+        try:
+            restart = asyncio.create_task(server.restart(downtime=1.0))
+            await wait_for(lambda: not server.listening, timeout=5)
+            with pytest.raises(ConnectError):
+                await client.get(CONFIGMAPS, "anything", "default")  # a watch or a call finds it down
+            subject = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "c", "namespace": "default"},
+            }
+            for i in range(3):
+                recorder.record(subject, NORMAL, "Changed", f"change {i}")
+            await restart
+            await asyncio.wait_for(recorder.flush(), 10)
+        finally:
+            await recorder.stop()
+        events, _ = await client.list_all(EVENTS, "default")
+    assert sorted(e["message"] for e in events) == ["change 0", "change 1", "change 2"]
+    assert "failed to record event" not in caplog.text

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from memop.runtime.clock import Clock, RealClock, rfc3339
 from memop.runtime.errors import ApiError, Forbidden, NotFound, TransportError
+from memop.runtime.reachability import Reachability
 from memop.runtime.resources import EVENTS, Resource
 from memop.runtime.tokenbucket import TokenBucket
 
@@ -66,6 +67,9 @@ class Workload(Protocol):
 
 
 class EventWriter(Protocol):
+    @property
+    def reachability(self) -> Reachability: ...
+
     async def create(
         self, res: Resource, obj: dict[str, Any], namespace: str | None = None
     ) -> dict[str, Any]: ...
@@ -223,6 +227,8 @@ class EventRecorder:
             pending = await self._queue.get()
             try:
                 await self._wait_turn(pending)
+                # While the API server is down, wait for it rather than fail the Event.
+                await self._client.reachability.wait()
                 await self._send(pending)
             except asyncio.CancelledError:
                 raise
