@@ -22,6 +22,9 @@ Figures:
   from the stop to the answer: in all, and per second after the first second (in which every
   open stream and call finds the server gone, once each): one probe for the whole process,
   not a stream of retries per reflector;
+- ``memop_resumed_after_answer_s``: from the answer to memop's "the API server answers again"
+  line, when its reflectors and waiting calls are released (negative when memop's probe saw
+  the answer before the bench's poll did);
 - ``watches_back_after_s`` (in-memory server only, from its request log): from the answer to
   the moment memop's last watch was accepted again, one per reflector.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import calendar
 import json
 import os
 import platform
@@ -198,6 +202,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     await remove_namespaces(client, namespaces, args.timeout)
 
     down_for = down.answered_at - down.down_at
+    resumed = [
+        calendar.timegm(time.strptime(r["ts"][:19], "%Y-%m-%dT%H:%M:%S")) + float(r["ts"][19:-1] or 0)
+        for r in memop.records
+        if str(r.get("msg", "")).startswith("the API server answers again")
+    ]
     return {
         "benchmark": "outage",
         "cluster": "in-memory API server (own process, HTTPS, simulated controllers)"
@@ -209,6 +218,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "down_until_answering_s": round(down_for, 2),
         "converged_after_answer_s": round(converged_after, 2),
         "changes": 2 * args.crs,
+        "memop_resumed_after_answer_s": round(resumed[-1] - down.answered_at, 2) if resumed else None,
         "watches_back_after_s": watches_back,
         "memop_requests_while_down": {
             "total": down.requests_total,
