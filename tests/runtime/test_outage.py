@@ -18,8 +18,10 @@ from prometheus_client import REGISTRY
 
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client, Unreachable
+from memop.runtime.controller import ControllerBuilder
 from memop.runtime.errors import ConnectError
 from memop.runtime.events import NORMAL, EventRecorder
+from memop.runtime.reconcile import Request, Result
 from memop.runtime.resources import CONFIGMAPS, EVENTS, NAMESPACES
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -161,3 +163,38 @@ async def test_events_recorded_while_the_server_is_down_are_sent_once_it_answers
         events, _ = await client.list_all(EVENTS, "default")
     assert sorted(e["message"] for e in events) == ["change 0", "change 1", "change 2"]
     assert "failed to record event" not in caplog.text
+
+
+async def test_workers_wait_for_the_server_instead_of_failing_reconciles(server: ApiServer) -> None:
+    """A request queued while the server is down is reconciled once it answers, with no failed
+    reconcile (here with no client retries, which would otherwise fail it at once)."""
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="outage-test", max_retries=0)
+        await client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, "default")
+        reconciled: list[str] = []
+
+        class Reading:
+            async def reconcile(self, request: Request) -> Result | None:
+                reconciled.append(
+                    (await client.get(CONFIGMAPS, request.name, request.namespace))["metadata"]["name"]
+                )
+                return None
+
+        cache = Cache(client, namespaces=["default"])
+        controller = ControllerBuilder(cache, "outage-test").for_(CONFIGMAPS).build(Reading())
+        await cache.start()
+        await controller.start()
+        try:
+            await wait_for(lambda: reconciled == ["a"], timeout=10)
+            errors = controller.stats.errors
+            restart = asyncio.create_task(server.restart(downtime=1.0))
+            await wait_for(lambda: not server.listening, timeout=5)
+            with pytest.raises(ConnectError):
+                await client.get(CONFIGMAPS, "a", "default")  # a watch or a call finds it down
+            controller.queue.add(Request("default", "a"))
+            await restart
+            await wait_for(lambda: reconciled == ["a", "a"], timeout=10)
+            assert controller.stats.errors == errors
+        finally:
+            await controller.stop(timeout=5)
+            await cache.stop()

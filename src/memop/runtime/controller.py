@@ -121,6 +121,7 @@ class Controller:
         self._handlers: list[tuple[Resource, EventHandler]] = []
         self._workers: list[asyncio.Task[None]] = []
         self._stopping = False
+        self._stop = asyncio.Event()  # set with _stopping, for workers waiting on the server
         metrics.init_controller_series(name, options.max_concurrent_reconciles)
         self._m_active = metrics.ACTIVE_WORKERS.labels(name)
         self._m_time = metrics.RECONCILE_TIME.labels(name)
@@ -162,6 +163,7 @@ class Controller:
         dropped: the next leader relists and queues everything anyway.
         """
         self._stopping = True
+        self._stop.set()
         for resource, handler in self._handlers:
             self.cache.informer(resource).remove_handler(handler)
         self._handlers.clear()
@@ -209,10 +211,27 @@ class Controller:
             except ShutDown:
                 return
             try:
-                if not self._stopping:
+                if not self._stopping and await self._server_answers():
                     await self._reconcile(request)
             finally:
                 self.queue.done(request)
+
+    async def _server_answers(self) -> bool:
+        """Whether to reconcile now. While the API server cannot be reached every call would
+        fail, so the worker waits for it (holding its request, which stays deduplicated)
+        rather than fail reconcile after reconcile into a growing backoff and an error line
+        each: the request is reconciled the moment the server answers. False when the
+        controller stops meanwhile (its queued requests are dropped anyway)."""
+        reachability = self.cache.reachability
+        if reachability.reachable:
+            return True
+        waits = [asyncio.ensure_future(reachability.wait()), asyncio.ensure_future(self._stop.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        return not self._stopping
 
     async def _reconcile(self, request: Request) -> None:
         reconcile_id = str(uuid.uuid4())
