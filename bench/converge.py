@@ -36,7 +36,8 @@ Figures:
   resolution);
 - ``requests_per_cr``: memop's requests in the server's log (user agent ``memop/...``), by
   ``verb resource[/subresource]``, divided by the number of Memcacheds, up to convergence and
-  up to "settled" (every Memcached Available with its pod ready and memop quiet for a second);
+  up to "settled" (every Memcached Available with its pod ready and memop quiet for two
+  seconds, its Events sent);
   ``writes_per_cr`` sums the writes (create, update, patch, delete) to memcacheds,
   memcacheds/status and deployments, with Events counted apart;
 - ``reconciles_per_cr`` from memop's ``controller_runtime_reconcile_total``;
@@ -897,7 +898,8 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
             await asyncio.wait_for(tracker.all_settled.wait(), args.timeout)
             t_settled = max(tracker.settled_at.values())
             if server:
-                await wait_quiet(server, start_log, "memop", quiet=1.0, timeout=60)
+                # Longer than the quiet second memop's Events wait for: they are part of settling.
+                await wait_quiet(server, start_log, "memop", quiet=2.0, timeout=60)
             await wait_idle(memop, 0, timeout=60)
             cpu_settled = proc_stats(memop.pid)
             if profiler is not None:
@@ -951,6 +953,7 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         "reconciles_per_cr": reconciles,
         "reconcile_panics": metric_sum(metrics_end, "controller_runtime_reconcile_panics_total"),
         "memop_warnings_and_errors": log_summary(memop),
+        "memop_args": memop.args,
         "idle": idle,
     }
     if watch_traffic is not None:

@@ -82,7 +82,6 @@ class WorkQueue(Generic[T]):
 
     __slots__ = (
         "__weakref__",
-        "adds",
         "_clock",
         "_dirty",
         "_drain",
@@ -107,6 +106,7 @@ class WorkQueue(Generic[T]):
         "_timer",
         "_timer_at",
         "_waiting",
+        "adds",
         "controller",
         "name",
     )
