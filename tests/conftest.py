@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import hypothesis
 import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
@@ -30,6 +31,15 @@ from memop.testing.server import ApiServer
 # Every cache in the tests, in-process or in the memop processes they start (which inherit the
 # environment), checks that no reader changes a cached object in place (memop.runtime.store).
 os.environ.setdefault(store.CHECK_ENV, "1")
+
+# Hypothesis's wall-clock checks (a 200 ms deadline per example, the too_slow health check on
+# generation) measure the machine, not the property: on a 2-core VM running an API server
+# beside the suite, a stall of a second made a spec generator "too slow" once. The properties
+# and the number of examples stay the same; tests that need timing measure it themselves.
+hypothesis.settings.register_profile(
+    "memop", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("memop")
 
 
 @pytest.fixture(autouse=True)
