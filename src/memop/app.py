@@ -147,4 +147,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 max_concurrent_reconciles=config.max_concurrent_reconciles,
             )
         )
-        return await manager.run(stop)
+        try:
+            return await manager.run(stop)
+        finally:
+            await client.close()

@@ -412,7 +412,8 @@ async def test_connection_refused_makes_even_a_create_wait_for_the_server_then_g
         # The retry's wait, as long as its 2 retries' backoff (the other sleeps are the probe's).
         assert any(sleep == pytest.approx(0.1 + 0.2) for sleep in clock.sleeps)
         probes = client.reachability.probes
-        await client.reachability.close()
+        await client.close()  # stops the probe
+        assert clock.pending_timers() == 0
     assert requests_counted(f"127.0.0.1:{port}", "<error>", "POST") == 1
     assert probes >= 1
     assert requests_counted(f"127.0.0.1:{port}", "<error>", "GET") == probes

@@ -258,7 +258,9 @@ class Client:
         return f"<Client {self.base_url}>"
 
     async def close(self) -> None:
-        """Nothing to release: the ApiClient (and its connections) belong to the caller."""
+        """Stop the reachability probe if one runs; the ApiClient (and its connections) belong
+        to the caller, who closes them."""
+        await self.reachability.close()
 
     # Reads ---------------------------------------------------------------------------------
 
