@@ -155,3 +155,15 @@ def test_the_apiserver_benchmark_reports_writes_and_watches() -> None:
     assert result["watch_failures"] == []
     assert result["latency_ms_p99"] >= result["latency_ms_p50"] > 0
     assert result["server_cpu_utilisation"] > 0
+
+
+def test_outage_benchmark_reports_recovery_and_requests_while_down() -> None:
+    result = run_bench("outage.py", "--crs=4", "--namespaces=2", "--downtime=1")
+    assert result["changes"] == 8
+    assert result["down_until_answering_s"] >= 1.0
+    assert result["converged_after_answer_s"] > 0
+    # memop noticed the outage (a watch found the port closed) and logged the answer. (When
+    # every watch came back is test_outage.py's to check, not a figure's at this size.)
+    assert result["memop_resumed_after_answer_s"] is not None
+    assert "watches_back_after_s" in result
+    assert result["memop_requests_while_down"]["total"] >= 1
