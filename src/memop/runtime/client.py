@@ -35,7 +35,6 @@ workqueues) still sees the failure when the retries run out and applies its own 
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import json
 import logging
@@ -52,7 +51,7 @@ from kubernetes_asyncio.client import ApiClient
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from memop.runtime import watchstream
-from memop.runtime.clock import Clock, RealClock
+from memop.runtime.clock import Clock, RealClock, first_of
 from memop.runtime.errors import (
     ApiError,
     ConnectError,
@@ -250,9 +249,7 @@ class Client:
         # How long a call's retries wait for an unreachable server before giving up: as long as
         # its retries would have taken (their backoff's ceilings), so a call fails as soon as
         # before (a start-up check, a reconcile that then backs off), only without sending.
-        self.unreachable_wait = sum(
-            min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2.0**attempt) for attempt in range(max_retries)
-        )
+        self.unreachable_wait = sum(_retry_ceiling(attempt) for attempt in range(1, max_retries + 1))
 
     def __repr__(self) -> str:
         return f"<Client {self.base_url}>"
@@ -713,13 +710,7 @@ class Client:
     async def _wait_reachable(self, method: str, path: str) -> None:
         """Wait for the server to answer again, at most :attr:`unreachable_wait`; Unreachable
         then."""
-        waiting = asyncio.ensure_future(self.reachability.wait())
-        sleeping = asyncio.ensure_future(self._clock.sleep(self.unreachable_wait))
-        try:
-            await asyncio.wait((waiting, sleeping), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiting.cancel()
-            sleeping.cancel()
+        await first_of(self.reachability.wait(), self._clock.sleep(self.unreachable_wait))
         if not self.reachability.reachable:
             raise Unreachable(
                 f"{method} {path}: not sent, {self.host} has not answered for {self.unreachable_wait:.1f}s"
@@ -822,7 +813,7 @@ class Client:
     def _retry_delay(self, attempt: int, error: BaseException | None) -> float:
         """Seconds to wait after failed attempt number ``attempt``: jittered exponential
         backoff, or the server's Retry-After when that is longer."""
-        ceiling = min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2.0 ** (attempt - 1))
+        ceiling = _retry_ceiling(attempt)
         return at_least_retry_after(ceiling / 2 + self._rand.uniform(0.0, ceiling / 2), error)
 
     def _warn_retry(
@@ -837,6 +828,11 @@ class Client:
             delay,
             error,
         )
+
+
+def _retry_ceiling(attempt: int) -> float:
+    """The longest wait after failed attempt number ``attempt`` (from 1), Retry-After apart."""
+    return min(RETRY_MAX_DELAY, RETRY_BASE_DELAY * 2.0 ** (attempt - 1))
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

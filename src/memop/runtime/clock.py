@@ -11,13 +11,25 @@ import asyncio
 import heapq
 import itertools
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 
 def rfc3339(seconds: float) -> str:
     """``seconds`` since the epoch as the API's RFC 3339 time, to the second, in UTC."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+async def first_of(*waits: Awaitable[Any]) -> None:
+    """Wait until the first of ``waits`` is done, then cancel the others and wait for them to
+    end (a wait for a condition raced against a sleep on the injected clock, or a stop)."""
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class TimerHandle(Protocol):

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from memop.runtime import metrics
 from memop.runtime.cache import Cache, EventHandler
-from memop.runtime.clock import Clock, RealClock
+from memop.runtime.clock import Clock, RealClock, first_of
 from memop.runtime.errors import ApiError, Conflict, TransportError
 from memop.runtime.handlers import (
     MapFunc,
@@ -225,12 +225,7 @@ class Controller:
         reachability = self.cache.reachability
         if reachability.reachable:
             return True
-        waits = [asyncio.ensure_future(reachability.wait()), asyncio.ensure_future(self._stop.wait())]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
+        await first_of(reachability.wait(), self._stop.wait())
         return not self._stopping
 
     async def _reconcile(self, request: Request) -> None:

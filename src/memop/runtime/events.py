@@ -33,11 +33,10 @@ import contextlib
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memop.runtime.clock import Clock, RealClock, rfc3339
+from memop.runtime.clock import Clock, RealClock, first_of, rfc3339
 from memop.runtime.errors import ApiError, Forbidden, NotFound, TransportError
 from memop.runtime.reachability import Reachability
 from memop.runtime.resources import EVENTS, Resource
@@ -266,22 +265,12 @@ class EventRecorder:
             if remaining <= 0:
                 return False
             if not workload.idle:
-                await self._first_of(workload.wait_idle(), self._clock.sleep(remaining))
+                await first_of(workload.wait_idle(), self._clock.sleep(remaining))
                 continue
             adds = workload.adds
             await self._clock.sleep(min(self._quiet, remaining))
             if workload.idle and workload.adds == adds and self._quiet <= remaining:
                 self._quiet_at_adds = adds
-
-    @staticmethod
-    async def _first_of(*waits: Coroutine[Any, Any, None]) -> None:
-        tasks = [asyncio.ensure_future(wait) for wait in waits]
-        try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _send(self, pending: _Pending) -> None:
         sent = self._sent.get(pending.key)

@@ -188,10 +188,10 @@ class Reflector:
                 if self._reachability is None:
                     await self._failed(error, need_list)
                     continue
-                # The server is down: wait with every other reflector for one probe to find it
-                # answering, instead of a backoff of our own (see memop.runtime.reachability).
-                # The outage is not this watch's failure, so its backoff does not grow.
-                self._reachability.unreachable(error)
+                # The server is down (the client that raised this has reported it): wait with
+                # every other reflector for one probe to find it answering, instead of a
+                # backoff of our own (see memop.runtime.reachability). The outage is not this
+                # watch's failure, so its backoff does not grow.
                 await self._reachability.wait()
             except (ApiError, TransportError) as error:
                 await self._failed(error, need_list)

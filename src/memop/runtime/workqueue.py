@@ -424,9 +424,7 @@ class WorkQueue(Generic[T]):
 
     def _wake_idlers(self) -> None:
         idlers, self._idlers = self._idlers, []
-        for waiter in idlers:
-            if not waiter.done():
-                waiter.set_result(None)
+        _wake(idlers)
 
     def __len__(self) -> int:
         """How many items are ready to be handed out (not waiting, not processing)."""
@@ -474,15 +472,11 @@ class WorkQueue(Generic[T]):
         self._waiting.clear()
         self._heap.clear()
         getters, self._getters = self._getters, deque()
-        for getter in getters:
-            if not getter.done():
-                getter.set_result(None)
+        _wake(getters)
 
     def _wake_drainers(self) -> None:
         drainers, self._drainers = self._drainers, []
-        for waiter in drainers:
-            if not waiter.done():
-                waiter.set_result(None)
+        _wake(drainers)
 
     # -- in-flight gauges ----------------------------------------------------------------
 
@@ -498,6 +492,13 @@ class WorkQueue(Generic[T]):
         if not self._metrics or not self._processing:
             return 0.0
         return self._now() - min(self._processing.values())
+
+
+def _wake(waiters: Iterable[asyncio.Future[None]]) -> None:
+    """Resolve every waiter not already done (cancelled or woken before)."""
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
 
 
 class AllQueues:
