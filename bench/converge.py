@@ -599,6 +599,7 @@ async def floor(args: argparse.Namespace) -> int:
     """
     configuration = await load_configuration(args.kubeconfig)
     namespaces: list[str | None] = list(args.namespace) or [None]
+    owned = frozenset(args.owned_namespace)
     done = errors = 0
     seen: set[Key] = set()
     queue: asyncio.Queue[Obj] = asyncio.Queue()
@@ -618,7 +619,14 @@ async def floor(args: argparse.Namespace) -> int:
                         obj = event["object"]
                         rv = str(obj["metadata"].get("resourceVersion") or rv)
                         key = _key(obj)
-                        if res is MEMCACHEDS and event["type"] == "ADDED" and key not in seen:
+                        if (
+                            res is MEMCACHEDS
+                            and event["type"] == "ADDED"
+                            and key not in seen
+                            # Watching all namespaces of a shared cluster, it must not touch
+                            # other runs' or other tests' Memcacheds.
+                            and (not owned or key[0] in owned)
+                        ):
                             seen.add(key)
                             queue.put_nowait(obj)
                 except TransportError:
@@ -627,10 +635,12 @@ async def floor(args: argparse.Namespace) -> int:
         async def converge(obj: Obj) -> None:
             meta = obj["metadata"]
             name, namespace = meta["name"], meta["namespace"]
+            # Beside the finalizers it has (as memop adds its own), under the resourceVersion read.
+            finalizers = [*(meta.get("finalizers") or []), FINALIZER]
             patched = await client.patch(
                 MEMCACHEDS,
                 name,
-                {"metadata": {"finalizers": [FINALIZER], "resourceVersion": meta["resourceVersion"]}},
+                {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}},
                 namespace,
             )
             spec = parse_spec(patched)
@@ -683,8 +693,17 @@ async def floor(args: argparse.Namespace) -> int:
 
 class FloorProcess:
     def __init__(
-        self, kubeconfig: str, namespaces: Sequence[str], workers: int, *, watches: bool, events: bool
+        self,
+        kubeconfig: str,
+        namespaces: Sequence[str],
+        workers: int,
+        *,
+        owned: Sequence[str],
+        watches: bool,
+        events: bool,
     ) -> None:
+        """``namespaces``: what it watches (none: all); ``owned``: the run's namespaces, the only
+        ones whose Memcacheds it writes to."""
         self.args = ["floor", "--kubeconfig", kubeconfig, "--workers", str(workers)]
         if watches:
             self.args.append("--floor-watches")
@@ -692,6 +711,8 @@ class FloorProcess:
             self.args.append("--floor-events")
         for namespace in namespaces:
             self.args += ["--namespace", namespace]
+        for namespace in owned:
+            self.args += ["--owned-namespace", namespace]
         self.process: asyncio.subprocess.Process | None = None
 
     @property
@@ -1052,6 +1073,7 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
         where.kubeconfig,
         [] if args.all_namespaces else namespaces,
         args.workers,
+        owned=namespaces,
         watches=args.floor_watches,
         events=args.floor_events,
     ).start()
@@ -1233,6 +1255,7 @@ def build_parser() -> argparse.ArgumentParser:
     floored.add_argument("--kubeconfig", required=True)
     floored.add_argument("--workers", type=int, required=True)
     floored.add_argument("--namespace", action="append", default=[])
+    floored.add_argument("--owned-namespace", action="append", default=[])
     floored.add_argument("--floor-watches", action="store_true")
     floored.add_argument("--floor-events", action="store_true")
     add_bench_options(parser)
