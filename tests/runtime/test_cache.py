@@ -16,6 +16,7 @@ from kubernetes_asyncio.client import ApiClient
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
 from memop.runtime.clock import FakeClock
+from memop.runtime.labels import Selector
 from memop.runtime.resources import CONFIGMAPS, NAMESPACES, PODS
 from memop.runtime.store import ADDED, MODIFIED, RESYNC, Obj
 from memop.testing.server import ApiServer
@@ -301,5 +302,44 @@ async def test_record_write_makes_our_own_write_readable_at_once(server: ApiServ
         )
         # Nor is anything for a resource this cache does not hold.
         assert not cache.record_write(PODS, written)
+    finally:
+        await cache.stop()
+
+
+async def test_informers_of_one_resource_by_selector_each_hold_their_own_objects_and_writes(
+    server: ApiServer, client: Client
+) -> None:
+    # Two controllers each watch only their own configmaps, one keeping a stripped copy:
+    # reads with a selector go to the informer that selector implies, own writes reach each
+    # informer that selects them, and a read that could miss objects is refused.
+    await client.create(CONFIGMAPS, configmap("red-1", {"team": "red"}), "default")
+    await client.create(CONFIGMAPS, configmap("blue-1", {"team": "blue", "tier": "x"}), "default")
+    await client.create(CONFIGMAPS, configmap("none"), "default")
+    cache = Cache(client, namespaces=["default"])
+    red_selector, blue_selector = Selector.parse("team=red"), Selector.parse("team=blue")
+
+    def strip(obj: Obj) -> Obj:
+        return {"metadata": obj["metadata"]}
+
+    red = cache.informer(CONFIGMAPS, label_selector=red_selector)
+    blue = cache.informer(CONFIGMAPS, label_selector=blue_selector, transform=strip)
+    assert cache.informer(CONFIGMAPS, label_selector=Selector.parse("team=red")) is red
+    with pytest.raises(ValueError, match="name the one to use"):
+        cache.informer(CONFIGMAPS)  # which one?
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        assert names(cache.list(CONFIGMAPS, "default", selector="team=red")) == ["default/red-1"]
+        assert names(cache.list(CONFIGMAPS, "default", selector="team=blue,tier=x")) == ["default/blue-1"]
+        assert "data" not in cache.list(CONFIGMAPS, "default", selector=blue_selector)[0]
+        assert "data" in red.store.get("red-1", "default")  # type: ignore[operator]
+        with pytest.raises(ValueError, match="name the one to use"):
+            cache.list(CONFIGMAPS, "default")  # neither informer holds every configmap
+        with pytest.raises(ValueError, match="name the one to use"):
+            cache.get(CONFIGMAPS, "red-1", "default")
+        created = await client.create(CONFIGMAPS, configmap("red-2", {"team": "red"}), "default")
+        assert cache.record_write(CONFIGMAPS, created)
+        assert red.store.get("red-2", "default") is not None
+        assert blue.store.get("red-2", "default") is None
     finally:
         await cache.stop()

@@ -503,7 +503,7 @@ def setup(
         ControllerBuilder(cache, CONTROLLER_NAME)
         .for_(memcached_resource, predicates.generation_changed)
         .owns(DEPLOYMENTS)
-        .watches(PODS, pods_to_memcached)
+        .watches(PODS, pods_to_memcached, label_selector=POD_SELECTOR)
         .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
         .build(reconciler)
     )

@@ -1,4 +1,11 @@
-"""The cache: one informer per resource, each an ObjectStore kept current by reflectors.
+"""The cache: informers, each an ObjectStore of one resource kept current by reflectors.
+
+A resource usually has one informer. Controllers that each watch only their own part of a
+big resource (the pods labelled as theirs) declare one informer per label selector, with its
+own transform: one controller's narrow view (memcached pods, stripped to their phase) never
+hides the objects or the fields another controller reads. Reads and handlers name the
+informer by its selector; a read with a selector is served by the informer whose selector the
+read's selector implies (see :meth:`Cache.informer_for`).
 
 Reconcilers read from here (``get``/``list`` cost no API call); controllers subscribe handlers
 to informers. When the cache is scoped to namespaces, a namespaced resource gets one reflector
@@ -34,9 +41,12 @@ EventHandler = Callable[[str, Obj, Obj | None], None]
 class Informer:
     """A resource's store, the reflectors filling it and the handlers told of each change."""
 
-    def __init__(self, resource: Resource, store: ObjectStore) -> None:
+    def __init__(
+        self, resource: Resource, store: ObjectStore, *, label_selector: Selector | None = None
+    ) -> None:
         self.resource = resource
         self.store = store
+        self.label_selector = label_selector
         self.reflectors: list[Reflector] = []
         self._handlers: list[EventHandler] = []
 
@@ -99,7 +109,7 @@ class Cache:
         self._rand = rand or random.Random()
         # The client's: one probe for every reflector and request when the server is down.
         self.reachability = client.reachability
-        self._informers: dict[Resource, Informer] = {}
+        self._informers: dict[tuple[Resource, Selector | None], Informer] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -111,42 +121,95 @@ class Cache:
         shared: tuple[Path, ...] = (),
         label_selector: Selector | None = None,
     ) -> Informer:
-        """The informer for ``resource``, created on first use (and started if the cache runs).
+        """The informer for ``resource`` and ``label_selector``, created on first use (and
+        started if the cache runs).
 
         ``transform`` runs on every object as it enters the store (after managedFields are
         stripped), to drop fields no controller reads; it returns a new object and must not
         change the one it is given (:meth:`record_write` passes objects their writer still
         uses). The subtrees at the ``shared`` paths are held once however many objects have
         them equal (see :mod:`memop.runtime.sharing`); ``label_selector`` narrows the watch
-        itself. All are fixed by the first caller.
+        itself. The transform and shared paths are fixed by the first caller.
+
+        Without a ``label_selector`` (and no transform), a resource that already has exactly
+        one informer gets that one, whatever its selector: code that only subscribes to a
+        resource (a controller's watch) need not repeat how its owner declared it.
         """
-        informer = self._informers.get(resource)
+        if label_selector is not None and label_selector.is_empty():
+            label_selector = None
+        key = (resource, label_selector)
+        informer = self._informers.get(key)
+        if informer is None and label_selector is None and transform is None and not shared:
+            existing = self._informers_of(resource)
+            if len(existing) == 1:
+                return existing[0]
+            if existing:
+                raise ValueError(_ambiguous(resource, existing))
         if informer is None:
-            implied = label_selector.exact_pairs() if label_selector is not None else None
-            informer = Informer(resource, ObjectStore(resource, transform, shared, implied_labels=implied))
-            scopes: Iterable[str | None] = (
-                self.namespaces if resource.namespaced and self.namespaces else [None]
-            )
-            for namespace in scopes:
-                informer.reflectors.append(
-                    Reflector(
-                        self._client,
-                        resource,
-                        informer.store,
-                        informer.dispatch,
-                        namespace=namespace,
-                        label_selector=label_selector,
-                        read_timeout=self._read_timeout,
-                        page_size=self._page_size,
-                        clock=self._clock,
-                        rand=self._rand,
-                        reachability=self.reachability,
-                    )
-                )
-            self._informers[resource] = informer
+            informer = self._new_informer(resource, transform, shared, label_selector)
+            self._informers[key] = informer
             if self._started:
                 self._start_informer(informer)
         return informer
+
+    def _new_informer(
+        self,
+        resource: Resource,
+        transform: Transform | None,
+        shared: tuple[Path, ...],
+        label_selector: Selector | None,
+    ) -> Informer:
+        implied = label_selector.exact_pairs() if label_selector is not None else None
+        informer = Informer(
+            resource,
+            ObjectStore(resource, transform, shared, implied_labels=implied),
+            label_selector=label_selector,
+        )
+        scopes: Iterable[str | None] = self.namespaces if resource.namespaced and self.namespaces else [None]
+        for namespace in scopes:
+            informer.reflectors.append(
+                Reflector(
+                    self._client,
+                    resource,
+                    informer.store,
+                    informer.dispatch,
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    read_timeout=self._read_timeout,
+                    page_size=self._page_size,
+                    clock=self._clock,
+                    rand=self._rand,
+                    reachability=self.reachability,
+                )
+            )
+        return informer
+
+    def _informers_of(self, resource: Resource) -> builtins.list[Informer]:
+        return [informer for (res, _), informer in self._informers.items() if res == resource]
+
+    def informer_for(self, resource: Resource, selector: Selector | None = None) -> Informer:
+        """The informer that serves a read of ``resource`` filtered by ``selector``.
+
+        The one informer of the resource; or, when it has several, the one whose label
+        selector ``selector`` implies (every requirement of the informer's is one of the
+        read's), so it holds every object the read can return. ValueError when none or more
+        than one does: the read would silently miss objects.
+        """
+        informers = self._informers_of(resource)
+        if len(informers) == 1:
+            return informers[0]
+        if not informers:
+            return self.informer(resource)
+        wanted = set(selector.requirements) if selector is not None else set()
+        covering = [
+            i for i in informers if i.label_selector is None or set(i.label_selector.requirements) <= wanted
+        ]
+        if len(covering) > 1:
+            # The narrowest: an unselected informer covers everything but holds more.
+            covering = [i for i in covering if i.label_selector is not None] or covering
+        if len(covering) != 1:
+            raise ValueError(_ambiguous(resource, informers, selector))
+        return covering[0]
 
     def in_scope(self, namespace: str | None) -> bool:
         """Whether objects in ``namespace`` are watched by this cache."""
@@ -155,8 +218,9 @@ class Cache:
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj | None:
-        """The cached object or None. Read-only: copy before changing it."""
-        return self.informer(resource).store.get(name, namespace)
+        """The cached object or None. Read-only: copy before changing it. A resource with
+        several informers must be read with :meth:`list` and a selector."""
+        return self.informer_for(resource).store.get(name, namespace)
 
     def list(
         self,
@@ -167,7 +231,10 @@ class Cache:
         owner_uid: str | None = None,
     ) -> list[Obj]:
         """Cached objects matching the filters. Read-only: copy before changing them."""
-        return self.informer(resource).store.list(namespace, selector=selector, owner_uid=owner_uid)
+        if isinstance(selector, str):
+            selector = Selector.parse(selector)
+        store = self.informer_for(resource, selector).store
+        return store.list(namespace, selector=selector, owner_uid=owner_uid)
 
     def record_write(self, resource: Resource, obj: Obj) -> bool:
         """Store the object a write of ours returned, so the next reconcile reads its own write.
@@ -185,30 +252,14 @@ class Cache:
         status write), and the stream's events up to this version are then skipped, so this
         is the only time they can see them. Returns whether the object was stored.
         """
-        informer = self._informers.get(resource)
-        if informer is None or not informer.reflectors:
-            return False
-        namespace = (obj.get("metadata") or {}).get("namespace") or None
-        reflector = next(
-            (r for r in informer.reflectors if r.namespace is None or r.namespace == namespace), None
-        )
-        if reflector is None or not reflector.synced.is_set():
-            return False
-        try:
-            written = int(resource_version(obj))
-            seen = int(reflector.last_resource_version or "0")
-        except ValueError:
-            return False
-        current = informer.store.get((obj.get("metadata") or {}).get("name", ""), namespace)
-        try:
-            if written <= seen or (current is not None and written <= int(resource_version(current) or "0")):
-                return False
-        except ValueError:
-            return False
-        stored = informer.store.prepare_copy(obj)  # the caller keeps using obj
-        old = informer.store.upsert(stored)
-        informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
-        return True
+        stored_any = False
+        labels = (obj.get("metadata") or {}).get("labels")
+        for informer in self._informers_of(resource):
+            selector = informer.label_selector
+            if selector is not None and not selector.matches(labels if isinstance(labels, dict) else None):
+                continue
+            stored_any = _record(informer, obj) or stored_any
+        return stored_any
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -258,3 +309,39 @@ class Cache:
             await self._clock.sleep(self._resync_period * self._rand.uniform(0.9, 1.1))
             for informer in list(self._informers.values()):
                 informer.resync()
+
+
+def _record(informer: Informer, obj: Obj) -> bool:
+    """:meth:`Cache.record_write` for one informer."""
+    if not informer.reflectors:
+        return False
+    namespace = (obj.get("metadata") or {}).get("namespace") or None
+    reflector = next(
+        (r for r in informer.reflectors if r.namespace is None or r.namespace == namespace), None
+    )
+    if reflector is None or not reflector.synced.is_set():
+        return False
+    try:
+        written = int(resource_version(obj))
+        seen = int(reflector.last_resource_version or "0")
+    except ValueError:
+        return False
+    current = informer.store.get((obj.get("metadata") or {}).get("name", ""), namespace)
+    try:
+        if written <= seen or (current is not None and written <= int(resource_version(current) or "0")):
+            return False
+    except ValueError:
+        return False
+    stored = informer.store.prepare_copy(obj)  # the caller keeps using obj
+    old = informer.store.upsert(stored)
+    informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
+    return True
+
+
+def _ambiguous(resource: Resource, informers: Iterable[Informer], selector: Selector | None = None) -> str:
+    selectors = ", ".join(repr(str(i.label_selector or "")) for i in informers)
+    read = f" for selector {str(selector)!r}" if selector is not None else ""
+    return (
+        f"{resource.kind} has informers with label selectors {selectors}: name the one to use"
+        f"{read} (pass its label_selector)"
+    )

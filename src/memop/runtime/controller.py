@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memop.runtime import metrics
-from memop.runtime.cache import Cache, EventHandler
+from memop.runtime.cache import Cache, EventHandler, Informer
 from memop.runtime.clock import Clock, RealClock, first_of
 from memop.runtime.errors import ApiError, Conflict, TransportError
 from memop.runtime.handlers import (
@@ -45,6 +45,7 @@ from memop.runtime.handlers import (
     enqueue_object,
     reports_state_only,
 )
+from memop.runtime.labels import Selector
 from memop.runtime.logs import log_context
 from memop.runtime.predicates import Predicate
 from memop.runtime.ratelimiter import RateLimiter
@@ -66,6 +67,11 @@ class WatchSpec:
     # Another kind than the controller's own (owns/watches): events that only report its
     # state are queued at low priority.
     secondary: bool = False
+    # Which of the resource's informers (see memop.runtime.cache): None for its only one.
+    label_selector: Selector | None = None
+
+    def informer(self, cache: Cache) -> Informer:
+        return cache.informer(self.resource, label_selector=self.label_selector)
 
 
 @dataclass
@@ -118,7 +124,7 @@ class Controller:
             name, controller=name, rate_limiter=options.rate_limiter, clock=self._clock
         )
         self.stats = _Stats()
-        self._handlers: list[tuple[Resource, EventHandler]] = []
+        self._handlers: list[tuple[Informer, EventHandler]] = []
         self._workers: list[asyncio.Task[None]] = []
         self._stopping = False
         self._stop = asyncio.Event()  # set with _stopping, for workers waiting on the server
@@ -131,7 +137,7 @@ class Controller:
         self._m_panics = metrics.RECONCILE_PANICS.labels(name)
         # Informers must exist before the cache starts so that it syncs them.
         for spec in self.watches:
-            cache.informer(spec.resource)
+            spec.informer(cache)
 
     async def start(self, sync_timeout: float | None = None) -> None:
         """Attach the watch handlers, wait for the cache to sync, start the workers.
@@ -141,8 +147,9 @@ class Controller:
         """
         for spec in self.watches:
             handler = self._handler_for(spec)
-            self.cache.informer(spec.resource).add_handler(handler)
-            self._handlers.append((spec.resource, handler))
+            informer = spec.informer(self.cache)
+            informer.add_handler(handler)
+            self._handlers.append((informer, handler))
         if not await self.cache.wait_for_sync(sync_timeout):
             log.warning(
                 "starting workers before the cache synced: %s",
@@ -164,8 +171,8 @@ class Controller:
         """
         self._stopping = True
         self._stop.set()
-        for resource, handler in self._handlers:
-            self.cache.informer(resource).remove_handler(handler)
+        for informer, handler in self._handlers:
+            informer.remove_handler(handler)
         self._handlers.clear()
         self.queue.shutdown()
         workers, self._workers = self._workers, []
@@ -323,17 +330,27 @@ class ControllerBuilder:
         self._watches.insert(0, WatchSpec(resource, enqueue_object, predicates))
         return self
 
-    def owns(self, resource: Resource, *predicates: Predicate) -> ControllerBuilder:
-        """Objects of ``resource`` controlled by a ``for`` object enqueue their owner."""
+    def owns(
+        self, resource: Resource, *predicates: Predicate, label_selector: Selector | None = None
+    ) -> ControllerBuilder:
+        """Objects of ``resource`` controlled by a ``for`` object enqueue their owner.
+        ``label_selector`` names the informer, when the resource has several."""
         if self._for is None:
             raise ValueError("call for_() before owns()")
         mapper = enqueue_controller_owner(self._for.group, self._for.kind)
-        self._watches.append(WatchSpec(resource, mapper, predicates, secondary=True))
+        self._watches.append(WatchSpec(resource, mapper, predicates, True, label_selector))
         return self
 
-    def watches(self, resource: Resource, map_fn: MapFunc, *predicates: Predicate) -> ControllerBuilder:
-        """Objects of ``resource`` enqueue whatever ``map_fn`` returns for them."""
-        self._watches.append(WatchSpec(resource, enqueue_mapped(map_fn), predicates, secondary=True))
+    def watches(
+        self,
+        resource: Resource,
+        map_fn: MapFunc,
+        *predicates: Predicate,
+        label_selector: Selector | None = None,
+    ) -> ControllerBuilder:
+        """Objects of ``resource`` enqueue whatever ``map_fn`` returns for them.
+        ``label_selector`` names the informer, when the resource has several."""
+        self._watches.append(WatchSpec(resource, enqueue_mapped(map_fn), predicates, True, label_selector))
         return self
 
     def with_options(
