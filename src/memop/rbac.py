@@ -27,10 +27,8 @@ for an overlay that watches other namespaces (see manifests/namespaced/multi).
 from __future__ import annotations
 
 import argparse
-import enum
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +36,7 @@ import yaml
 
 from memop.memcached.api import GROUP, PLURAL
 from memop.options import parse_namespaces
+from memop.runtime.permissions import Rule, Scope
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
@@ -67,31 +66,6 @@ LABELS = {"app.kubernetes.io/name": "memop"}
 
 # The order verbs are written in: read, then write, as kubectl describe lists them.
 VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
-
-
-class Scope(enum.Enum):
-    """Where a rule is granted."""
-
-    WATCHED = "watched"  # wherever Memcacheds are watched: all namespaces, or each watched one
-    OPERATOR = "operator"  # the operator's own namespace only
-    # Cluster-scoped TokenReview/SubjectAccessReview creates, only with --metrics-secure.
-    METRICS_AUTH = "metrics-auth"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One permission: ``verb`` on ``resource`` (``plural`` or ``plural/subresource``) in ``group``."""
-
-    group: str  # "" for the core group
-    resource: str
-    verb: str
-    scope: Scope
-    why: str  # the code that needs it
-    sent: bool = True  # False: checked by the API server on memop's behalf, never requested
-
-    @property
-    def triple(self) -> tuple[str, str, str]:
-        return (self.group, self.resource, self.verb)
 
 
 _W, _O, _M = Scope.WATCHED, Scope.OPERATOR, Scope.METRICS_AUTH

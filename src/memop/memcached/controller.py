@@ -24,7 +24,7 @@ from memop.memcached.desired import (
     deployment_patch,
     desired_deployment,
 )
-from memop.memcached.status import compute_status, status_changed
+from memop.memcached.status import compute_status
 from memop.runtime import predicates
 from memop.runtime.cache import Cache
 from memop.runtime.client import Client
@@ -36,6 +36,7 @@ from memop.runtime.labels import Selector
 from memop.runtime.reconcile import Request, Result
 from memop.runtime.resources import DEPLOYMENTS, PODS, Resource
 from memop.runtime.sharing import EVERY_ITEM, Path
+from memop.runtime.status import update_status
 from memop.runtime.store import Obj, Transform, controller_owner_uid
 
 log = logging.getLogger("memop.memcached")
@@ -262,16 +263,7 @@ class MemcachedReconciler:
             finalizing=finalizing,
             error=error,
         )
-        if not status_changed(memcached.get("status"), status):
-            return memcached
-        try:
-            patched = await self.client.patch_status(
-                MEMCACHEDS, meta["name"], {"status": status}, meta["namespace"]
-            )
-        except NotFound:
-            return memcached  # deleted meanwhile
-        self.cache.record_write(MEMCACHEDS, patched)
-        return patched
+        return await update_status(self.client, self.cache, MEMCACHEDS, memcached, status)
 
     async def _finalize(self, memcached: Obj) -> Result | None:
         meta = memcached["metadata"]

@@ -30,6 +30,9 @@ from typing import Any
 
 from memop.memcached.api import FINALIZER, MemcachedSpec
 from memop.runtime.conditions import FALSE, TRUE, UNKNOWN, find_condition, set_condition
+from memop.runtime.status import status_changed
+
+__all__ = ["compute_status", "nodes", "status_changed"]
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"
@@ -175,15 +178,3 @@ def compute_status(  # noqa: PLR0917 - the reconciler's established call shape
         "observedGeneration": generation,
         "conditions": conditions,
     }
-
-
-def status_changed(old_status: object, new_status: Mapping[str, Any]) -> bool:
-    """Whether writing ``new_status`` would change the stored ``old_status`` (None: no status
-    yet). Exact: every field counts, including transition times and condition order. A stored
-    status that is not an object (a list someone wrote through the status subresource of a
-    CRD without a schema) is always changed: ours replaces it."""
-    if old_status is None:
-        return dict(new_status) != {}
-    if not isinstance(old_status, Mapping):
-        return True
-    return dict(old_status) != dict(new_status)
