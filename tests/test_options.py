@@ -103,6 +103,7 @@ def test_the_table_covers_every_flag() -> None:
         "--kube-api-burst",
         "--metrics-secure",
         "--metrics-cert-dir",
+        "--controllers",  # in VALUES once a second controller exists
     }
     assert covered == set(long_flags())
 
@@ -286,6 +287,11 @@ INVALID = [
     (["--health-probe-bind-address", "x..y:1"], "--health-probe-bind-address: invalid host 'x..y'"),
     (["--leader-elect=yes"], "--leader-elect: ignored explicit argument 'yes'"),
     (["--kubeconfig"], "--kubeconfig: expected one argument"),
+    (["--controllers", "memcache"], "--controllers: unknown controller 'memcache' (known: memcached"),
+    (["--controllers", "*,-nope"], "--controllers: unknown controller 'nope'"),
+    (["--controllers", "memcached,,"], "--controllers: empty entry in 'memcached,,'"),
+    (["--controllers", ""], "--controllers: empty entry in ''"),
+    (["--controllers", "*,-memcached"], "--controllers: '*,-memcached' enables no controller"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""``python -m memop``: configuration → Kubernetes client → manager with the memcached controller.
+"""``python -m memop``: configuration → Kubernetes client → manager with the chosen controllers.
 
 Signals: the first SIGTERM/SIGINT starts a graceful shutdown (in-flight reconciles finish
 within the graceful timeout, the lease is released); a second one exits at once.
@@ -19,11 +19,12 @@ from pathlib import Path
 from kubernetes_asyncio.client import ApiClient
 
 from memop import __version__
-from memop.memcached import controller as memcached
+from memop.controllers import ALL, without
 from memop.options import RunConfig
 from memop.runtime import logs, metrics
 from memop.runtime.authn import tls_context
 from memop.runtime.client import Client
+from memop.runtime.definition import SetupContext
 from memop.runtime.kubeconfig import KubeConfigError, in_cluster_namespace, load_configuration
 from memop.runtime.leaderelection import LeaderElectionConfig, default_identity
 from memop.runtime.manager import EXIT_FAILED, Manager, ManagerOptions
@@ -31,7 +32,9 @@ from memop.runtime.manager import EXIT_FAILED, Manager, ManagerOptions
 log = logging.getLogger("memop")
 
 EXIT_USAGE = 2
-WATCHED_KINDS = 3  # Memcacheds, Deployments, Pods
+# Informers per controller at most (its own kind and two it owns or watches): each holds a
+# pooled connection per watched namespace for its watch.
+WATCHES_PER_CONTROLLER = 3
 
 
 def leader_election_config(config: RunConfig, identity: str) -> LeaderElectionConfig | None:
@@ -72,6 +75,13 @@ def _install_signal_handlers(stop: asyncio.Event) -> None:
         loop.add_signal_handler(signum, on_signal, signum)
 
 
+def _leave_out_hint(controllers: tuple[str, ...], name: str) -> str:
+    rest = without(controllers, name)
+    if not rest:
+        return "or run memop with --controllers naming the controllers whose CRDs are installed"
+    return f"or leave the {name} controller out: --controllers={rest}"
+
+
 async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     """Run the operator until stopped; returns the process exit code."""
     identity = default_identity()
@@ -88,11 +98,11 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     except KubeConfigError as error:
         log.error("%s", error)
         return EXIT_FAILED
-    # Every watch holds a pooled connection for its lifetime (three kinds per watched
-    # namespace): size the pool so watches never starve the reconcilers' requests.
-    configuration.connection_pool_maxsize = max(
-        configuration.connection_pool_maxsize or 0, WATCHED_KINDS * max(1, len(config.namespaces)) + 64
-    )
+    controllers = config.controllers or tuple(ALL)
+    # Every watch holds a pooled connection for its lifetime: size the pool so watches never
+    # starve the reconcilers' requests.
+    watches = WATCHES_PER_CONTROLLER * len(controllers) * max(1, len(config.namespaces))
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, watches + 64)
     if stop is None:
         stop = asyncio.Event()
         _install_signal_handlers(stop)
@@ -102,6 +112,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
         extra={
             "identity": identity,
             "namespaces": ",".join(config.namespaces) or "<all>",
+            "controllers": ",".join(controllers),
             "leaderElection": bool(election),
             "maxConcurrentReconciles": config.max_concurrent_reconciles,
         },
@@ -136,17 +147,18 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 sync_period=config.sync_period,
                 event_qps=config.event_qps,
                 event_burst=config.event_burst,
+                leave_out_hint=lambda name: _leave_out_hint(controllers, name),
             ),
         )
-        recorder = manager.event_recorder("memcached-controller", host=socket.gethostname())
-        manager.add(
-            memcached.setup(
+        for name in controllers:
+            definition = ALL[name]
+            context = SetupContext(
                 manager.cache,
                 client,
-                recorder,
-                max_concurrent_reconciles=config.max_concurrent_reconciles,
+                manager.event_recorder(f"{name}-controller", host=socket.gethostname()),
+                config.max_concurrent_reconciles,
             )
-        )
+            manager.add(definition.setup(context))
         try:
             return await manager.run(stop)
         finally:

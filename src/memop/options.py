@@ -16,9 +16,10 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memop import __version__
+from memop.controllers import ALL, parse_controllers
 from memop.runtime.server import Address
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -93,6 +94,8 @@ class RunConfig:
     metrics_cert_dir: str | None = None
     # Where the kubeconfig path came from, for error messages: the flag or its variable.
     kubeconfig_origin: str = "--kubeconfig"
+    # The controllers to run: memop.controllers.ALL names, in its order.
+    controllers: tuple[str, ...] = field(default_factory=lambda: tuple(ALL))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,9 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
         # "--watch-namespace" (nor an unknown flag be taken for a known one).
         allow_abbrev=False,
         description=(
-            "The Memcached operator: keeps a memcached Deployment for every Memcached resource "
-            "(cache.example.com/v1alpha1). Every flag can also be set by the environment variable "
-            "shown in brackets. Subcommands: 'memop manifests {crd,rbac}' prints generated manifests."
+            "memop's operators: "
+            + "; ".join(f"{name}: {definition.description}" for name, definition in ALL.items())
+            + ". Every flag can also be set by the environment variable shown in brackets. "
+            "Subcommands: 'memop manifests {crd,rbac}' writes or prints generated manifests, "
+            "'memop demo' runs memop on an in-memory API server."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -123,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     def flag(name: str, help_text: str, **kwargs: object) -> None:
         parser.add_argument(name, help=f"{help_text} [{env_name(name)}]", **kwargs)  # type: ignore[arg-type]
 
+    flag(
+        "--controllers",
+        "controllers to run: '*' for all, or a list such as memcached,podset; '-name' leaves one out"
+        f" (known: {', '.join(ALL)})",
+        default="*",
+    )
     flag("--kubeconfig", "kubeconfig file; default: in-cluster config, else ~/.kube/config", default=None)
     flag("--watch-namespace", "comma-separated namespaces to watch; empty means all namespaces", default="")
     flag("--max-concurrent-reconciles", "reconcile workers", default="1")
@@ -249,6 +260,10 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         return parsed
 
     try:
+        controllers = parse_controllers(args.controllers)
+    except ValueError as error:
+        raise UsageError(f"{label('controllers')}: {str(error).removeprefix('--controllers: ')}") from None
+    try:
         namespaces = parse_namespaces(args.watch_namespace)
     except ValueError as error:
         raise UsageError(f"{label('watch-namespace')}: {error}") from None
@@ -338,4 +353,5 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         metrics_secure=bool(args.metrics_secure),
         metrics_cert_dir=args.metrics_cert_dir or None,
         kubeconfig_origin=from_env.get("kubeconfig", "--kubeconfig"),
+        controllers=controllers,
     )

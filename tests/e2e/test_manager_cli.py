@@ -201,9 +201,11 @@ async def test_a_missing_crd_is_one_clear_error(tmp_path: Path, bare_server: tup
     errors = [r for r in records if r["level"] == "error"]
     assert len(errors) == 1, err
     assert errors[0]["msg"].startswith(
-        "the API server does not serve memcacheds.cache.example.com/v1alpha1 (Memcached); "
-        "is the CustomResourceDefinition memcacheds.cache.example.com installed?"
+        "the memcached controller needs memcacheds.cache.example.com/v1alpha1 (Memcached), which the "
+        "API server does not serve: install the CustomResourceDefinition memcacheds.cache.example.com "
+        "(manifests/crd), or "
     )
+    assert "--controllers" in errors[0]["msg"]
     assert not [r for r in records if r["level"] == "warning"], err
 
 

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from memop.runtime.controller import Controller
 from memop.runtime.errors import ApiError, Forbidden, NotFound, TransportError
 from memop.runtime.events import EventRecorder
 from memop.runtime.leaderelection import LeaderElectionConfig, LeaderElector
+from memop.runtime.resources import Resource
 from memop.runtime.server import Address, ProbeServer
 from memop.runtime.workqueue import AllQueues
 
@@ -74,6 +75,9 @@ class ManagerOptions:
     cache_sync_timeout: float = 120.0
     watch_read_timeout: float = 150.0
     extra: dict[str, object] = field(default_factory=dict)
+    # How to run without a controller (the CLI's flag), named when its resources are not
+    # served: controller name -> advice, appended to the start-up error.
+    leave_out_hint: Callable[[str], str] | None = None
 
 
 class StartupError(Exception):
@@ -133,32 +137,36 @@ class Manager:
         """Fail fast, with a clear line, when a watched resource is not served (CRD missing).
 
         One LIST with limit=1 per resource, in a watched namespace when scoped, so the check
-        needs no permission beyond what the watches need anyway.
+        needs no permission beyond what the watches need anyway. The line names the
+        controller that needs the resource and, with ``leave_out_hint``, how to run without it.
         """
         namespace = self.options.namespaces[0] if self.options.namespaces else None
+        checked: set[Resource] = set()
         for controller in self.controllers:
             for spec in controller.watches:
                 res = spec.resource
+                if res in checked:
+                    continue
                 try:
                     await self.client.list(res, namespace if res.namespaced else None, limit=1)
                 except NotFound as error:
-                    served = (
-                        f"{res.plural}.{res.group}/{res.version}"
-                        if res.group
-                        else f"{res.plural}/{res.version}"
-                    )
-                    hint = (
-                        ""
-                        if _is_builtin_group(res.group)
-                        else f"; is the CustomResourceDefinition {res.plural}.{res.group} installed?"
-                    )
-                    raise StartupError(
-                        f"the API server does not serve {served} ({res.kind}){hint} ({error.message})"
-                    ) from error
+                    raise StartupError(self._not_served(controller.name, res, error.message)) from error
                 except Forbidden as error:
                     raise StartupError(
                         f"not allowed to list {res}: {error.message}. Check memop's RBAC (manifests/rbac)."
                     ) from error
+                checked.add(res)
+
+    def _not_served(self, controller: str, res: Resource, detail: str) -> str:
+        served = f"{res.plural}.{res.group}/{res.version}" if res.group else f"{res.plural}/{res.version}"
+        message = (
+            f"the {controller} controller needs {served} ({res.kind}), which the API server does not serve"
+        )
+        if not _is_builtin_group(res.group):
+            message += f": install the CustomResourceDefinition {res.plural}.{res.group} (manifests/crd)"
+            if self.options.leave_out_hint is not None:
+                message += f", {self.options.leave_out_hint(controller)}"
+        return f"{message} ({detail})"
 
     async def run(self, stop: asyncio.Event) -> int:
         """Run until ``stop`` is set (exit 0) or leadership is lost (exit 1).

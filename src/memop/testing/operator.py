@@ -1,7 +1,8 @@
 """Run memop in-process against a cluster, for tests and benchmarks (like envtest + manager).
 
-``RunningOperator`` starts a :class:`~memop.runtime.manager.Manager` with the memcached
-controller as a task, exposes its client, cache and controller, and stops it cleanly.
+``RunningOperator`` starts a :class:`~memop.runtime.manager.Manager` with the given controllers
+(the memcached one by default) as a task, exposes its client, cache and controllers, and stops
+it cleanly.
 ``memcached_manifest``, ``available`` and ``converged`` build Memcacheds and tell when memop
 has reconciled one.
 """
@@ -15,11 +16,12 @@ from typing import Any, cast
 
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from memop.memcached import controller as memcached
+from memop import memcached
 from memop.memcached.api import MEMCACHEDS
 from memop.memcached.crd import crd
 from memop.runtime.client import Client
 from memop.runtime.controller import Controller
+from memop.runtime.definition import ControllerDefinition, SetupContext
 from memop.runtime.errors import AlreadyExists, NotFound
 from memop.runtime.leaderelection import LeaderElectionConfig
 from memop.runtime.manager import Manager, ManagerOptions
@@ -142,8 +144,10 @@ class RunningOperator:
         max_concurrent_reconciles: int = 2,
         leader_election: LeaderElectionConfig | None = None,
         graceful_shutdown_timeout: float = 5.0,
+        controllers: Sequence[ControllerDefinition] = (memcached.DEFINITION,),
     ) -> None:
         self.configuration = configuration
+        self.definitions = tuple(controllers)
         self.namespaces = tuple(namespaces)
         self.user_agent = f"memop-test/{identity}"
         self.max_concurrent_reconciles = max_concurrent_reconciles
@@ -154,7 +158,8 @@ class RunningOperator:
         self._api: ApiClient | None = None
         self._task: asyncio.Task[int] | None = None
         self.manager: Manager
-        self.controller: Controller
+        self.controller: Controller  # the first one
+        self.controllers: dict[str, Controller] = {}
         self.client: Client
 
     async def start(self, *, wait_synced: bool = True) -> RunningOperator:
@@ -168,14 +173,14 @@ class RunningOperator:
                 graceful_shutdown_timeout=self.graceful_shutdown_timeout,
             ),
         )
-        recorder = self.manager.event_recorder("memcached-controller", host=self.user_agent)
-        self.controller = memcached.setup(
-            self.manager.cache,
-            self.client,
-            recorder,
-            max_concurrent_reconciles=self.max_concurrent_reconciles,
-        )
-        self.manager.add(self.controller)
+        for definition in self.definitions:
+            recorder = self.manager.event_recorder(f"{definition.name}-controller", host=self.user_agent)
+            controller = definition.setup(
+                SetupContext(self.manager.cache, self.client, recorder, self.max_concurrent_reconciles)
+            )
+            self.controllers[definition.name] = controller
+            self.manager.add(controller)
+        self.controller = self.controllers[self.definitions[0].name]
         self._task = asyncio.create_task(self._run(), name=f"operator {self.user_agent}")
         if wait_synced:
             await wait_for(lambda: self.manager.cache.has_synced or self._task_done(), timeout=30)
