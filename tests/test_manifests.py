@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 import memop
-from memop import rbac
-from memop.manifests import GENERATORS
+from memop import manifests, rbac
+from memop.controllers import ALL
 from memop.memcached.api import GROUP, PLURAL, parse_spec
 from memop.memcached.crd import crd
 from memop.memcached.desired import desired_deployment
@@ -68,7 +68,6 @@ def test_committed_rbac_is_the_generated_one(relative: str) -> None:
 
 
 def test_manifests_rbac_prints_the_objects_of_manifests_rbac() -> None:
-    assert GENERATORS["rbac"] is rbac.rbac_yaml
     out = subprocess.run(
         [sys.executable, "-m", "memop", "manifests", "rbac"], capture_output=True, text=True, check=True
     )
@@ -781,3 +780,46 @@ def test_secure_monitor_scrapes_over_https_with_prometheus_token() -> None:
         "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
         "tlsConfig": {"insecureSkipVerify": True},
     }
+
+
+# --- generated CRDs and samples, per controller ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(manifests.crd_files()))
+def test_committed_crds_are_the_generated_ones(name: str) -> None:
+    assert (MANIFESTS / "crd" / name).read_text() == manifests.crd_files()[name], (
+        "regenerate: python -m memop manifests crd"
+    )
+
+
+def test_manifests_crd_writes_every_crd_and_leaves_equal_files_alone(tmp_path: Path) -> None:
+    target = tmp_path / "crd"
+    first = subprocess.run(
+        [sys.executable, "-m", "memop", "manifests", "crd", "--dir", str(target)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert {path.name: path.read_text() for path in target.iterdir()} == manifests.crd_files()
+    assert first.stdout.count("wrote ") == len(manifests.crd_files())
+    again = subprocess.run(
+        [sys.executable, "-m", "memop", "manifests", "crd", "--dir", str(target)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert again.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("controller", "name"),
+    [(definition.name, name) for definition in ALL.values() for name in definition.samples()],
+)
+def test_committed_samples_are_the_controllers_samples(controller: str, name: str) -> None:
+    committed = yaml.safe_load((MANIFESTS / "samples" / name).read_text())
+    assert committed == ALL[controller].samples()[name]
+
+
+def test_every_committed_sample_belongs_to_a_controller() -> None:
+    declared = {name for definition in ALL.values() for name in definition.samples()}
+    assert {path.name for path in (MANIFESTS / "samples").glob("*.yaml")} - {"kustomization.yaml"} == declared

@@ -24,15 +24,18 @@ SAMPLE_FILE = REPO / "manifests/samples/cache_v1alpha1_memcached.yaml"
 
 def test_committed_crd_is_the_generated_one() -> None:
     assert CRD_FILE.read_text() == crd_yaml(), (
-        f"regenerate: {GENERATE_COMMAND} > {CRD_FILE.relative_to(REPO)}"
+        f"regenerate: {GENERATE_COMMAND}"
     )
 
 
 def test_cli_prints_it() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "memop", "manifests", "crd"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "memop", "manifests", "crd", "--print"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    assert out.stdout == crd_yaml()
+    assert crd_yaml() in out.stdout
 
 
 def test_cli_refuses_unknown_manifests() -> None:

@@ -49,4 +49,4 @@ def crd() -> dict[str, Any]:
 
 def crd_yaml() -> str:
     """The CRD as the YAML document committed under manifests/crd (deterministic)."""
-    return crdgen.crd_yaml(crd(), "memop.memcached.api")
+    return crdgen.crd_yaml(crd(), "memop.memcached")
