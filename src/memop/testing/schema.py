@@ -51,7 +51,7 @@ class FieldError:
 # --- how the server prints values -----------------------------------------------------------------
 
 
-def _go_float(value: float) -> str:
+def go_float(value: float) -> str:
     """Go's ``%v`` of a float64: shortest digits, exponent form from 1e+06 up or below 1e-04."""
     if not math.isfinite(value):
         return str(value)
@@ -76,7 +76,7 @@ def _go_float(value: float) -> str:
 
 def _go_number(value: float) -> str:
     """A number as ``%v`` prints the float64 the server decoded for it."""
-    return _go_float(float(value))
+    return go_float(float(value))
 
 
 def go_quote(text: str) -> str:
@@ -147,7 +147,7 @@ def go_repr(value: Any) -> str:
     """How ``field.Error`` prints a bad value (``ErrorBody``, v1.36): numbers and bools as
     ``%v``, strings as ``%q``, anything else as its JSON (``json.Marshal``)."""
     if isinstance(value, float):
-        return _go_float(value)
+        return go_float(value)
     if isinstance(value, str):
         return go_quote(value)
     return go_json(value)  # null, bools and integers print the same either way

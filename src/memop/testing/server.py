@@ -31,7 +31,7 @@ from kubernetes_asyncio.client import Configuration
 from multidict import CIMultiDict
 
 from memop.runtime.clock import Clock, RealClock
-from memop.testing import discovery, openapi
+from memop.testing import discovery, openapi, tables
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
 from memop.testing.errors import (
     ApiError,
@@ -426,9 +426,14 @@ class ApiServer:
             if info.subresource == "finalize":
                 raise method_not_allowed()
             store.check_subresource(served, info.subresource or None)
-            return self._entry_response(store.read(served, namespace, info.name))
+            entry = store.read(served, namespace, info.name)
+            table = self._table_writer(request, served)
+            if table is not None:
+                meta = {"resourceVersion": entry.obj["metadata"].get("resourceVersion")}
+                return _json_response(table.table([entry], meta))
+            return self._entry_response(entry)
         if verb == "list":
-            return self._list(served, namespace, query)
+            return self._list(served, namespace, query, self._table_writer(request, served))
         if verb == "create":
             if info.subresource or (served.rtype.namespaced and not info.namespace):
                 raise method_not_allowed()
@@ -553,7 +558,14 @@ class ApiServer:
             + b"]}"
         )
 
-    def _list(self, served: Served, namespace: str | None, query: Any) -> web.Response:
+    def _table_writer(self, request: web.Request, served: Served) -> tables.TableWriter | None:
+        """How to answer as a Table, when the request asks for one (see memop.testing.tables)."""
+        accept = request.headers.get("Accept")
+        return tables.table_writer(self.store, served, accept, request.query, self._clock.time)
+
+    def _list(
+        self, served: Served, namespace: str | None, query: Any, table: tables.TableWriter | None = None
+    ) -> web.Response:
         limit_text = query.get("limit")
         try:
             limit = int(limit_text) if limit_text else None
@@ -574,6 +586,8 @@ class ApiServer:
             meta["continue"] = result.continue_token
         if result.remaining:
             meta["remainingItemCount"] = result.remaining
+        if table is not None:
+            return _json_response(table.table(result.entries, meta))
         return _json_response(self._list_bytes(served, result.entries, meta))
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
@@ -641,6 +655,7 @@ class ApiServer:
             bookmarks = is_true(query.get("allowWatchBookmarks"))
             if send_initial is not None:
                 self._check_watch_list(send_initial, bookmarks, query.get("resourceVersionMatch"))
+            table = self._table_writer(request, served)
             try:
                 watcher: Watcher | None = self.watches.open(
                     served,
@@ -650,6 +665,7 @@ class ApiServer:
                     resource_version=query.get("resourceVersion"),
                     allow_bookmarks=bookmarks,
                     send_initial_events=send_initial,
+                    encoder=table,
                 )
                 expired = None
             except ApiError as error:

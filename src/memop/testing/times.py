@@ -137,3 +137,69 @@ def _normalize_at(node: Any, path: tuple[str, ...], micro: bool) -> None:
         _normalize_at(node[key], rest, micro)
     else:
         node[key] = canonical(node[key], micro=micro)
+
+
+# --- ages, as the server's printers show them ------------------------------------------------------
+
+ZERO = datetime.datetime(1, 1, 1, tzinfo=datetime.UTC)  # Go's zero time.Time, shown as <unknown>
+
+
+def human_duration(nanoseconds: int) -> str:
+    """``duration.HumanDuration``: about two significant figures ("90s", "5m3s", "3h10m", "2d")."""
+    seconds = int(nanoseconds / 1e9)
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 60 * 2:
+        return f"{seconds}s"
+    minutes = nanoseconds // 60_000_000_000
+    if minutes < 10:
+        s = seconds % 60
+        return f"{minutes}m{s}s" if s else f"{minutes}m"
+    if minutes < 60 * 3:
+        return f"{minutes}m"
+    hours = nanoseconds // 3_600_000_000_000
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h{m}m" if m else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d{h}h" if h else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = hours // 24 % 365
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
+
+
+def since(stamp: Any, now: float, *, micro: bool = False) -> str:
+    """``translateTimestampSince`` of a stored Time (or MicroTime) at the wall time ``now``:
+    ``<unknown>`` for an unset (zero) time, else :func:`human_duration` of the time since."""
+    instant = parse_or_zero(stamp, micro=micro)
+    if instant is None:
+        return "<unknown>"
+    return human_duration(nanoseconds_since(instant, now))
+
+
+def parse_or_zero(stamp: Any, *, micro: bool = False) -> datetime.datetime | None:
+    """A stored timestamp as an instant, None for Go's zero time (unset, null, or year 1)."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        instant = parse(stamp, micro=micro)
+    except TimeFormatError:
+        return None
+    return None if instant == ZERO else instant
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def nanoseconds_since(instant: datetime.datetime, now: float) -> int:
+    delta = instant - _EPOCH
+    stamp = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+    return round(now * 1e9) - stamp

@@ -13,6 +13,7 @@ Invariants:
   cache does.
 - A watch whose queue outgrows ``max_queue`` is ended (cleanly, after what it already had):
   the client resumes from its last resourceVersion, as with a real server dropping a slow watcher.
+- A watch with an ``encoder`` (one that asked for Tables) has its events encoded for it alone.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from memop.runtime.labels import Selector
 from memop.testing.errors import ApiError, too_old_resource_version
@@ -38,6 +39,21 @@ def error_line(error: ApiError) -> bytes:
     return event_line("ERROR", json.dumps(error.status(), separators=(",", ":")).encode())
 
 
+def _line(watcher: Watcher, kind: str, entry: Entry) -> bytes:
+    """An event about ``entry`` (in the served version) as ``watcher`` wants it encoded."""
+    if watcher.encoder is not None:
+        return watcher.encoder.event_line(kind, entry)
+    return event_line(kind, entry.json())
+
+
+class EventEncoder(Protocol):
+    """Encodes the events of one watch its own way (a :class:`~memop.testing.tables.TableWriter`)."""
+
+    def event_line(self, kind: str, entry: Entry) -> bytes:
+        """The line of an event of type ``kind`` about ``entry`` (in the served version)."""
+        ...
+
+
 class Watcher:
     """One open watch: what it selects and the encoded lines waiting to be written."""
 
@@ -46,6 +62,7 @@ class Watcher:
         "bookmarks",
         "closing",
         "dropped",
+        "encoder",
         "fields",
         "labels",
         "last_rv",
@@ -65,6 +82,7 @@ class Watcher:
         *,
         bookmarks: bool,
         start_rv: int,
+        encoder: EventEncoder | None = None,
     ) -> None:
         self.served = served
         self.namespace = namespace  # None: all namespaces
@@ -79,6 +97,7 @@ class Watcher:
         self.dropped = False  # the connection was aborted: write nothing more
         self.last_rv = start_rv  # resourceVersion of the last event queued
         self.transport: asyncio.Transport | None = None
+        self.encoder = encoder  # None: the shared JSON lines
 
     def matches(self, obj: dict[str, Any]) -> bool:
         return self.labels.matches(obj["metadata"].get("labels")) and (
@@ -136,9 +155,11 @@ class WatchHub:
         resource_version: str | None,
         allow_bookmarks: bool,
         send_initial_events: bool | None,
+        encoder: EventEncoder | None = None,
     ) -> Watcher:
         """Register a watch and queue what it must see first (initial state, or the history since
-        ``resource_version``). Raises ApiError: 400 for bad selectors, 410 for a version too old."""
+        ``resource_version``). Raises ApiError: 400 for bad selectors, 410 for a version too old.
+        ``encoder`` encodes its events instead of the shared JSON lines."""
         store = self._store
         labels, fields = store.selectors(served, label_selector, field_selector)
         if not served.rtype.namespaced:
@@ -152,14 +173,20 @@ class WatchHub:
             except ValueError:
                 raise ApiError(400, "BadRequest", f"invalid resource version: {rv_text}") from None
         watcher = Watcher(
-            served, namespace, labels, fields, bookmarks=allow_bookmarks, start_rv=store.resource_version
+            served,
+            namespace,
+            labels,
+            fields,
+            bookmarks=allow_bookmarks,
+            start_rv=store.resource_version,
+            encoder=encoder,
         )
         if initial:
             for entry in self._current(served.storage, namespace):
                 if watcher.unfiltered or watcher.matches(entry.obj):
-                    watcher.push(event_line("ADDED", served.view(entry).json()))
+                    watcher.push(_line(watcher, "ADDED", served.view(entry)))
             if send_initial_events and allow_bookmarks:
-                watcher.push(self._bookmark(served, store.resource_version, initial_end=True))
+                watcher.push(self._bookmark(watcher, store.resource_version, initial_end=True))
         else:
             for change in store.watch_since(served.storage, start):
                 if namespace is None or change.namespace == namespace:
@@ -235,7 +262,7 @@ class WatchHub:
                 return None
         served = watcher.served
         key = (id(served), kind)
-        line = cache.get(key)
+        line = cache.get(key) if watcher.encoder is None else None
         if line is None:
             entry = change.entry
             if kind == "DELETED" and change.type != "DELETED":
@@ -244,7 +271,9 @@ class WatchHub:
                 entry = Entry(
                     {**change.old, "metadata": {**change.old["metadata"], "resourceVersion": str(change.rv)}}
                 )
-            line = cache[key] = event_line(kind, served.view(entry).json())
+            line = _line(watcher, kind, served.view(entry))
+            if watcher.encoder is None:
+                cache[key] = line
         return line
 
     def _on_unserve(self, served: Served) -> None:
@@ -257,12 +286,16 @@ class WatchHub:
 
     # --- server-wide actions ---------------------------------------------------------------------
 
-    def _bookmark(self, served: Served, rv: int, *, initial_end: bool = False) -> bytes:
+    def _bookmark(self, watcher: Watcher, rv: int, *, initial_end: bool = False) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if initial_end:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
-        obj = {"kind": served.rtype.kind, "apiVersion": served.rtype.api_version, "metadata": meta}
-        return event_line("BOOKMARK", json.dumps(obj, separators=(",", ":")).encode())
+        rtype = watcher.served.rtype
+        return _line(
+            watcher,
+            "BOOKMARK",
+            Entry({"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": meta}),
+        )
 
     def bookmark_all(self) -> None:
         """Queue a BOOKMARK at the current resourceVersion for every watch that asked for them."""
@@ -271,7 +304,7 @@ class WatchHub:
         rv = self._store.resource_version
         for watcher in self.watchers():
             if watcher.bookmarks and not watcher.closing:
-                watcher.push(self._bookmark(watcher.served, rv))
+                watcher.push(self._bookmark(watcher, rv))
 
     def expire_all(self) -> int:
         """Send every watch a 410 Expired ERROR event and end it; returns how many."""

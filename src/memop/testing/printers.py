@@ -1,0 +1,427 @@
+"""The rows of kube-apiserver's Tables for the built-in kinds the in-memory server serves.
+
+Each function is the print function of ``pkg/printers/internalversion/printers.go`` (v1.36)
+for one kind, applied to the stored (v1) object as the real one is applied to the internal
+object converted from it; the server always prints the wide form (every column, the
+priority-1 ones too), and kubectl hides priority > 0 columns unless ``-o wide``. Kinds
+without a printer (Role, ClusterRole, CustomResourceDefinition) get
+``rest.NewDefaultTableConvertor``'s Name and Created At.
+
+A row is ``{"cells": [...]}`` (plus ``conditions`` for a pod that completed), in the order of
+its kind's columns in :mod:`memop.testing.columns`. ``now`` is the wall time ages are taken at.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memop.runtime.labels import InvalidSelectorError, Selector
+from memop.testing import columns
+from memop.testing.times import human_duration, nanoseconds_since, parse_or_zero, since
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Printer:
+    """A kind's columns and the function making one object's row."""
+
+    columns: tuple[columns.Column, ...]
+    row: Callable[[Mapping[str, Any], float], Row]
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return _str(_map(obj.get("metadata")).get("name"))
+
+
+def _age(obj: Mapping[str, Any], now: float) -> str:
+    return since(_map(obj.get("metadata")).get("creationTimestamp"), now)
+
+
+def _containers(template_spec: Mapping[str, Any]) -> list[str]:
+    """``layoutContainerCells``: the containers' names and images, comma-separated."""
+    containers = [_map(c) for c in _list(template_spec.get("containers"))]
+    return [
+        ",".join(_str(c.get("name")) for c in containers),
+        ",".join(_str(c.get("image")) for c in containers),
+    ]
+
+
+def _selector(selector: Any) -> str | None:
+    """``LabelSelectorAsSelector(s).String()``; None where it fails."""
+    try:
+        return str(Selector.from_label_selector(selector if isinstance(selector, Mapping) else None))
+    except InvalidSelectorError:
+        return None
+
+
+def _labels(labels: Any) -> str:
+    """``labels.FormatLabels``: ``k=v`` sorted by key, ``<none>`` when empty."""
+    pairs = sorted(_map(labels).items())
+    return ",".join(f"{k}={v}" for k, v in pairs) or "<none>"
+
+
+# --- pods ------------------------------------------------------------------------------------------
+
+_POD_COMPLETED = {
+    "Succeeded": [
+        {
+            "type": "Completed",
+            "status": "True",
+            "reason": "Succeeded",
+            "message": "The pod has completed successfully.",
+        }
+    ],
+    "Failed": [{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}],
+}
+
+
+def _later(current: datetime.datetime | None, status: Mapping[str, Any]) -> datetime.datetime | None:
+    """The later of ``current`` and when the container's last termination finished."""
+    terminated = _map(status.get("lastState")).get("terminated")
+    if not isinstance(terminated, Mapping):
+        return current
+    finished = parse_or_zero(terminated.get("finishedAt"))
+    if finished is not None and (current is None or current < finished):
+        return finished
+    return current
+
+
+def _terminated_reason(terminated: Mapping[str, Any]) -> str:
+    if terminated.get("reason"):
+        return _str(terminated.get("reason"))
+    if _int(terminated.get("signal")):
+        return f"Signal:{_int(terminated.get('signal'))}"
+    return f"ExitCode:{_int(terminated.get('exitCode'))}"
+
+
+def _condition_true(status: Mapping[str, Any], kind: str) -> bool:
+    for condition in _list(status.get("conditions")):
+        if _map(condition).get("type") == kind:
+            return _map(condition).get("status") == "True"
+    return False
+
+
+def _restartable(container: Any) -> bool:
+    return _map(container).get("restartPolicy") == "Always"
+
+
+def _pod(pod: Mapping[str, Any], now: float) -> Row:
+    spec, status, meta = _map(pod.get("spec")), _map(pod.get("status")), _map(pod.get("metadata"))
+    init_list = _list(spec.get("initContainers"))
+    init_containers = {_map(c).get("name"): c for c in init_list}
+    total = len(_list(spec.get("containers"))) + sum(map(_restartable, init_list))
+    ready = restarts = restartable_restarts = 0
+    last_restart: datetime.datetime | None = None
+    last_restartable_restart: datetime.datetime | None = None
+    phase = _str(status.get("phase"))
+    reason = _str(status.get("reason")) or phase
+    for condition in map(_map, _list(status.get("conditions"))):
+        if condition.get("type") == "PodScheduled" and condition.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    row: Row = {"cells": []}
+    if phase in _POD_COMPLETED:
+        row["conditions"] = _POD_COMPLETED[phase]
+
+    initializing = False
+    for i, container in enumerate(map(_map, _list(status.get("initContainerStatuses")))):
+        restarts += _int(container.get("restartCount"))
+        last_restart = _later(last_restart, container)
+        restartable = _restartable(init_containers.get(container.get("name")))
+        if restartable:
+            restartable_restarts += _int(container.get("restartCount"))
+            last_restartable_restart = _later(last_restartable_restart, container)
+        state = _map(container.get("state"))
+        terminated, waiting = state.get("terminated"), state.get("waiting")
+        if isinstance(terminated, Mapping) and _int(terminated.get("exitCode")) == 0:
+            continue
+        if restartable and container.get("started") is True:
+            ready += container.get("ready") is True
+            continue
+        if isinstance(terminated, Mapping):
+            reason = "Init:" + _terminated_reason(terminated)
+        elif (
+            isinstance(waiting, Mapping)
+            and waiting.get("reason")
+            and waiting.get("reason") != "PodInitializing"
+        ):
+            reason = "Init:" + _str(waiting.get("reason"))
+        else:
+            reason = f"Init:{i}/{len(init_list)}"
+        initializing = True
+        break
+
+    if not initializing or _condition_true(status, "Initialized"):
+        restarts, last_restart = restartable_restarts, last_restartable_restart
+        has_running = False
+        error_reason = ""
+        for container in map(_map, reversed(_list(status.get("containerStatuses")))):
+            restarts += _int(container.get("restartCount"))
+            last_restart = _later(last_restart, container)
+            state = _map(container.get("state"))
+            terminated, waiting = state.get("terminated"), state.get("waiting")
+            if isinstance(waiting, Mapping) and waiting.get("reason"):
+                reason = _str(waiting.get("reason"))
+            elif isinstance(terminated, Mapping):
+                reason = _terminated_reason(terminated)
+                if _int(terminated.get("exitCode")) != 0:
+                    error_reason = reason
+            elif container.get("ready") is True and isinstance(state.get("running"), Mapping):
+                has_running = True
+                ready += 1
+        if reason == "Completed":
+            if has_running and _condition_true(status, "Ready"):
+                reason = "Running"
+            elif error_reason:
+                reason = error_reason
+            elif has_running:
+                reason = "NotReady"
+
+    if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+
+    restarts_text = str(restarts)
+    if restarts and last_restart is not None:
+        restarts_text = f"{restarts} ({human_duration(nanoseconds_since(last_restart, now))} ago)"
+    ips = [_str(_map(ip).get("ip")) for ip in _list(status.get("podIPs"))]
+    ip = _str(status.get("podIP")) or (ips[0] if ips else "")
+    gates = [_map(g).get("conditionType") for g in _list(spec.get("readinessGates"))]
+    if gates:
+        # The first condition of each gate's type decides it.
+        first: dict[Any, Any] = {}
+        for condition in map(_map, _list(status.get("conditions"))):
+            first.setdefault(condition.get("type"), condition.get("status"))
+        gates_text = f"{sum(first.get(g) == 'True' for g in gates)}/{len(gates)}"
+    else:
+        gates_text = "<none>"
+    row["cells"] = [
+        _name(pod),
+        f"{ready}/{total}",
+        reason,
+        restarts_text,
+        _age(pod, now),
+        ip or "<none>",
+        _str(spec.get("nodeName")) or "<none>",
+        _str(status.get("nominatedNodeName")) or "<none>",
+        gates_text,
+    ]
+    return row
+
+
+# --- workloads -------------------------------------------------------------------------------------
+
+
+def _deployment(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    selector = _selector(spec.get("selector"))
+    ready = f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}"
+    updated, available = _int(status.get("updatedReplicas")), _int(status.get("availableReplicas"))
+    return {
+        "cells": [
+            _name(obj),
+            ready,
+            updated,
+            available,
+            _age(obj, now),
+            *_containers(_map(_map(spec.get("template")).get("spec"))),
+            "<invalid>" if selector is None else selector,
+        ]
+    }
+
+
+def _replicaset(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    selector = _selector(spec.get("selector"))
+    return {
+        "cells": [
+            _name(obj),
+            _int(spec.get("replicas")),
+            _int(status.get("replicas")),
+            _int(status.get("readyReplicas")),
+            _age(obj, now),
+            *_containers(_map(_map(spec.get("template")).get("spec"))),
+            "<error>" if selector is None else selector or "<none>",  # metav1.FormatLabelSelector
+        ]
+    }
+
+
+def _pod_disruption_budget(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+
+    def int_or_string(value: Any) -> str:
+        return "N/A" if value is None else str(value)
+
+    return {
+        "cells": [
+            _name(obj),
+            int_or_string(spec.get("minAvailable")),
+            int_or_string(spec.get("maxUnavailable")),
+            _int(status.get("disruptionsAllowed")),
+            _age(obj, now),
+        ]
+    }
+
+
+# --- events ----------------------------------------------------------------------------------------
+
+
+def _event(event: Mapping[str, Any], now: float) -> Row:
+    """``printEvent`` of a core/v1 Event (events.k8s.io/v1 ones are printed in that form)."""
+    first_seen = since(event.get("firstTimestamp"), now)
+    if parse_or_zero(event.get("firstTimestamp")) is None:
+        first_seen = since(event.get("eventTime"), now, micro=True)
+    last_seen = since(event.get("lastTimestamp"), now)
+    if parse_or_zero(event.get("lastTimestamp")) is None:
+        last_seen = first_seen
+    count = _int(event.get("count"))
+    series = event.get("series")
+    if isinstance(series, Mapping):
+        last_seen = since(series.get("lastObservedTime"), now, micro=True)
+        count = _int(series.get("count"))
+    elif count == 0:
+        count = 1  # singleton events of the new API have no count
+    involved = _map(event.get("involvedObject"))
+    kind, name = _str(involved.get("kind")).lower(), _str(involved.get("name"))
+    source = _map(event.get("source"))
+    component = _str(source.get("component")) or _str(event.get("reportingComponent"))
+    instance = _str(source.get("host")) or _str(event.get("reportingInstance"))
+    return {
+        "cells": [
+            last_seen,
+            _str(event.get("type")),
+            _str(event.get("reason")),
+            f"{kind}/{name}" if name else kind,
+            _str(involved.get("fieldPath")),
+            f"{component}, {instance}" if instance else component,
+            _str(event.get("message")).strip(),
+            first_seen,
+            count,
+            _name(event),
+        ]
+    }
+
+
+# --- the rest --------------------------------------------------------------------------------------
+
+
+def _service(obj: Mapping[str, Any], now: float) -> Row:
+    spec = _map(obj.get("spec"))
+    kind = _str(spec.get("type"))
+    cluster_ips = _list(spec.get("clusterIPs"))
+    external = [_str(ip) for ip in _list(spec.get("externalIPs"))]
+    if kind in ("ClusterIP", "NodePort"):
+        external_ip = ",".join(external) or "<none>"
+    elif kind == "LoadBalancer":
+        ingress = [_map(i) for i in _list(_map(_map(obj.get("status")).get("loadBalancer")).get("ingress"))]
+        balancers = sorted({_str(i.get("ip")) or _str(i.get("hostname")) for i in ingress} - {""})
+        external_ip = ",".join(balancers + external) or "<pending>"
+    elif kind == "ExternalName":
+        external_ip = _str(spec.get("externalName"))
+    else:
+        external_ip = "<unknown>"
+    ports = []
+    for port in map(_map, _list(spec.get("ports"))):
+        node_port = _int(port.get("nodePort"))
+        number = f"{_int(port.get('port'))}:{node_port}" if node_port > 0 else str(_int(port.get("port")))
+        ports.append(f"{number}/{_str(port.get('protocol'))}")
+    return {
+        "cells": [
+            _name(obj),
+            kind,
+            _str(cluster_ips[0]) if cluster_ips else "<none>",
+            external_ip,
+            ",".join(ports) or "<none>",
+            _age(obj, now),
+            _labels(spec.get("selector")),
+        ]
+    }
+
+
+def _binding(obj: Mapping[str, Any], now: float) -> Row:
+    """``printRoleBinding`` and ``printClusterRoleBinding``."""
+    ref = _map(obj.get("roleRef"))
+    users, groups, accounts = [], [], []
+    for subject in map(_map, _list(obj.get("subjects"))):
+        kind, name = subject.get("kind"), _str(subject.get("name"))
+        if kind == "ServiceAccount":
+            accounts.append(f"{_str(subject.get('namespace'))}/{name}")
+        elif kind == "User":
+            users.append(name)
+        elif kind == "Group":
+            groups.append(name)
+    return {
+        "cells": [
+            _name(obj),
+            f"{_str(ref.get('kind'))}/{_str(ref.get('name'))}",
+            _age(obj, now),
+            ", ".join(users),
+            ", ".join(groups),
+            ", ".join(accounts),
+        ]
+    }
+
+
+def _namespace(obj: Mapping[str, Any], now: float) -> Row:
+    return {"cells": [_name(obj), _str(_map(obj.get("status")).get("phase")), _age(obj, now)]}
+
+
+def _config_map(obj: Mapping[str, Any], now: float) -> Row:
+    count = len(_map(obj.get("data"))) + len(_map(obj.get("binaryData")))
+    return {"cells": [_name(obj), count, _age(obj, now)]}
+
+
+def _lease(obj: Mapping[str, Any], now: float) -> Row:
+    return {"cells": [_name(obj), _str(_map(obj.get("spec")).get("holderIdentity")), _age(obj, now)]}
+
+
+def _name_and_age(obj: Mapping[str, Any], now: float) -> Row:
+    return {"cells": [_name(obj), _age(obj, now)]}
+
+
+def _name_and_creation(obj: Mapping[str, Any], now: float) -> Row:
+    """``rest.NewDefaultTableConvertor``: the creation time in RFC 3339, not an age."""
+    created = parse_or_zero(_map(obj.get("metadata")).get("creationTimestamp"))
+    stamp = (
+        created.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if created else "0001-01-01T00:00:00Z"
+    )
+    return {"cells": [_name(obj), stamp]}
+
+
+# The printer of each built-in resource, by (group, resource).
+PRINTERS: dict[tuple[str, str], Printer] = {
+    ("", "namespaces"): Printer(columns.NAMESPACES, _namespace),
+    ("", "pods"): Printer(columns.PODS, _pod),
+    ("", "configmaps"): Printer(columns.CONFIGMAPS, _config_map),
+    ("", "events"): Printer(columns.EVENTS, _event),
+    ("events.k8s.io", "events"): Printer(columns.EVENTS, _event),
+    ("", "serviceaccounts"): Printer(columns.SERVICEACCOUNTS, _name_and_age),
+    ("", "services"): Printer(columns.SERVICES, _service),
+    ("apps", "deployments"): Printer(columns.DEPLOYMENTS, _deployment),
+    ("apps", "replicasets"): Printer(columns.REPLICASETS, _replicaset),
+    ("coordination.k8s.io", "leases"): Printer(columns.LEASES, _lease),
+    ("policy", "poddisruptionbudgets"): Printer(columns.PODDISRUPTIONBUDGETS, _pod_disruption_budget),
+    ("rbac.authorization.k8s.io", "rolebindings"): Printer(columns.ROLEBINDINGS, _binding),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): Printer(columns.CLUSTERROLEBINDINGS, _binding),
+}
+DEFAULT = Printer(columns.DEFAULT, _name_and_creation)
