@@ -93,6 +93,13 @@ VALUES = [
     ("--event-qps", "5.5", "event_qps", 5.5),
     ("--event-burst", "7", "event_burst", 7),
     ("--graceful-shutdown-timeout", "0", "graceful_shutdown_timeout", 0.0),
+    (
+        "--pod-name",
+        "memop-controller-manager-6f7d9-x2x4z",
+        "pod_name",
+        "memop-controller-manager-6f7d9-x2x4z",
+    ),
+    ("--leader-for-life-max-backoff", "2s", "leader_for_life_max_backoff", 2.0),
 ]
 
 
@@ -104,6 +111,8 @@ def test_the_table_covers_every_flag() -> None:
         "--metrics-secure",
         "--metrics-cert-dir",
         "--controllers",  # in VALUES once a second controller exists
+        "--leader-election-mode",  # test_leader_for_life_flags: they need --leader-elect
+        "--leader-for-life-outside-cluster",
     }
     assert covered == set(long_flags())
 
@@ -117,6 +126,28 @@ def test_secure_metrics_flags() -> None:
     assert "only used with --metrics-secure" in usage_error("--metrics-cert-dir", "/certs")
     shared = ("--metrics-bind-address", ":8443", "--health-probe-bind-address", ":8443")
     assert "apart from --health-probe-bind-address" in usage_error("--metrics-secure", *shared)
+
+
+def test_leader_for_life_flags() -> None:
+    assert parse().leader_election_mode == "lease"
+    config = parse(
+        "--leader-elect", "--leader-election-mode", "leader-for-life", "--leader-for-life-outside-cluster"
+    )
+    assert (config.leader_election_mode, config.leader_for_life_outside_cluster) == ("leader-for-life", True)
+    config = parse(
+        LEADER_ELECT="true",
+        LEADER_ELECTION_MODE="leader-for-life",
+        POD_NAME="memop-abc",
+        LEADER_FOR_LIFE_OUTSIDE_CLUSTER="true",
+    )
+    assert (config.leader_election_mode, config.pod_name, config.leader_for_life_outside_cluster) == (
+        "leader-for-life",
+        "memop-abc",
+        True,
+    )
+    assert parse("--leader-elect", "--leader-election-mode=lease").leader_election_mode == "lease"
+    # A POD_NAME set for other reasons is no error with Leases.
+    assert parse(POD_NAME="memop-abc").pod_name == "memop-abc"
 
 
 @pytest.mark.parametrize(("flag", "value", "field", "expected"), VALUES)
@@ -155,6 +186,8 @@ def test_a_flag_wins_over_its_environment_variable(
         "--leader-elect-retry-period": "1s",
         "--sync-period": "2h",
         "--graceful-shutdown-timeout": "3s",
+        "--pod-name": "zzz",
+        "--leader-for-life-max-backoff": "9s",
     }[flag]
     config = parse(flag, value, **{env_name(flag): other})
     assert getattr(config, field) == expected
@@ -292,6 +325,20 @@ INVALID = [
     (["--controllers", "memcached,,"], "--controllers: empty entry in 'memcached,,'"),
     (["--controllers", ""], "--controllers: empty entry in ''"),
     (["--controllers", "*,-memcached"], "--controllers: '*,-memcached' enables no controller"),
+    (
+        ["--leader-elect", "--leader-election-mode", "leases"],
+        "--leader-election-mode: expected lease or leader-for-life, got 'leases'",
+    ),
+    (
+        ["--leader-election-mode", "leader-for-life"],
+        "--leader-election-mode=leader-for-life needs --leader-elect",
+    ),
+    (
+        ["--leader-elect", "--leader-for-life-outside-cluster"],
+        "--leader-for-life-outside-cluster is only used with --leader-election-mode=leader-for-life",
+    ),
+    (["--pod-name", "My_Pod"], "--pod-name: invalid Pod name 'My_Pod': must be a DNS-1123 subdomain"),
+    (["--leader-for-life-max-backoff", "0s"], "--leader-for-life-max-backoff: must be positive, got '0s'"),
 ]
 
 
@@ -324,6 +371,10 @@ def test_the_command_exits_2_with_that_line_for_every_invalid_case(
         ({"WATCH_NAMESPACE": "UPPER"}, "--watch-namespace (from WATCH_NAMESPACE): invalid namespace 'UPPER'"),
         ({"METRICS_BIND_ADDRESS": ""}, "--metrics-bind-address (from METRICS_BIND_ADDRESS): invalid bind"),
         ({"LOG_LEVEL": "trace"}, "--log-level (from LOG_LEVEL): expected one of"),
+        (
+            {"LEADER_ELECTION_MODE": "leader-for-life"},
+            "--leader-election-mode (from LEADER_ELECTION_MODE)=leader-for-life needs --leader-elect",
+        ),
         (
             {"LEADER_ELECT_RENEW_DEADLINE": "20s"},
             "--leader-elect-renew-deadline (from LEADER_ELECT_RENEW_DEADLINE) (20s) must be shorter than "

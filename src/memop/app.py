@@ -20,13 +20,19 @@ from kubernetes_asyncio.client import ApiClient
 
 from memop import __version__
 from memop.controllers import ALL, without
-from memop.options import RunConfig
+from memop.options import LEADER_FOR_LIFE, RunConfig
 from memop.runtime import logs, metrics
 from memop.runtime.authn import tls_context
 from memop.runtime.client import Client
 from memop.runtime.definition import SetupContext
-from memop.runtime.kubeconfig import KubeConfigError, in_cluster_namespace, load_configuration
+from memop.runtime.kubeconfig import (
+    KubeConfigError,
+    in_cluster_namespace,
+    load_configuration,
+    running_in_cluster,
+)
 from memop.runtime.leaderelection import LeaderElectionConfig, default_identity
+from memop.runtime.leaderforlife import LeaderForLifeConfig
 from memop.runtime.manager import EXIT_FAILED, Manager, ManagerOptions
 
 log = logging.getLogger("memop")
@@ -37,15 +43,21 @@ EXIT_USAGE = 2
 WATCHES_PER_CONTROLLER = 3
 
 
-def leader_election_config(config: RunConfig, identity: str) -> LeaderElectionConfig | None:
-    """The Lease settings, or None when leader election is off. Raises ValueError when incomplete."""
-    if not config.leader_elect:
+def leader_election_config(
+    config: RunConfig, identity: str, *, in_cluster: bool | None = None
+) -> LeaderElectionConfig | LeaderForLifeConfig | None:
+    """The Lease or leader-for-life settings, or None when leader election is off (or skipped
+    outside a cluster, as --leader-for-life-outside-cluster asks: see :func:`skips_election`).
+    Raises ValueError when incomplete. ``in_cluster`` defaults to :func:`running_in_cluster`."""
+    if not config.leader_elect or skips_election(config, in_cluster):
         return None
     namespace = config.leader_election_namespace or in_cluster_namespace()
     if not namespace:
         raise ValueError(
             "--leader-election-namespace is required with --leader-elect when not running in a cluster"
         )
+    if config.leader_election_mode == LEADER_FOR_LIFE:
+        return _leader_for_life_config(config, namespace)
     election = LeaderElectionConfig(
         lease_name=config.leader_election_id,
         namespace=namespace,
@@ -57,6 +69,39 @@ def leader_election_config(config: RunConfig, identity: str) -> LeaderElectionCo
     )
     # Here rather than in the elector, which the manager builds after connecting: a bad
     # setting is a usage error, reported before anything starts.
+    election.validate()
+    return election
+
+
+def skips_election(config: RunConfig, in_cluster: bool | None = None) -> bool:
+    """Whether leader for life is skipped: no Pod to own the lock, outside a cluster, and
+    --leader-for-life-outside-cluster given (as operator-lib's Become skips it outside a
+    cluster). Raises ValueError when there is no Pod and skipping is not allowed: never
+    without the flag, never in a cluster."""
+    if not config.leader_elect or config.leader_election_mode != LEADER_FOR_LIFE or config.pod_name:
+        return False
+    if running_in_cluster() if in_cluster is None else in_cluster:
+        raise ValueError(
+            "leader-for-life election needs this replica's Pod name in POD_NAME (--pod-name): set it from "
+            "the downward API (fieldRef metadata.name), as manifests/leader-for-life does"
+        )
+    if not config.leader_for_life_outside_cluster:
+        raise ValueError(
+            "leader-for-life election needs POD_NAME (--pod-name), the Pod that owns the lock; outside a "
+            "cluster, --leader-for-life-outside-cluster runs without election"
+        )
+    return True
+
+
+def _leader_for_life_config(config: RunConfig, namespace: str) -> LeaderForLifeConfig:
+    assert config.pod_name is not None, "skips_election() returned False"
+    election = LeaderForLifeConfig(
+        lock_name=config.leader_election_id,
+        namespace=namespace,
+        pod_name=config.pod_name,
+        initial_backoff=min(1.0, config.leader_for_life_max_backoff),
+        max_backoff=config.leader_for_life_max_backoff,
+    )
     election.validate()
     return election
 
@@ -93,6 +138,11 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
         return EXIT_USAGE
     logs.configure(config.log_level, config.log_format)
     metrics.set_build_info(__version__)
+    if config.leader_elect and election is None:
+        log.info(
+            "not running in a cluster and no POD_NAME: leader-for-life election skipped "
+            "(--leader-for-life-outside-cluster), this process reconciles alone"
+        )
     try:
         configuration = await load_configuration(config.kubeconfig, origin=config.kubeconfig_origin)
     except KubeConfigError as error:
@@ -113,7 +163,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
             "identity": identity,
             "namespaces": ",".join(config.namespaces) or "<all>",
             "controllers": ",".join(controllers),
-            "leaderElection": bool(election),
+            "leaderElection": config.leader_election_mode if election else False,
             "maxConcurrentReconciles": config.max_concurrent_reconciles,
         },
     )

@@ -28,6 +28,9 @@ _HOSTNAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _LOG_LEVELS = ("debug", "info", "warning", "error")
+LEASE = "lease"
+LEADER_FOR_LIFE = "leader-for-life"
+LEADER_ELECTION_MODES = (LEASE, LEADER_FOR_LIFE)
 
 
 class UsageError(Exception):
@@ -96,6 +99,15 @@ class RunConfig:
     kubeconfig_origin: str = "--kubeconfig"
     # The controllers to run: memop.controllers.ALL names, in its order.
     controllers: tuple[str, ...] = field(default_factory=lambda: tuple(ALL))
+    # With leader_elect: "lease" (coordination.k8s.io Lease) or "leader-for-life" (a ConfigMap
+    # lock owned by the replica's Pod, memop.runtime.leaderforlife).
+    leader_election_mode: str = "lease"
+    # This replica's Pod (POD_NAME, from the downward API): owns the leader-for-life lock.
+    pod_name: str | None = None
+    leader_for_life_max_backoff: float = 16.0
+    # Leader for life outside a cluster (no POD_NAME, no service account): run without
+    # election instead of refusing to start.
+    leader_for_life_outside_cluster: bool = False
 
 
 class _Parser(argparse.ArgumentParser):
@@ -137,9 +149,23 @@ def build_parser() -> argparse.ArgumentParser:
     flag("--kubeconfig", "kubeconfig file; default: in-cluster config, else ~/.kube/config", default=None)
     flag("--watch-namespace", "comma-separated namespaces to watch; empty means all namespaces", default="")
     flag("--max-concurrent-reconciles", "reconcile workers", default="1")
-    flag("--leader-elect", "elect a leader with a Lease so only one replica reconciles", action="store_true")
-    flag("--leader-election-id", "name of the Lease", default="memop-leader.cache.example.com")
-    flag("--leader-election-namespace", "namespace of the Lease; default: the pod's namespace", default=None)
+    flag("--leader-elect", "elect a leader so only one replica reconciles", action="store_true")
+    flag(
+        "--leader-election-mode",
+        "with --leader-elect: 'lease' (a renewed Lease) or 'leader-for-life' (a ConfigMap lock owned "
+        "by this replica's Pod until the Pod is deleted)",
+        default="lease",
+    )
+    flag(
+        "--leader-election-id",
+        "name of the Lease (or of the leader-for-life ConfigMap)",
+        default="memop-leader.cache.example.com",
+    )
+    flag(
+        "--leader-election-namespace",
+        "namespace of the Lease (or ConfigMap); default: the pod's namespace",
+        default=None,
+    )
     flag("--leader-elect-lease-duration", "how long a lease is valid without renewal", default="15s")
     flag("--leader-elect-renew-deadline", "how long the leader keeps trying to renew", default="10s")
     flag("--leader-elect-retry-period", "how often to try to acquire or renew", default="2s")
@@ -148,6 +174,22 @@ def build_parser() -> argparse.ArgumentParser:
         "hand the lease back on shutdown",
         action=argparse.BooleanOptionalAction,
         default=None,
+    )
+    flag(
+        "--pod-name",
+        "this replica's Pod (downward API metadata.name): owns the leader-for-life lock",
+        default=None,
+    )
+    flag(
+        "--leader-for-life-max-backoff",
+        "longest wait of a standby between leader-for-life attempts",
+        default="16s",
+    )
+    flag(
+        "--leader-for-life-outside-cluster",
+        "leader for life outside a cluster (no --pod-name, no service account): run without election "
+        "instead of refusing to start",
+        action="store_true",
     )
     flag("--metrics-bind-address", "address of /metrics; 0 disables", default=":8080")
     flag("--health-probe-bind-address", "address of /healthz and /readyz; 0 disables", default=":8081")
@@ -304,6 +346,25 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
             raise UsageError(
                 f"{label('leader-election-namespace')}: expected one namespace, got {election_namespace!r}"
             )
+    mode = args.leader_election_mode.strip()
+    if mode not in LEADER_ELECTION_MODES:
+        raise UsageError(
+            f"{label('leader-election-mode')}: expected {' or '.join(LEADER_ELECTION_MODES)}, got {mode!r}"
+        )
+    if mode == LEADER_FOR_LIFE and not args.leader_elect:
+        raise UsageError(f"{label('leader-election-mode')}={mode} needs --leader-elect")
+    if args.leader_for_life_outside_cluster and mode != LEADER_FOR_LIFE:
+        raise UsageError(
+            f"{label('leader-for-life-outside-cluster')} is only used with "
+            f"--leader-election-mode={LEADER_FOR_LIFE}"
+        )
+    pod_name = (args.pod_name or "").strip() or None
+    if pod_name is not None and (len(pod_name) > 253 or not _DNS1123_SUBDOMAIN.match(pod_name)):
+        raise UsageError(
+            f"{label('pod-name')}: invalid Pod name {pod_name!r}: must be a DNS-1123 subdomain (lower-case "
+            "letters, digits, '-' and '.', at most 253 characters)"
+        )
+    max_backoff = duration("leader-for-life-max-backoff", args.leader_for_life_max_backoff)
     election_id = args.leader_election_id.strip()
     if len(election_id) > 253 or not _DNS1123_SUBDOMAIN.match(election_id):
         raise UsageError(
@@ -354,4 +415,8 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         metrics_cert_dir=args.metrics_cert_dir or None,
         kubeconfig_origin=from_env.get("kubeconfig", "--kubeconfig"),
         controllers=controllers,
+        leader_election_mode=mode,
+        pod_name=pod_name,
+        leader_for_life_max_backoff=max_backoff,
+        leader_for_life_outside_cluster=bool(args.leader_for_life_outside_cluster),
     )

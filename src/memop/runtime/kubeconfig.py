@@ -31,6 +31,17 @@ def in_cluster_namespace(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> str
         return None
 
 
+def running_in_cluster(
+    environ: Mapping[str, str] | None = None, service_account_dir: Path = SERVICE_ACCOUNT_DIR
+) -> bool:
+    """Whether this process runs in a Pod: the kubelet sets ``KUBERNETES_SERVICE_HOST`` in every
+    container, and mounts the service account's namespace file unless told not to."""
+    environ = os.environ if environ is None else environ
+    return (
+        bool(environ.get("KUBERNETES_SERVICE_HOST")) or in_cluster_namespace(service_account_dir) is not None
+    )
+
+
 async def load_configuration(
     kubeconfig: str | None,
     *,

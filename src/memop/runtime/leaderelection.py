@@ -75,6 +75,17 @@ def micro_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def check_settings(what: str, *, names: dict[str, str], seconds: dict[str, float]) -> None:
+    """Raise ValueError naming the first of ``names`` that is empty, or of ``seconds`` that is not
+    a positive finite number, as "<what> <label> must ..."."""
+    for label, value in names.items():
+        if not value:
+            raise ValueError(f"{what} {label} must not be empty")
+    for label, number in seconds.items():
+        if not math.isfinite(number) or number <= 0:
+            raise ValueError(f"{what} {label} must be a positive number of seconds, got {number}")
+
+
 @dataclass
 class LeaderElectionConfig:
     """Which Lease to campaign for, as whom, and the timing (controller-runtime's defaults).
@@ -103,22 +114,19 @@ class LeaderElectionConfig:
 
     def validate(self) -> None:
         """Raise ValueError, saying which setting is wrong and why, unless the config is usable."""
-        for label, value in (
-            ("lease name", self.lease_name),
-            ("lease namespace", self.namespace),
-            ("identity", self.identity),
-        ):
-            if not value:
-                raise ValueError(f"leader election {label} must not be empty")
-        for label, number in (
-            ("lease duration", self.lease_duration),
-            ("renew deadline", self.renew_deadline),
-            ("retry period", self.retry_period),
-        ):
-            if not math.isfinite(number) or number <= 0:
-                raise ValueError(
-                    f"leader election {label} must be a positive number of seconds, got {number}"
-                )
+        check_settings(
+            "leader election",
+            names={
+                "lease name": self.lease_name,
+                "lease namespace": self.namespace,
+                "identity": self.identity,
+            },
+            seconds={
+                "lease duration": self.lease_duration,
+                "renew deadline": self.renew_deadline,
+                "retry period": self.retry_period,
+            },
+        )
         if self.lease_duration < 1:
             raise ValueError(
                 f"leader election lease duration must be at least 1s (leases count whole seconds), "

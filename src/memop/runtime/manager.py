@@ -30,6 +30,7 @@ from memop.runtime.controller import Controller
 from memop.runtime.errors import ApiError, Forbidden, NotFound, TransportError
 from memop.runtime.events import EventRecorder
 from memop.runtime.leaderelection import LeaderElectionConfig, LeaderElector
+from memop.runtime.leaderforlife import LeaderForLife, LeaderForLifeConfig
 from memop.runtime.resources import Resource
 from memop.runtime.server import Address, ProbeServer
 from memop.runtime.workqueue import AllQueues
@@ -45,8 +46,8 @@ class ManagerOptions:
     """Everything a manager is configured with; the CLI fills it from flags and environment.
 
     namespaces: the namespaces to watch; empty means all (cluster-wide watches).
-    leader_election: a Lease config, or None to reconcile without electing a leader (one
-        replica only!).
+    leader_election: a Lease config, a leader-for-life config (a ConfigMap lock owned by the
+        replica's Pod), or None to reconcile without electing a leader (one replica only!).
     probe_address / metrics_address: where /healthz+/readyz and /metrics listen; None
         disables. Equal addresses share one server.
     metrics_tls: serve /metrics over HTTPS with this context (``--metrics-secure``).
@@ -63,7 +64,7 @@ class ManagerOptions:
     """
 
     namespaces: tuple[str, ...] = ()
-    leader_election: LeaderElectionConfig | None = None
+    leader_election: LeaderElectionConfig | LeaderForLifeConfig | None = None
     probe_address: Address | None = None
     metrics_address: Address | None = None
     metrics_tls: ssl.SSLContext | None = None
@@ -104,7 +105,7 @@ class Manager:
         )
         self.controllers: list[Controller] = []
         self.recorders: list[EventRecorder] = []
-        self.elector: LeaderElector | None = None
+        self.elector: LeaderElector | LeaderForLife | None = None
         self._elector_task: asyncio.Task[None] | None = None
         self.leading = asyncio.Event()
         self.server.add_liveness_check("ping", lambda: None)
@@ -205,8 +206,13 @@ class Manager:
             recorder.start()
         interrupts: list[asyncio.Task[Any]] = [stop_task]
         elector_task: asyncio.Task[None] | None = None
-        if self.options.leader_election is not None:
-            self.elector = LeaderElector(self.client, self.options.leader_election)
+        election = self.options.leader_election
+        if election is not None:
+            self.elector = (
+                LeaderForLife(self.client, election)
+                if isinstance(election, LeaderForLifeConfig)
+                else LeaderElector(self.client, election)
+            )
             elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
             self._elector_task = elector_task
             interrupts.append(elector_task)
