@@ -1,0 +1,132 @@
+"""The pod a MyPod should have, and how a live pod differs from it: replace, patch, or nothing.
+
+The pod is named after the MyPod and controlled by it (garbage-collected with it). It carries
+the user's ``podLabels`` and ``podAnnotations`` plus memop's own keys, which win over the
+user's:
+- label :data:`LABEL` = the MyPod's name: memop watches only pods with this label, and finds a
+  MyPod's pod by it;
+- annotation :data:`SPEC_HASH` = a hash of ``podSpec`` as the MyPod states it;
+- annotation :data:`METADATA` = a record of the labels and annotations memop applied: the keys
+  (so a key removed from the MyPod is removed from the pod) and a hash of the values.
+
+Change detection compares these records with the MyPod, never the live pod's spec or labels
+with the desired ones: the API server defaults a pod's spec (and admission may add to it), and
+none of that can look like a change. A different :data:`SPEC_HASH` means the pod is replaced
+(most of a pod's spec is immutable); a different :data:`METADATA` means a merge patch of the
+labels and annotations in place (metadata is mutable). Edits others make to the pod itself are
+left alone, as a ReplicaSet leaves its pods' edits alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from memop.mypod.api import API_VERSION, KIND, MyPodSpec
+
+LABEL = "harryyann.github.io/mypod"
+SPEC_HASH = "harryyann.github.io/pod-spec-hash"
+METADATA = "harryyann.github.io/pod-metadata"
+
+
+def _hash(value: Any) -> str:
+    """A digest of a JSON value, independent of key order."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def spec_hash(spec: MyPodSpec) -> str:
+    """The :data:`SPEC_HASH` of the pod of ``spec``."""
+    return _hash(spec.pod_spec)
+
+
+def _user_labels(spec: MyPodSpec) -> dict[str, str]:
+    return {k: v for k, v in spec.pod_labels.items() if k != LABEL}
+
+
+def _user_annotations(spec: MyPodSpec) -> dict[str, str]:
+    return {k: v for k, v in spec.pod_annotations.items() if k not in (SPEC_HASH, METADATA)}
+
+
+def metadata_record(spec: MyPodSpec) -> str:
+    """The :data:`METADATA` annotation of the pod of ``spec``."""
+    labels, annotations = _user_labels(spec), _user_annotations(spec)
+    record = {
+        "annotations": sorted(annotations),
+        "hash": _hash([labels, annotations]),
+        "labels": sorted(labels),
+    }
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def owner_reference(mypod: Mapping[str, Any]) -> dict[str, Any]:
+    """The controller reference from the pod to ``mypod``."""
+    meta = mypod["metadata"]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def desired_pod(mypod: Mapping[str, Any], spec: MyPodSpec) -> dict[str, Any]:
+    """The pod ``mypod`` should have (to create it)."""
+    meta = mypod["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "labels": {**_user_labels(spec), LABEL: meta["name"]},
+            "annotations": {
+                **_user_annotations(spec),
+                SPEC_HASH: spec_hash(spec),
+                METADATA: metadata_record(spec),
+            },
+            "ownerReferences": [owner_reference(mypod)],
+        },
+        "spec": copy.deepcopy(spec.pod_spec),
+    }
+
+
+def _annotation(pod: Mapping[str, Any], key: str) -> Any:
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    return annotations.get(key) if isinstance(annotations, Mapping) else None
+
+
+def needs_replacement(pod: Mapping[str, Any], spec: MyPodSpec) -> bool:
+    """Whether ``pod`` was made from another podSpec than ``spec``'s (or memop cannot tell)."""
+    return bool(_annotation(pod, SPEC_HASH) != spec_hash(spec))
+
+
+def _applied_keys(pod: Mapping[str, Any], kind: str) -> list[str]:
+    """The keys of ``kind`` ("labels" or "annotations") the pod's METADATA record lists."""
+    try:
+        keys = json.loads(_annotation(pod, METADATA))[kind]
+    except (TypeError, ValueError, KeyError):
+        return []  # absent or not ours: there is nothing memop knows it applied
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+
+def metadata_patch(pod: Mapping[str, Any], spec: MyPodSpec) -> dict[str, Any] | None:
+    """The JSON merge patch that gives ``pod`` the labels and annotations of ``spec``, or None
+    when its METADATA record says it has them. Keys memop applied before and ``spec`` no
+    longer has are removed; keys others added are kept."""
+    record = metadata_record(spec)
+    if _annotation(pod, METADATA) == record:
+        return None
+    labels: dict[str, Any] = {k: None for k in _applied_keys(pod, "labels") if k != LABEL}
+    labels.update(_user_labels(spec))
+    annotations: dict[str, Any] = {
+        k: None for k in _applied_keys(pod, "annotations") if k not in (SPEC_HASH, METADATA)
+    }
+    annotations.update(_user_annotations(spec))
+    annotations[METADATA] = record
+    return {"metadata": {"labels": labels, "annotations": annotations}}
