@@ -43,6 +43,7 @@ OVERLAYS = (
     "secure-metrics",
     "prometheus",
     "prometheus-secure",
+    "leader-for-life",
 )
 
 Obj = dict[str, Any]

@@ -76,6 +76,7 @@ SCENARIOS = {
     "secure-metrics+prometheus-secure": ("secure-metrics", "prometheus-secure"),
     "namespaced": ("namespaced",),
     "namespaced-multi": ("namespaced/multi",),
+    "leader-for-life": ("leader-for-life",),
 }
 # kubectl's client-side apply always sends PodDisruptionBudget.spec.selector again (its patch
 # strategy is "replace", so the computed patch is never empty) and reports "configured" on a

@@ -18,6 +18,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
+from memop import rbac
 from memop.runtime.client import Client
 from memop.runtime.clock import FakeClock
 from memop.runtime.leaderelection import LeadershipLost
@@ -236,6 +237,9 @@ async def test_a_lock_whose_owner_pod_was_evicted_is_taken_over_with_a_uid_preco
     assert b.client.deletes == [
         {"resource": "configmaps", "name": LOCK, "preconditions": {"uid": lock["metadata"]["uid"]}}
     ]
+    # Every request of this take-over is granted by manifests/leader-for-life, and every grant is used.
+    sent = {(r.group, r.resource, r.verb, r.namespace) for r in server.log.filter(user_agent="memop/pod-b")}
+    assert sent == {(rule.group, rule.resource, rule.verb, NS) for rule in rbac.LEADER_FOR_LIFE_RULES}
 
 
 def _phase(server: ApiServer, name: str) -> str | None:
