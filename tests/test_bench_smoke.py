@@ -167,3 +167,23 @@ def test_outage_benchmark_reports_recovery_and_requests_while_down() -> None:
     assert result["memop_resumed_after_answer_s"] is not None
     assert "watches_back_after_s" in result
     assert result["memop_requests_while_down"]["total"] >= 1
+
+
+@pytest.mark.parametrize("mode", ["leader-for-life", "lease"])
+def test_failover_benchmark_reports_the_take_over(mode: str) -> None:
+    # The lease leader is SIGTERMed and releases the lease (a SIGKILL would wait it out, 15 s).
+    result = run_bench(
+        "failover.py",
+        f"--mode={mode}",
+        "--signal=term",
+        "--rounds=1",
+        "--max-backoff=0.2",
+        "--standby-wait=0.2",
+    )
+    assert result["mode"] == mode
+    assert result["rounds"] == 1
+    [round_] = result["per_round"]
+    assert round_["takeover_s"] > 0
+    assert round_["from_signal_s"] >= round_["first_write_s"] >= round_["takeover_s"]
+    assert ("gc_s" in round_) == (mode == "leader-for-life")
+    assert "in-memory" in result["server"]
