@@ -58,6 +58,7 @@ from memop.testing.errors import ApiError as StoreError
 from memop.testing.operator import install_crd, memcached_manifest
 from memop.testing.process import MemopProcess
 from memop.testing.server import ApiServer
+from memop.testing.wait import wait_for
 
 LOCK_NAMESPACE = "default"
 WATCHED = "bench"
@@ -71,16 +72,9 @@ def summary(values: list[float]) -> dict[str, float]:
 
 
 async def wait_until(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise SystemExit(f"failover bench: timed out waiting for {what}")
-        await asyncio.sleep(POLL)
+    return await wait_for(
+        predicate, timeout=timeout, interval=POLL, message=f"failover bench: waiting for {what}"
+    )
 
 
 class Round:
