@@ -202,6 +202,10 @@ async def test_an_invalid_pod_spec_is_degraded_until_the_spec_is_fixed(
     if kube.server is not None:
         creates = kube.server.log.filter(user_agent=operator.user_agent, verb="create", resource="pods")
         assert len(creates) == 1
+    # A type error: a real API server cannot decode it (400), the in-memory one refuses it (422).
+    await client.patch(MYPODS, "bad", {"spec": {"podSpec": {"containers": "main"}}}, namespace)
+    cr = await wait_for(lambda: degraded(client, namespace, "bad", "PodInvalid"), timeout=TIMEOUT)
+    assert condition(cr, "Degraded")["message"] != message
     await client.patch(MYPODS, "bad", {"spec": {"podSpec": POD_SPEC}}, namespace)
     await wait_for(lambda: reported(client, namespace, "bad"), timeout=TIMEOUT)
 

@@ -12,8 +12,7 @@ from typing import Any
 from memop.mypod import controller
 from memop.mypod.api import GROUP, PLURAL
 from memop.mypod.crd import crd
-from memop.runtime.controller import Controller
-from memop.runtime.definition import ControllerDefinition, SetupContext
+from memop.runtime.definition import ControllerDefinition
 from memop.runtime.permissions import Rule, Scope, watched
 
 __all__ = ["DEFINITION", "SAMPLE"]
@@ -68,19 +67,10 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def _setup(context: SetupContext) -> Controller:
-    return controller.setup(
-        context.cache,
-        context.client,
-        context.recorder,
-        max_concurrent_reconciles=context.max_concurrent_reconciles,
-    )
-
-
 DEFINITION = ControllerDefinition(
     name=controller.CONTROLLER_NAME,
     description="a MyPod keeps one owned pod of its podSpec, replaced when the podSpec changes",
-    setup=_setup,
+    setup=controller.setup,
     crds=lambda: [crd()],
     rules=RULES,
     samples=lambda: {"harryyann.github.io_v1_mypod.yaml": copy.deepcopy(SAMPLE)},

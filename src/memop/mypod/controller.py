@@ -14,8 +14,9 @@ retrying the create would fail until then.
 What memop cannot fix becomes a Degraded condition, a Warning Event and one log line (the
 Event and the line only when the condition is new):
 - InvalidSpec: the spec lacks the schema's shape (the CRD was installed without its schema).
-- PodInvalid: the API server refused the pod (422), in its words. Retrying cannot fix it:
-  memop does not try the same generation again, the next one is reconciled.
+- PodInvalid: the API server refused the pod (422, or 400 when it cannot decode it), in its
+  words. Retrying cannot fix it: memop does not try the same generation again, the next one
+  is reconciled.
 - PodConflict: a pod of that name exists that this MyPod does not control (or without the
   label memop finds its pods by). Never taken over; rechecked every BLOCKED_RECHECK_SECONDS,
   since its removal sends no event memop watches.
@@ -48,9 +49,11 @@ from memop.runtime.client import Client
 from memop.runtime.clock import Clock, RealClock, rfc3339
 from memop.runtime.conditions import TRUE, find_condition
 from memop.runtime.controller import Controller, ControllerBuilder
+from memop.runtime.definition import SetupContext
 from memop.runtime.errors import (
     AlreadyExists,
     ApiError,
+    BadRequest,
     Conflict,
     Forbidden,
     Invalid,
@@ -112,7 +115,8 @@ class MyPodReconciler:
         except _Blocked as blocked:
             await self._report(mypod, pod, digest, blocked.failure)
             return Result(requeue_after=BLOCKED_RECHECK_SECONDS)
-        except Invalid as error:
+        except (Invalid, BadRequest) as error:
+            # 422, or 400 when the pod cannot even be decoded (a string where a list belongs).
             await self._report(mypod, pod, digest, Failure("PodInvalid", error.message))
             return None
         except Forbidden as error:
@@ -280,15 +284,13 @@ def declare_informers(cache: Cache) -> None:
     cache.informer(PODS, transform=pod_transform, label_selector=POD_SELECTOR)
 
 
-def setup(
-    cache: Cache, client: Client, recorder: EventRecorder, *, max_concurrent_reconciles: int = 1
-) -> Controller:
-    """Declare the mypod controller on ``cache``; the caller runs it (a Manager)."""
-    declare_informers(cache)
+def setup(context: SetupContext) -> Controller:
+    """Declare the mypod controller on ``context.cache``; the caller runs it (a Manager)."""
+    declare_informers(context.cache)
     return (
-        ControllerBuilder(cache, CONTROLLER_NAME)
+        ControllerBuilder(context.cache, CONTROLLER_NAME)
         .for_(MYPODS, predicates.generation_changed)
         .owns(PODS, label_selector=POD_SELECTOR)
-        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
-        .build(MyPodReconciler(client, cache, recorder))
+        .with_options(max_concurrent_reconciles=context.max_concurrent_reconciles)
+        .build(MyPodReconciler(context.client, context.cache, context.recorder))
     )
