@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from memop.testing import jsonpath, printercolumns
+from memop.testing.printers import PRINTERS
+from memop.testing.store import Store
 from memop.testing.tables import negotiate
 from memop.testing.times import human_duration
 
@@ -182,3 +184,15 @@ def test_custom_resource_cells_of_each_type() -> None:
     assert cells("yesterday")[3] == "<invalid>"
     assert cells(None) == [None, None, None, None, "<no value>"]
     assert [c["name"] for c in printercolumns.printer({}, "v1").columns] == ["Name", "Age"]
+
+
+def test_every_built_in_kind_prints_as_kube_apiserver_prints_it() -> None:
+    """A kind added to the in-memory server needs its printers.go columns (kube-apiserver gives
+    Role, ClusterRole and CustomResourceDefinition only Name and Created At)."""
+    defaults = {
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    }
+    served = {(s.rtype.group, s.rtype.plural) for s in Store().all_served()}
+    assert served - defaults == set(PRINTERS)
