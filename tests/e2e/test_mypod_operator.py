@@ -126,6 +126,17 @@ async def test_status_follows_the_pod_which_goes_with_the_mypod(
     await event_recorded(client, namespace, lambda e: e["reason"] == "Created", TIMEOUT)
     await client.delete(MYPODS, "web", namespace)
     await wait_for(lambda: gone(client, PODS, "web", namespace), timeout=TIMEOUT)
+    # Deleted and created again at once: the new one waits for the garbage collector.
+    await client.create(MYPODS, manifest("db"), namespace)
+    _, first = await wait_for(lambda: reported(client, namespace, "db"), timeout=TIMEOUT)
+    await client.delete(MYPODS, "db", namespace)
+    await client.create(MYPODS, manifest("db"), namespace)
+
+    async def owned_by_the_new_one() -> bool:
+        found = await reported(client, namespace, "db")
+        return found is not None and found[1]["metadata"]["uid"] != first["metadata"]["uid"]
+
+    await wait_for(owned_by_the_new_one, timeout=TIMEOUT)
 
 
 async def test_label_changes_patch_the_pod_and_a_pod_spec_change_replaces_it(

@@ -216,6 +216,21 @@ async def test_a_pod_it_does_not_control_is_rechecked_and_reported_once(env: Env
     assert (await env.get(PODS))["metadata"].get("ownerReferences") is None
 
 
+async def test_a_pod_left_by_a_deleted_namesake_is_waited_for_not_a_conflict(env: Env) -> None:
+    await env.client.create(MYPODS, manifest(), env.namespace)
+    await env.reconcile()
+    await env.client.delete(MYPODS, "web", env.namespace)  # no garbage collector runs here
+    await env.client.create(MYPODS, manifest(), env.namespace)
+    assert await env.reconcile() == (None, [("patch", "mypods", "status")])
+    cr = await env.get(MYPODS)
+    assert condition(cr, "Ready")["reason"] == "PodTerminating"
+    assert condition(cr, "Degraded")["status"] == "False"
+    await env.client.delete(PODS, "web", env.namespace)  # what the garbage collector does
+    assert await env.reconcile() == (None, [("create", "pods", ""), ("patch", "mypods", "status")])
+    owner = (await env.get(PODS))["metadata"]["ownerReferences"][0]
+    assert owner["uid"] == cr["metadata"]["uid"]
+
+
 async def test_forbidden_is_rechecked_and_a_server_error_retried(env: Env) -> None:
     env.server.faults.fail(403, times=1, verb="create", resource="pods")
     await env.client.create(MYPODS, manifest(), env.namespace)

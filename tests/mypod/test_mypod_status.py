@@ -15,6 +15,8 @@ from memop.testing.patch import merge_patch
 
 NOW, LATER = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
 HASH = "abc"
+# The controller reference of a MyPod named web: another uid is an earlier, deleted namesake.
+NAMESAKE = {"apiVersion": "harryyann.github.io/v1", "kind": "MyPod", "name": "web", "controller": True}
 MYPOD: dict[str, Any] = {"metadata": {"name": "web", "namespace": "ns", "uid": "u-1", "generation": 2}}
 
 
@@ -81,6 +83,8 @@ def test_a_pod_just_created_is_pending_without_ips() -> None:
         (pod(deletionTimestamp=NOW), "PodTerminating"),
         (pod(ownerReferences=[]), "PodConflict"),
         (pod(ownerReferences=[{"uid": "x", "controller": True}], deletionTimestamp=NOW), "PodTerminating"),
+        (pod(ownerReferences=[{**NAMESAKE, "uid": "u-0"}]), "PodTerminating"),
+        (pod(ownerReferences=[{**NAMESAKE, "uid": "u-0", "name": "db"}]), "PodConflict"),
     ],
 )
 def test_no_current_pod_clears_the_pod_fields(the_pod: dict[str, Any] | None, reason: str) -> None:

@@ -19,7 +19,8 @@ Event and the line only when the condition is new):
   is reconciled.
 - PodConflict: a pod of that name exists that this MyPod does not control (or without the
   label memop finds its pods by). Never taken over; rechecked every BLOCKED_RECHECK_SECONDS,
-  since its removal sends no event memop watches.
+  since its removal sends no event memop watches. (A pod left by a deleted MyPod of the same
+  name is no conflict: the garbage collector deletes it, and the watch says when.)
 - PodForbidden: 403 (RBAC, a quota, Pod Security admission), rechecked likewise.
 Anything else the API server answers is a ReconcileError, retried with backoff.
 
@@ -38,6 +39,7 @@ from memop.mypod.desired import (
     METADATA,
     SPEC_HASH,
     desired_pod,
+    left_by_namesake,
     metadata_patch,
     needs_replacement,
     spec_hash,
@@ -158,10 +160,9 @@ class MyPodReconciler:
             self.recorder.record(mypod, NORMAL, "Created", f"Created Pod {name}")
             log.info("created pod %s", name)
             return created
-        ours = controller_owner_uid(pod) == meta["uid"]
-        if pod["metadata"].get("deletionTimestamp"):
+        if pod["metadata"].get("deletionTimestamp") or left_by_namesake(pod, mypod):
             return pod  # its deletion comes through the watch; then a new one is created
-        if not ours:
+        if controller_owner_uid(pod) != meta["uid"]:
             message = f"Pod {name} exists and is not controlled by this MyPod; delete or rename it"
             raise _Blocked(Failure("PodConflict", message))
         if needs_replacement(pod, spec):
@@ -253,8 +254,9 @@ def pod_transform(pod: Obj) -> Obj:
     annotations (the user's labels and annotations are compared through METADATA, the spec
     through SPEC_HASH, so neither is kept) and the status fields a MyPod reports."""
     meta = pod.get("metadata") or {}
-    status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
-    assert isinstance(status, dict)
+    status = pod.get("status")
+    if not isinstance(status, dict):
+        status = {}
     kept: Obj = {k: meta[k] for k in _POD_METADATA if k in meta}
     for field, keys in (("labels", (LABEL,)), ("annotations", (SPEC_HASH, METADATA))):
         values = meta.get(field)

@@ -25,7 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memop.mypod.api import API_VERSION, KIND, MyPodSpec
+from memop.mypod.api import API_VERSION, GROUP, KIND, MyPodSpec
 
 LABEL = "harryyann.github.io/mypod"
 SPEC_HASH = "harryyann.github.io/pod-spec-hash"
@@ -73,6 +73,19 @@ def owner_reference(mypod: Mapping[str, Any]) -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def left_by_namesake(pod: Mapping[str, Any], mypod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` is controlled by an earlier MyPod of ``mypod``'s name (deleted, then
+    created again): that one is gone, so the garbage collector deletes the pod."""
+    meta = mypod["metadata"]
+    refs = (pod.get("metadata") or {}).get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            named = (group, ref.get("kind"), ref.get("name")) == (GROUP, KIND, meta["name"])
+            return named and ref.get("uid") != meta["uid"]
+    return False
 
 
 def desired_pod(mypod: Mapping[str, Any], spec: MyPodSpec) -> dict[str, Any]:

@@ -13,7 +13,8 @@ Conditions (CamelCase reasons, ``observedGeneration`` = metadata.generation):
 - Ready: True (PodReady) when the current pod reports Ready. Otherwise False: PodMissing (no
   pod of this MyPod), PodConflict (a pod of that name this MyPod does not control), Replacing
   (podSpec changed: the old pod is being deleted, the new one is created once it is gone),
-  PodTerminating (someone deleted the pod: it is created again once gone), PodSucceeded or
+  PodTerminating (the pod is being deleted, or is a deleted namesake MyPod's that the garbage
+  collector will delete: a new one is created once it is gone), PodSucceeded or
   PodFailed (a finished pod is kept, as a bare pod would be), PodNotReady.
 - Degraded: True while memop cannot do its job, with the caller's failure: InvalidSpec,
   PodInvalid (the API server refused the pod), PodConflict, PodForbidden, ReconcileError.
@@ -26,7 +27,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from memop.mypod.desired import SPEC_HASH
+from memop.mypod.desired import SPEC_HASH, left_by_namesake
 from memop.runtime.conditions import FALSE, TRUE, find_condition, set_condition
 from memop.runtime.store import controller_owner_uid
 
@@ -69,16 +70,21 @@ def _pod_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v}
 
 
-def _ready(pod: Mapping[str, Any] | None, uid: Any, spec_hash: str | None) -> tuple[str, str, str]:
+def _ready(
+    mypod: Mapping[str, Any], pod: Mapping[str, Any] | None, spec_hash: str | None
+) -> tuple[str, str, str]:
     name = _get(pod, "metadata", "name")
     if pod is None:
         return FALSE, "PodMissing", "this MyPod has no pod"
-    ours = controller_owner_uid(dict(pod)) == uid
+    ours = controller_owner_uid(dict(pod)) == _get(mypod, "metadata", "uid")
     if ours and spec_hash is not None and _get(pod, "metadata", "annotations", SPEC_HASH) != spec_hash:
         message = f"podSpec changed: Pod {name} is being replaced; the new one is created once it is gone"
         return FALSE, "Replacing", message
     if _get(pod, "metadata", "deletionTimestamp"):
         return FALSE, "PodTerminating", f"Pod {name} is being deleted; a new one is created once it is gone"
+    if not ours and left_by_namesake(pod, mypod):
+        message = f"Pod {name} is a deleted MyPod's; a new one is created once it is garbage-collected"
+        return FALSE, "PodTerminating", message
     if not ours:
         return FALSE, "PodConflict", f"Pod {name} exists and is not controlled by this MyPod"
     phase = _get(pod, "status", "phase") or "Pending"
@@ -108,7 +114,7 @@ def compute_status(
     generation = generation if isinstance(generation, int) else 0
     old = mypod.get("status") if isinstance(mypod.get("status"), Mapping) else {}
     assert isinstance(old, Mapping)
-    status, reason, message = _ready(pod, meta.get("uid"), spec_hash)
+    status, reason, message = _ready(mypod, pod, spec_hash)
     fields = _pod_fields(pod) if pod is not None and reason in _CURRENT else {}
     conditions = old.get("conditions") if isinstance(old.get("conditions"), list) else []
     conditions = set_condition(conditions, READY, status, reason, message, generation, now)
