@@ -8,6 +8,9 @@ it), so the code stays the single source of truth.
   kustomization listing them); ``--print`` prints them as one YAML stream instead.
 - ``memop manifests rbac`` prints the objects of manifests/rbac (``python -m memop.rbac``
   writes every RBAC file).
+- ``memop manifests bundle --version V [--replaces PREVIOUS] [--channel alpha]`` writes an
+  Operator Lifecycle Manager bundle of version V into ``bundle/`` (``--dir``): see
+  :mod:`memop.olm`. It reads manifests/manager/manager.yaml, so it runs from the repository root.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from memop import olm
 from memop.controllers import ALL
 from memop.rbac import rbac_yaml
 from memop.runtime.crdgen import GENERATE_COMMAND, crd_yaml
 
 CRD_DIR = Path("manifests/crd")
+BUNDLE_DIR = Path("bundle")
+BUNDLE_FLAGS = ("version", "replaces", "channel", "image")
 
 
 def crd_files() -> dict[str, str]:
@@ -57,19 +63,72 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Write or print the manifests generated from memop's code (committed under manifests/).",
     )
     parser.add_argument(
-        "name", choices=("crd", "rbac"), help="crd: write manifests/crd; rbac: print manifests/rbac's objects"
+        "name",
+        choices=("crd", "rbac", "bundle"),
+        help="crd: write manifests/crd; rbac: print manifests/rbac's objects; bundle: write an OLM bundle",
     )
-    parser.add_argument("--dir", type=Path, default=CRD_DIR, help="crd: the directory to write (%(default)s)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help=f"the directory to write (crd: {CRD_DIR}; bundle: {BUNDLE_DIR})",
+    )
     parser.add_argument("--print", action="store_true", help="crd: print the CRDs instead of writing them")
+    parser.add_argument("--version", help="bundle: the version of the ClusterServiceVersion (required)")
+    parser.add_argument("--replaces", help="bundle: the version (or CSV name) this one upgrades")
+    parser.add_argument(
+        "--channel", help=f"bundle: comma-separated channels, the first the default ({olm.DEFAULT_CHANNEL})"
+    )
+    parser.add_argument("--image", help="bundle: the operator image (default memop:VERSION)")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Carry out ``memop manifests``; the exit status."""
     out = out or sys.stdout
+    given = [f"--{flag}" for flag in BUNDLE_FLAGS if getattr(args, flag) is not None]
+    if args.name == "bundle":
+        return _bundle(args, out)
+    if given:
+        return _usage_error(f"{', '.join(given)}: only used with 'memop manifests bundle'")
     if args.name == "rbac":
         out.write(rbac_yaml())
     elif args.print:
         out.write("".join(text for name, text in crd_files().items() if name != "kustomization.yaml"))
     else:
-        write_crds(args.dir, out)
+        write_crds(args.dir or CRD_DIR, out)
     return 0
+
+
+def _bundle(args: argparse.Namespace, out: TextIO) -> int:
+    if args.version is None:
+        return _usage_error("--version is required (the bundle's version, such as 0.1.0)")
+    if args.print:
+        return _usage_error("--print is only used with 'memop manifests crd'")
+    options = olm.BundleOptions(
+        version=args.version,
+        replaces=args.replaces,
+        channels=olm.parse_channels(args.channel if args.channel is not None else olm.DEFAULT_CHANNEL),
+        image=args.image,
+    )
+    try:
+        options.validate()
+    except olm.BundleError as error:
+        return _usage_error(str(error))
+    try:
+        manager_yaml = olm.MANAGER_YAML.read_text()
+    except OSError as error:
+        print(
+            f"memop manifests bundle: error: cannot read {olm.MANAGER_YAML} ({error.strerror}): run from the "
+            "repository root",
+            file=sys.stderr,
+        )
+        return 1
+    directory = args.dir or BUNDLE_DIR
+    for path in olm.write_bundle(directory, olm.bundle_files(options, manager_yaml, crd_files())):
+        out.write(f"wrote {path}\n")
+    return 0
+
+
+def _usage_error(message: str) -> int:
+    print(f"memop manifests: error: {message}", file=sys.stderr)
+    return 2

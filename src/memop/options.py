@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
             "memop's operators: "
             + "; ".join(f"{name}: {definition.description}" for name, definition in ALL.items())
             + ". Every flag can also be set by the environment variable shown in brackets. "
-            "Subcommands: 'memop manifests {crd,rbac}' writes or prints generated manifests, "
+            "Subcommands: 'memop manifests {crd,rbac,bundle}' writes or prints generated manifests, "
             "'memop demo' runs memop on an in-memory API server."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

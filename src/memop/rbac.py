@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -485,8 +485,14 @@ def generated_files() -> dict[str, str]:
 
 def write_files(root: Path) -> list[Path]:
     """Write :func:`generated_files` under ``root`` (the repository); the paths that changed."""
+    return write_changed(root, generated_files())
+
+
+def write_changed(root: Path, files: Mapping[str, str]) -> list[Path]:
+    """Write each relative path -> text of ``files`` under ``root`` unless it holds that text
+    already; the paths written."""
     changed: list[Path] = []
-    for relative, text in generated_files().items():
+    for relative, text in files.items():
         path = root / relative
         if path.exists() and path.read_text() == text:
             continue
