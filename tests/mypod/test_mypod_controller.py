@@ -35,7 +35,7 @@ from memop.runtime.definition import SetupContext
 from memop.runtime.errors import ServerError
 from memop.runtime.events import EventRecorder
 from memop.runtime.reconcile import Request, Result
-from memop.runtime.resources import EVENTS, NAMESPACES, PODS
+from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, NAMESPACES, PODS
 from memop.runtime.store import resource_version
 from memop.testing.operator import install_crd
 from memop.testing.server import ApiServer
@@ -199,6 +199,24 @@ async def test_a_pod_the_server_cannot_decode_is_refused_too(env: Env) -> None:
     degraded = condition(await env.get(MYPODS), "Degraded")
     assert (degraded["reason"], degraded["message"]) == ("PodInvalid", message)
     assert await env.reconcile() == (None, [])
+
+
+async def test_a_spec_the_schema_would_refuse_is_degraded_without_a_request_to_pods(env: Env) -> None:
+    # The CRD installed without its schema: the server stores anything.
+    current = await env.client.get(CUSTOM_RESOURCE_DEFINITIONS, crd()["metadata"]["name"])
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    current["spec"]["versions"][0]["schema"] = schema
+    await env.client.update(CUSTOM_RESOURCE_DEFINITIONS, current)
+    await env.client.create(MYPODS, manifest(podLabels={"app": 1}), env.namespace)
+    assert await env.reconcile() == (None, [("patch", "mypods", "status")])
+    degraded = condition(await env.get(MYPODS), "Degraded")
+    assert (degraded["reason"], degraded["message"]) == (
+        "InvalidSpec",
+        'spec.podLabels.app: Invalid value: "integer": spec.podLabels.app in body must be of type'
+        ' string: "integer"',
+    )
+    assert await env.reconcile() == (None, [])
+    assert len(await env.events("InvalidSpec")) == 1
 
 
 async def test_a_pod_it_does_not_control_is_rechecked_and_reported_once(env: Env) -> None:

@@ -55,4 +55,4 @@ def crd() -> dict[str, Any]:
 
 def crd_yaml() -> str:
     """The CRD as the YAML document committed under manifests/crd (deterministic)."""
-    return crdgen.crd_yaml(crd(), "memop.mypod.api")
+    return crdgen.crd_yaml(crd(), "memop.mypod")
