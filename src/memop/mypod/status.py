@@ -112,8 +112,9 @@ def compute_status(
     meta = mypod.get("metadata") or {}
     generation = meta.get("generation")
     generation = generation if isinstance(generation, int) else 0
-    old = mypod.get("status") if isinstance(mypod.get("status"), Mapping) else {}
-    assert isinstance(old, Mapping)
+    old = mypod.get("status")
+    if not isinstance(old, Mapping):
+        old = {}  # none yet (or junk someone wrote: replaced)
     status, reason, message = _ready(mypod, pod, spec_hash)
     fields = _pod_fields(pod) if pod is not None and reason in _CURRENT else {}
     conditions = old.get("conditions") if isinstance(old.get("conditions"), list) else []
