@@ -44,6 +44,7 @@ OVERLAYS = (
     "prometheus",
     "prometheus-secure",
     "leader-for-life",
+    "grafana",
 )
 
 Obj = dict[str, Any]
@@ -374,8 +375,9 @@ EXPECTED_KINDS = {
         "RoleBinding",
         "ServiceAccount",
     ],
-    "prometheus": ["Service", "ServiceMonitor"],
-    "prometheus-secure": ["ClusterRoleBinding", "Service", "ServiceMonitor"],
+    "prometheus": ["PrometheusRule", "Service", "ServiceMonitor"],
+    "prometheus-secure": ["ClusterRoleBinding", "PrometheusRule", "Service", "ServiceMonitor"],
+    "grafana": ["ConfigMap"],
 }
 INSTALLS = ("default", "namespaced", "namespaced/multi", "secure-metrics")
 

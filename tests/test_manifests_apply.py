@@ -67,6 +67,21 @@ SERVICE_MONITOR_CRD = {
         ],
     },
 }
+# The same for PrometheusRules (manifests/prometheus ships memop's alert rules).
+PROMETHEUS_RULE_CRD = {
+    **SERVICE_MONITOR_CRD,
+    "metadata": {"name": "prometheusrules.monitoring.coreos.com"},
+    "spec": {
+        **SERVICE_MONITOR_CRD["spec"],
+        "names": {
+            "plural": "prometheusrules",
+            "singular": "prometheusrule",
+            "kind": "PrometheusRule",
+            "listKind": "PrometheusRuleList",
+            "shortNames": ["promrule"],
+        },
+    },
+}
 # manifests/namespaced/multi watches these; they must exist before it is applied.
 WATCHED_NAMESPACES = ("team-a", "team-b")
 
@@ -76,7 +91,8 @@ SCENARIOS = {
     "secure-metrics+prometheus-secure": ("secure-metrics", "prometheus-secure"),
     "namespaced": ("namespaced",),
     "namespaced-multi": ("namespaced/multi",),
-    "leader-for-life": ("leader-for-life",),
+    # The Grafana dashboard goes in the install's namespace.
+    "leader-for-life+grafana": ("leader-for-life", "grafana"),
 }
 # kubectl's client-side apply always sends PodDisruptionBudget.spec.selector again (its patch
 # strategy is "replace", so the computed patch is never empty) and reports "configured" on a
@@ -171,15 +187,17 @@ def outcomes(stdout: str) -> list[tuple[str, str]]:
 
 
 async def prepare(kubectl: Kubectl) -> None:
-    """What the overlays expect to exist: the ServiceMonitor CRD and the watched namespaces."""
+    """What the overlays expect to exist: the ServiceMonitor and PrometheusRule CRDs and the
+    watched namespaces."""
     namespaces = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in WATCHED_NAMESPACES
     ]
-    docs = yaml.safe_dump_all([SERVICE_MONITOR_CRD, *namespaces])
+    docs = yaml.safe_dump_all([SERVICE_MONITOR_CRD, PROMETHEUS_RULE_CRD, *namespaces])
     await kubectl.ok("apply", "-f", "-", stdin=docs)
-    await kubectl.ok(
-        "wait", "--for=condition=Established", "--timeout=10s", "crd/servicemonitors.monitoring.coreos.com"
-    )
+    for crd in (SERVICE_MONITOR_CRD, PROMETHEUS_RULE_CRD):
+        await kubectl.ok(
+            "wait", "--for=condition=Established", "--timeout=10s", f"crd/{crd['metadata']['name']}"
+        )
 
 
 async def apply_overlay(kubectl: Kubectl, overlay: str) -> None:
@@ -193,16 +211,22 @@ async def apply_overlay(kubectl: Kubectl, overlay: str) -> None:
     assert [resource for resource, _ in first] == names
     assert {outcome for _, outcome in first} <= {"created", "unchanged"}, first
 
-    before = json.loads(await kubectl.ok("get", "-k", path, "-o", "json"))["items"]
+    before = _items(json.loads(await kubectl.ok("get", "-k", path, "-o", "json")))
     assert identities(before) == identities(rendered)
 
     second = outcomes(await kubectl.ok("apply", "-k", path))
     for resource, outcome in second:
         expected = {"unchanged", "configured"} if resource.split("/")[0] in ALWAYS_PATCHED else {"unchanged"}
         assert outcome in expected, f"re-applying {path} changed {resource}: {outcome}"
-    after = json.loads(await kubectl.ok("get", "-k", path, "-o", "json"))["items"]
+    after = _items(json.loads(await kubectl.ok("get", "-k", path, "-o", "json")))
     versions = {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in before}
     assert {(o["kind"], o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in after} == versions
+
+
+def _items(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects of ``kubectl get -o json``: a List, or the one object when there is one."""
+    items: list[dict[str, Any]] = answer.get("items", [answer])
+    return items
 
 
 async def delete_overlay(kubectl: Kubectl, overlay: str) -> None:

@@ -13,13 +13,14 @@ import time
 
 import pytest
 
+from memop.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
 from memop.runtime.kubeconfig import running_in_cluster
 from memop.runtime.resources import CONFIGMAPS, PODS
 from memop.testing.envtest import Kube
-from memop.testing.operator import memcached_manifest
+from memop.testing.operator import install_crd, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -35,6 +36,13 @@ ARGS = (
     "--leader-election-namespace", LOCK_NAMESPACE,
     "--leader-for-life-max-backoff", f"{MAX_BACKOFF}s",
 )  # fmt: skip
+
+
+async def install_every_crd(client: Client) -> None:
+    """The CRDs of every controller memop runs by default (the fixture installs Memcached's)."""
+    for definition in ALL.values():
+        for crd in definition.crds():
+            await install_crd(client, crd)
 
 
 async def lock_owner(client: Client) -> str:
@@ -68,6 +76,7 @@ async def test_one_replica_leads_a_standby_never_reconciles_and_leads_once_the_p
     kube: Kube, client: Client, memops: MemopProcesses, namespace: str, record_property: object
 ) -> None:
     server = kube.fake
+    await install_every_crd(client)
     first, second = await asyncio.gather(
         replica(client, memops, "memop-a"), replica(client, memops, "memop-b")
     )
@@ -120,6 +129,7 @@ async def _status_is(process: MemopProcess, value: float) -> bool:
 async def test_outside_a_cluster_it_runs_without_election_only_when_asked(
     kube: Kube, client: Client, memops: MemopProcesses, namespace: str
 ) -> None:
+    await install_every_crd(client)
     refused = await memops.start(*ARGS)
     assert await refused.wait(TIMEOUT) == 2
     assert refused.lines == [

@@ -1,0 +1,251 @@
+"""The Grafana dashboard and the PrometheusRule (memop.monitoring): generated files, the README's
+rules, promtool's parse of every expression, and a ``promtool test rules`` unit test.
+
+That every metric they name is one a running memop exports is checked against a real scrape in
+tests/e2e/test_manager_dashboards.py; :func:`metric_names` is the extraction both use.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from memop import monitoring, rbac
+from tests.test_manifests import MANIFESTS, REPO, needs_kubectl, one, render
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool is not on PATH (Debian package 'prometheus')"
+)
+
+# Grafana's variables, replaced as Grafana would before the query reaches Prometheus.
+GRAFANA_VARIABLES = {"$__rate_interval": "1m", "$job": ".*", "$controller": ".*"}
+PROMQL_WORDS = {
+    "and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right", "bool",
+    "offset", "inf", "nan",
+}  # fmt: skip
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: identifiers that are not functions,
+    aggregation modifiers, keywords, label names or values, or durations."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
+    text = re.sub(r"\{[^}]*\}", " ", text)  # label matchers
+    text = re.sub(r"\[[^\]]*\]", " ", text)  # ranges and subqueries
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    names = set()
+    for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
+        word = match.group()
+        if word.lower() in PROMQL_WORDS or text[match.end() :].lstrip().startswith("("):
+            continue
+        if match.start() > 0 and (text[match.start() - 1].isdigit() or text[match.start() - 1] == "."):
+            continue  # the unit of a duration or a number's exponent
+        names.add(word)
+    return names
+
+
+def grafana_to_promql(expr: str) -> str:
+    for variable, value in GRAFANA_VARIABLES.items():
+        expr = expr.replace(variable, value)
+    return expr
+
+
+def every_expression() -> list[str]:
+    """The dashboard's panels and variable queries, and the alert rules, as Prometheus gets them."""
+    variables = [
+        re.fullmatch(r"label_values\((.+), \w+\)", v["definition"])
+        for v in monitoring.dashboard()["templating"]["list"]
+        if v["type"] == "query"
+    ]
+    queries = [m.group(1) for m in variables if m is not None]
+    return [grafana_to_promql(e) for e in [*monitoring.expressions(), *queries]] + [
+        rule["expr"] for rule in monitoring.ALERT_RULES
+    ]
+
+
+# --- generated files ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relative", sorted(monitoring.generated_files()))
+def test_committed_files_are_the_generated_ones(relative: str) -> None:
+    assert (REPO / relative).read_text() == monitoring.generated_files()[relative], (
+        f"regenerate: {monitoring.GENERATE_COMMAND} (from the repository root)"
+    )
+
+
+def test_the_command_writes_the_files_and_refuses_a_directory_without_manifests(tmp_path: Path) -> None:
+    (tmp_path / "manifests").mkdir()
+    command = [sys.executable, "-m", "memop.monitoring", "--root", str(tmp_path)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert out.stdout.count("wrote ") == len(monitoring.generated_files())
+    assert subprocess.run(command, capture_output=True, text=True, check=True).stdout == ""
+    bare = subprocess.run(
+        [*command[:-1], str(tmp_path / "manifests")], capture_output=True, text=True, check=False
+    )
+    assert bare.returncode == 2
+    assert "has no manifests/" in bare.stderr
+
+
+def test_the_readmes_example_alert_rules_are_the_manifests() -> None:
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("Example alert rules", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert yaml.safe_load(block) == {"groups": monitoring.rule_groups()}
+    committed = list(yaml.safe_load_all((REPO / monitoring.RULES_FILE).read_text()))
+    assert committed == [monitoring.prometheus_rule()]
+
+
+def test_the_dashboard_has_the_panels_users_look_for() -> None:
+    dashboard = json.loads((REPO / monitoring.DASHBOARD_FILE).read_text())
+    panels = [p for p in dashboard["panels"] if p["type"] != "row"]
+    titles = {p["title"] for p in panels}
+    assert {
+        "Reconciles per second",
+        "Errors and panics",
+        "Reconcile time",
+        "Queue depth",
+        "Queue latency",
+        "Retries and adds per second",
+        "Longest-running reconcile",
+        "API requests by code",
+        "API latency",
+        "Leader",
+        "CPU",
+        "Memory (RSS)",
+        "Open file descriptors",
+    } <= titles
+    exprs = " ".join(monitoring.expressions())
+    for quantile in ("0.5", "0.9", "0.99"):
+        assert (
+            f"histogram_quantile({quantile}, sum by (controller, le) (rate(controller_runtime_reconcile_time"
+            in exprs
+        )
+    # Grafana's layout: unique ids, every panel inside the 24-column grid, none overlapping.
+    assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])
+    cells = set()
+    for panel in dashboard["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0
+        assert grid["x"] + grid["w"] <= 24
+        area = {
+            (x, y)
+            for x in range(grid["x"], grid["x"] + grid["w"])
+            for y in range(grid["y"], grid["y"] + grid["h"])
+        }
+        assert not area & cells, panel["title"]
+        cells |= area
+    for panel in panels:
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+        assert [t["refId"] for t in panel["targets"]] == [
+            chr(ord("A") + i) for i in range(len(panel["targets"]))
+        ]
+
+
+@needs_kubectl
+def test_the_grafana_configmap_carries_the_dashboard_for_the_sidecar() -> None:
+    config_map = one(render("grafana"), "ConfigMap")
+    assert config_map["metadata"]["name"] == rbac.PREFIX + "grafana-dashboard"
+    assert config_map["metadata"]["namespace"] == rbac.NAMESPACE
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert config_map["data"] == {
+        "memop-dashboard.json": (MANIFESTS / "grafana/memop-dashboard.json").read_text()
+    }
+
+
+@needs_kubectl
+def test_the_prometheus_overlay_ships_the_rules() -> None:
+    rule = one(render("prometheus"), "PrometheusRule")
+    assert rule["metadata"]["name"] == rbac.PREFIX + "controller-manager-rules"
+    assert rule["spec"] == monitoring.prometheus_rule()["spec"]
+
+
+def test_metric_names() -> None:
+    assert metric_names(
+        'histogram_quantile(0.9, sum by (controller, le) (rate(a_bucket{job=~"x(y)", le!="1e3"}[5m])))'
+    ) == {"a_bucket"}
+    assert metric_names("sum by (c) (x) > 100 and sum by (c) (deriv(y[10m])) > 0") == {"x", "y"}
+    assert metric_names("increase(z_total[10m]) > 1e-3 or on(job) absent(w)") == {"z_total", "w"}
+
+
+# --- promtool ----------------------------------------------------------------------------------------
+
+
+def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert PROMTOOL is not None
+    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, cwd=cwd, check=False, timeout=60)
+
+
+@needs_promtool
+def test_every_expression_parses(tmp_path: Path) -> None:
+    """The rules as they are, the dashboard's queries as recording rules (promtool parses both)."""
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": monitoring.rule_groups()}))
+    records = [{"record": f"memop:dashboard_query_{i}", "expr": e} for i, e in enumerate(every_expression())]
+    (tmp_path / "dashboard.yaml").write_text(
+        yaml.safe_dump({"groups": [{"name": "dashboard", "rules": records}]})
+    )
+    out = promtool("check", "rules", "rules.yaml", "dashboard.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"SUCCESS: {len(monitoring.ALERT_RULES)} rules found" in out.stdout
+    assert f"SUCCESS: {len(records)} rules found" in out.stdout
+
+
+def series(selector: str, values: str) -> dict[str, str]:
+    return {"series": selector, "values": values}
+
+
+def fires(eval_time: str, alert: str, **labels: str) -> dict[str, Any]:
+    """A promtool alert test: ``alert`` fires at ``eval_time`` with ``labels`` (and its severity)."""
+    [rule] = [rule for rule in monitoring.ALERT_RULES if rule["alert"] == alert]
+    expected = {"exp_labels": {**labels, **rule["labels"]}, "exp_annotations": rule["annotations"]}
+    return {"eval_time": eval_time, "alertname": alert, "exp_alerts": [expected]}
+
+
+ALERT_TEST: dict[str, Any] = {
+    "rule_files": ["rules.yaml"],
+    "evaluation_interval": "1m",
+    "tests": [
+        {
+            "interval": "1m",
+            # memcached fails 0.5 reconciles a second from the start; podset 0.05 (below 0.1).
+            "input_series": [
+                series('controller_runtime_reconcile_errors_total{controller="memcached"}', "0+30x40"),
+                series('controller_runtime_reconcile_errors_total{controller="podset"}', "0+3x40"),
+            ],
+            "alert_rule_test": [
+                # Firing needs 15 minutes above the threshold ("for: 15m").
+                {"eval_time": "10m", "alertname": "MemopReconcileErrors", "exp_alerts": []},
+                fires("25m", "MemopReconcileErrors", controller="memcached"),
+            ],
+        },
+        {
+            "interval": "1m",
+            # A backlog over 100 that keeps growing, on two pods of one queue (name, instance),
+            # and no replica leading.
+            "input_series": [
+                series('workqueue_depth{controller="memcached", name="memcached", instance="a"}', "100+5x40"),
+                series('workqueue_depth{controller="memcached", name="memcached", instance="b"}', "0x40"),
+                series(f'leader_election_master_status{{name="{monitoring.LEASE_NAME}"}}', "0x40"),
+            ],
+            "alert_rule_test": [
+                fires("30m", "MemopWorkqueueBacklog", controller="memcached"),
+                fires("30m", "MemopNoLeader"),
+            ],
+        },
+    ],
+}
+
+
+@needs_promtool
+def test_promtool_unit_test_fires_the_alerts_on_synthetic_series(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": monitoring.rule_groups()}))
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(ALERT_TEST))
+    out = promtool("test", "rules", "test.yaml", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS" in out.stdout
