@@ -11,6 +11,7 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from memop.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client import Client
 from memop.testing.operator import available, memcached_manifest
@@ -38,7 +39,11 @@ async def test_every_metric_and_label_the_dashboard_and_rules_name_is_exported(
     client: Client, namespace: str, memops: MemopProcesses
 ) -> None:
     await install_every_crd(client)
-    memop = await memops.start("--leader-elect", "--leader-election-namespace", "default")
+    # Exactly the controllers whose CRDs were installed, whatever the tree holds by the time
+    # the process imports it.
+    memop = await memops.start(
+        "--leader-elect", "--leader-election-namespace", "default", f"--controllers={','.join(ALL)}"
+    )
     await memop.wait_ready(TIMEOUT)
     await client.create(MEMCACHEDS, memcached_manifest("scraped"), namespace)
     await wait_for(lambda: available(client, namespace, "scraped"), timeout=TIMEOUT)

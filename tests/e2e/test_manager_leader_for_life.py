@@ -35,6 +35,8 @@ ARGS = (
     "--leader-election-mode", "leader-for-life",
     "--leader-election-namespace", LOCK_NAMESPACE,
     "--leader-for-life-max-backoff", f"{MAX_BACKOFF}s",
+    # The controllers whose CRDs install_every_crd installs.
+    f"--controllers={','.join(ALL)}",
 )  # fmt: skip
 
 
