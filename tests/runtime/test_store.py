@@ -119,6 +119,23 @@ def test_replace_emits_adds_updates_and_deletes_within_its_namespace_only() -> N
     assert store.get("other", "b") is not None  # outside the relisted namespace
 
 
+def test_replace_keeps_what_was_written_after_the_list_was_taken() -> None:
+    # A relist's pages are fetched while reconciles run: a pod we created (and recorded, at
+    # resourceVersion 12) after the list's snapshot (10) is not in it, and a patch of ours (11)
+    # is newer than the listed state. Neither may be forgotten or taken back: the watch from 10
+    # brings what follows; forgetting the pod would make a reconcile create it again.
+    store = ObjectStore(PODS)
+    store.upsert(pod("ours", "a", rv="12"))
+    store.upsert(pod("patched", "a", rv="11"))
+    store.upsert(pod("gone", "a", rv="3"))
+    changes = store.replace([pod("patched", "a", rv="7")], "a", list_version="10")
+    assert [(kind, obj["metadata"]["name"]) for kind, obj, _ in changes] == [(DELETED, "gone")]
+    assert store.get("ours", "a") is not None
+    assert store.get("patched", "a")["metadata"]["resourceVersion"] == "11"  # type: ignore[index]
+    # resourceVersions that are not numbers cannot be compared: the list is the truth.
+    assert [k for k, _, _ in store.replace([], "a", list_version="x")] == [DELETED, DELETED]
+
+
 names_st = st.sampled_from(["p1", "p2", "p3", "p4"])
 label_st = st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["x", "y"]), max_size=2)
 ops_st = st.lists(

@@ -217,9 +217,7 @@ class Reflector:
         else:
             backoff = self._backoff.next_delay()
             delay = at_least_retry_after(backoff, error)
-        level = (
-            logging.WARNING if isinstance(error, TransportError) or error.code >= 429 else logging.ERROR
-        )
+        level = logging.WARNING if isinstance(error, TransportError) or error.code >= 429 else logging.ERROR
         log.log(
             level,
             "%s of %s failed, retrying in %.1fs%s: %s",
@@ -234,7 +232,9 @@ class Reflector:
 
     async def _list(self) -> None:
         prepared, list_rv = await self._list_prepared()
-        changes = self.store.replace(prepared, self.namespace if self.resource.namespaced else None)
+        changes = self.store.replace(
+            prepared, self.namespace if self.resource.namespaced else None, list_version=list_rv
+        )
         self.last_resource_version = list_rv
         self._listed_at = self._clock.monotonic()
         self.relists += 1

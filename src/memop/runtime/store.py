@@ -231,27 +231,34 @@ class ObjectStore:
         )
 
     def replace(
-        self, objects: Iterable[Obj], namespace: str | None = None
+        self, objects: Iterable[Obj], namespace: str | None = None, *, list_version: str | None = None
     ) -> builtins.list[tuple[str, Obj, Obj | None]]:
         """Make the store (or the part of it in ``namespace``) hold exactly ``objects``.
 
         Returns the changes that takes, as (type, object, old object) in the order a watcher
         would have seen them: ADDED for new keys, MODIFIED where the resourceVersion differs,
         DELETED (carrying the last known state) for keys that are gone. Objects must be prepared.
+
+        ``list_version``: the resourceVersion of the list ``objects`` come from. A stored object
+        newer than it was written by us after the list's snapshot (``Cache.record_write``
+        while the list was under way): it is kept as it is, not taken back to the list's older
+        state or deleted, since the watch from ``list_version`` brings whatever follows. Without
+        this a relist would forget a pod we just created, and a reconcile create it again.
         """
+        snapshot = _as_int(list_version)
         changes: builtins.list[tuple[str, Obj, Obj | None]] = []
         seen: set[Key] = set()
         for obj in objects:
             key = object_key(obj)
             seen.add(key)
             old = self._objects.get(key)
-            if old is not None and resource_version(old) == resource_version(obj):
+            if old is not None and (resource_version(old) == resource_version(obj) or _newer(old, snapshot)):
                 continue
             self.upsert(obj)
             changes.append((ADDED if old is None else MODIFIED, obj, old))
         in_scope = self.keys(namespace) if namespace else list(self._objects)
         for key in in_scope:
-            if key not in seen:
+            if key not in seen and not _newer(self._objects[key], snapshot):
                 gone = self.remove(key)
                 if gone is not None:
                     changes.append((DELETED, gone, gone))
@@ -277,6 +284,21 @@ class ObjectStore:
             self._by_owner.discard(owner, key)
         for pair in self._indexed_label_pairs(obj):
             self._by_label.discard(pair, key)
+
+
+def _as_int(version: str | None) -> int | None:
+    try:
+        return int(version) if version else None
+    except ValueError:
+        return None  # not an etcd revision: nothing can be compared
+
+
+def _newer(obj: Obj, snapshot: int | None) -> bool:
+    """Whether ``obj`` was stored at a resourceVersion after ``snapshot``."""
+    if snapshot is None:
+        return False
+    version = _as_int(resource_version(obj))
+    return version is not None and version > snapshot
 
 
 def _fingerprint(obj: Obj) -> str:
