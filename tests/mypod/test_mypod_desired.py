@@ -1,10 +1,11 @@
-"""The desired pod and change detection: what replaces the pod, what patches it, what is nothing."""
+"""The desired pod and change detection: what replaces the pod, and what is no change."""
 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
+
+import pytest
 
 from memop.mypod.api import MyPodSpec
 from memop.mypod.desired import (
@@ -12,11 +13,10 @@ from memop.mypod.desired import (
     METADATA,
     SPEC_HASH,
     desired_pod,
-    metadata_patch,
-    needs_replacement,
+    metadata_record,
+    replacement_reason,
     spec_hash,
 )
-from memop.testing.patch import merge_patch
 
 MYPOD: dict[str, Any] = {
     "apiVersion": "harryyann.github.io/v1",
@@ -71,7 +71,7 @@ def test_memops_keys_win_over_the_users() -> None:
     meta = desired_pod(MYPOD, s)["metadata"]
     assert meta["labels"] == {LABEL: "web"}
     assert meta["annotations"][SPEC_HASH] == spec_hash(s)
-    assert json.loads(meta["annotations"][METADATA])["annotations"] == []
+    assert meta["annotations"][METADATA] == metadata_record(spec())
 
 
 def test_the_spec_hash_is_of_the_pod_spec_as_written() -> None:
@@ -85,46 +85,29 @@ def test_the_spec_hash_is_of_the_pod_spec_as_written() -> None:
 def test_server_defaults_and_admission_additions_are_no_change() -> None:
     s = spec(labels={"app": "web"}, annotations={"note": "a"})
     pod = as_created(desired_pod(MYPOD, s))
-    assert not needs_replacement(pod, s)
-    assert metadata_patch(pod, s) is None
+    pod["metadata"]["labels"]["theirs"] = "x"  # others' edits to the pod are not memop's business
+    assert replacement_reason(pod, s) is None
 
 
 def test_a_changed_pod_spec_replaces_the_pod() -> None:
     pod = as_created(desired_pod(MYPOD, spec()))
-    assert needs_replacement(pod, spec({"containers": [{"name": "main", "image": "pause:3.9"}]}))
+    changed = spec({"containers": [{"name": "main", "image": "pause:3.9"}]})
+    assert replacement_reason(pod, changed) == "podSpec changed"
     del pod["metadata"]["annotations"][SPEC_HASH]  # memop cannot tell what it was made from
-    assert needs_replacement(pod, spec())
+    assert replacement_reason(pod, spec()) == "podSpec changed"
 
 
-def test_a_labels_change_is_a_patch_that_removes_only_what_memop_applied() -> None:
-    before = spec(labels={"keep": "1", "drop": "1"}, annotations={"note": "a", "gone": "x"})
-    pod = as_created(desired_pod(MYPOD, before))
-    pod["metadata"]["labels"]["theirs"] = "x"
-    after = spec(labels={"keep": "2", "new": "1"}, annotations={"note": "a"})
-    assert not needs_replacement(pod, after)
-    patch = metadata_patch(pod, after)
-    assert patch is not None
-    assert patch["metadata"]["labels"] == {"keep": "2", "new": "1", "drop": None}
-    annotations = patch["metadata"]["annotations"]
-    assert (annotations["gone"], annotations["note"]) == (None, "a")
-    assert SPEC_HASH not in annotations
-    assert "admission.example.com/added" not in annotations
-    patched = merge_patch(pod, patch)
-    assert patched["metadata"]["labels"] == {"keep": "2", "new": "1", "theirs": "x", LABEL: "web"}
-    assert metadata_patch(patched, after) is None  # one patch converges
-    assert not needs_replacement(patched, after)
-
-
-def test_a_changed_value_alone_is_a_patch() -> None:
-    pod = as_created(desired_pod(MYPOD, spec(annotations={"note": "a"})))
-    patch = metadata_patch(pod, spec(annotations={"note": "b"}))
-    assert patch is not None
-    assert patch["metadata"]["annotations"]["note"] == "b"
-
-
-def test_a_pod_without_a_readable_record_gets_the_desired_keys_and_loses_none() -> None:
-    pod = as_created(desired_pod(MYPOD, spec(labels={"a": "1"})))
-    pod["metadata"]["annotations"][METADATA] = "not json"
-    patch = metadata_patch(pod, spec(labels={"b": "1"}))
-    assert patch is not None
-    assert patch["metadata"]["labels"] == {"b": "1"}
+@pytest.mark.parametrize(
+    "after",
+    [
+        spec(labels={"keep": "2"}, annotations={"note": "a"}),
+        spec(labels={"keep": "1"}, annotations={"note": "b"}),
+        spec(labels={"keep": "1", "new": "1"}, annotations={"note": "a"}),
+        spec(labels={}, annotations={"note": "a"}),
+    ],
+)
+def test_a_labels_or_annotations_change_replaces_the_pod_too(after: MyPodSpec) -> None:
+    pod = as_created(desired_pod(MYPOD, spec(labels={"keep": "1"}, annotations={"note": "a"})))
+    assert replacement_reason(pod, after) == "podLabels or podAnnotations changed"
+    pod["metadata"]["annotations"][METADATA] = "not ours"
+    assert replacement_reason(pod, spec(labels={"keep": "1"}, annotations={"note": "a"})) is not None

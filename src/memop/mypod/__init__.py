@@ -62,8 +62,7 @@ RULES: tuple[Rule, ...] = (
     *watched("", "pods", "cache (pods labelled harryyann.github.io/mypod); start-up check", "list"),
     *watched("", "pods", "cache", "watch"),
     *watched("", "pods", "reconciler: the MyPod's pod", "create"),
-    *watched("", "pods", "reconciler: replace the pod when podSpec changed (uid precondition)", "delete"),
-    *watched("", "pods", "reconciler: podLabels/podAnnotations changes, in place (merge patch)", "patch"),
+    *watched("", "pods", "reconciler: replace the pod when its spec changed (uid precondition)", "delete"),
 )
 
 

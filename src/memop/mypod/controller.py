@@ -1,8 +1,8 @@
 """The MyPod reconciler and its wiring: one owned pod per MyPod, its status from the cache.
 
 Level-based: a reconcile reads the MyPod and the pod of its name from the cache, makes at most
-one write to the pod (create, delete, or a patch of its labels and annotations: see
-``memop.mypod.desired`` for how a change is detected) and writes the status when it changed.
+one write to the pod (create, or delete to replace it: see ``memop.mypod.desired`` for how a
+change is detected) and writes the status when it changed.
 A converged MyPod costs no request.
 
 A pod is replaced in two steps: the old one is deleted (with its uid as precondition) and the
@@ -40,8 +40,7 @@ from memop.mypod.desired import (
     SPEC_HASH,
     desired_pod,
     left_by_namesake,
-    metadata_patch,
-    needs_replacement,
+    replacement_reason,
     spec_hash,
 )
 from memop.mypod.status import DEGRADED, Failure, compute_status
@@ -165,22 +164,13 @@ class MyPodReconciler:
         if controller_owner_uid(pod) != meta["uid"]:
             message = f"Pod {name} exists and is not controlled by this MyPod; delete or rename it"
             raise _Blocked(Failure("PodConflict", message))
-        if needs_replacement(pod, spec):
-            return await self._delete(mypod, pod)
-        patch = metadata_patch(pod, spec)
-        if patch is None:
+        reason = replacement_reason(pod, spec)
+        if reason is None:
             return pod
-        try:
-            patched = await self.client.patch(PODS, name, patch, namespace)
-        except NotFound:
-            return pod  # deleted meanwhile: its deletion comes through the watch
-        self.cache.record_write(PODS, patched)
-        self.recorder.record(mypod, NORMAL, "Updated", f"Updated the labels and annotations of Pod {name}")
-        log.info("updated the labels and annotations of pod %s", name)
-        return patched
+        return await self._delete(mypod, pod, reason)
 
-    async def _delete(self, mypod: Obj, pod: Obj) -> Obj:
-        """Delete the pod of an older podSpec; returns it as it lingers, or as cached."""
+    async def _delete(self, mypod: Obj, pod: Obj, reason: str) -> Obj:
+        """Delete the pod of an older spec; returns it as it lingers, or as cached."""
         name = pod["metadata"]["name"]
         try:
             answer = await self.client.delete(
@@ -188,9 +178,9 @@ class MyPodReconciler:
             )
         except NotFound:
             answer = None  # already gone: the watch brings the news, then the new pod is created
-        message = f"podSpec changed: deleted Pod {name}, the new one is created once it is gone"
+        message = f"{reason}: deleted Pod {name}, the new one is created once it is gone"
         self.recorder.record(mypod, NORMAL, "Replacing", message)
-        log.info("podSpec changed: deleted pod %s to replace it", name)
+        log.info("%s: deleted pod %s to replace it", reason, name)
         if answer is not None and (answer.get("metadata") or {}).get("deletionTimestamp"):
             self.cache.record_write(PODS, answer)  # so the next reconcile does not delete it again
             return answer

@@ -1,4 +1,4 @@
-"""The pod a MyPod should have, and how a live pod differs from it: replace, patch, or nothing.
+"""The pod a MyPod should have, and whether a live pod must be replaced by it.
 
 The pod is named after the MyPod and controlled by it (garbage-collected with it). It carries
 the user's ``podLabels`` and ``podAnnotations`` plus memop's own keys, which win over the
@@ -6,15 +6,15 @@ user's:
 - label :data:`LABEL` = the MyPod's name: memop watches only pods with this label, and finds a
   MyPod's pod by it;
 - annotation :data:`SPEC_HASH` = a hash of ``podSpec`` as the MyPod states it;
-- annotation :data:`METADATA` = a record of the labels and annotations memop applied: the keys
-  (so a key removed from the MyPod is removed from the pod) and a hash of the values.
+- annotation :data:`METADATA` = a hash of ``podLabels`` and ``podAnnotations``.
 
-Change detection compares these records with the MyPod, never the live pod's spec or labels
-with the desired ones: the API server defaults a pod's spec (and admission may add to it), and
-none of that can look like a change. A different :data:`SPEC_HASH` means the pod is replaced
-(most of a pod's spec is immutable); a different :data:`METADATA` means a merge patch of the
-labels and annotations in place (metadata is mutable). Edits others make to the pod itself are
-left alone, as a ReplicaSet leaves its pods' edits alone.
+Change detection compares these hashes with the MyPod, never the live pod's spec or labels with
+the desired ones: the API server defaults a pod's spec (and admission may add to it), and none
+of that can look like a change. A different hash means the pod is replaced: most of a pod's
+spec is immutable, and labels and annotations are replaced with it rather than patched in
+place, so that memop needs no permission on pods beyond create, delete, list and watch (a
+MyPod's labels change rarely; its pod is one pod). Edits others make to the pod itself are left
+alone, as a ReplicaSet leaves its pods' edits alone.
 """
 
 from __future__ import annotations
@@ -53,13 +53,7 @@ def _user_annotations(spec: MyPodSpec) -> dict[str, str]:
 
 def metadata_record(spec: MyPodSpec) -> str:
     """The :data:`METADATA` annotation of the pod of ``spec``."""
-    labels, annotations = _user_labels(spec), _user_annotations(spec)
-    record = {
-        "annotations": sorted(annotations),
-        "hash": _hash([labels, annotations]),
-        "labels": sorted(labels),
-    }
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _hash([_user_labels(spec), _user_annotations(spec)])
 
 
 def owner_reference(mypod: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,32 +108,11 @@ def _annotation(pod: Mapping[str, Any], key: str) -> Any:
     return annotations.get(key) if isinstance(annotations, Mapping) else None
 
 
-def needs_replacement(pod: Mapping[str, Any], spec: MyPodSpec) -> bool:
-    """Whether ``pod`` was made from another podSpec than ``spec``'s (or memop cannot tell)."""
-    return bool(_annotation(pod, SPEC_HASH) != spec_hash(spec))
-
-
-def _applied_keys(pod: Mapping[str, Any], kind: str) -> list[str]:
-    """The keys of ``kind`` ("labels" or "annotations") the pod's METADATA record lists."""
-    try:
-        keys = json.loads(_annotation(pod, METADATA))[kind]
-    except (TypeError, ValueError, KeyError):
-        return []  # absent or not ours: there is nothing memop knows it applied
-    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
-
-
-def metadata_patch(pod: Mapping[str, Any], spec: MyPodSpec) -> dict[str, Any] | None:
-    """The JSON merge patch that gives ``pod`` the labels and annotations of ``spec``, or None
-    when its METADATA record says it has them. Keys memop applied before and ``spec`` no
-    longer has are removed; keys others added are kept."""
-    record = metadata_record(spec)
-    if _annotation(pod, METADATA) == record:
-        return None
-    labels: dict[str, Any] = {k: None for k in _applied_keys(pod, "labels") if k != LABEL}
-    labels.update(_user_labels(spec))
-    annotations: dict[str, Any] = {
-        k: None for k in _applied_keys(pod, "annotations") if k not in (SPEC_HASH, METADATA)
-    }
-    annotations.update(_user_annotations(spec))
-    annotations[METADATA] = record
-    return {"metadata": {"labels": labels, "annotations": annotations}}
+def replacement_reason(pod: Mapping[str, Any], spec: MyPodSpec) -> str | None:
+    """What of ``spec`` changed since ``pod`` was made (or memop cannot tell), in words; None
+    when ``pod`` is the pod of ``spec``."""
+    if _annotation(pod, SPEC_HASH) != spec_hash(spec):
+        return "podSpec changed"
+    if _annotation(pod, METADATA) != metadata_record(spec):
+        return "podLabels or podAnnotations changed"
+    return None
