@@ -21,7 +21,6 @@ import memop
 from memop import manifests, rbac
 from memop.controllers import ALL
 from memop.memcached.api import GROUP, PLURAL, parse_spec
-from memop.memcached.crd import crd
 from memop.memcached.desired import desired_deployment
 from memop.options import RunConfig, build_parser, parse_run_args
 from memop.runtime.authn import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
@@ -157,9 +156,33 @@ def test_rules_are_unique_and_use_real_verbs() -> None:
 
 def test_rules_name_the_resources_memop_uses() -> None:
     """Group and plural of every rule come from the resources memop's code talks to."""
-    used = {(GROUP, PLURAL)} | {(r.group, r.plural) for r in (DEPLOYMENTS, PODS, EVENTS, LEASES)}
+    served = {
+        (crd["spec"]["group"], crd["spec"]["names"]["plural"]) for d in ALL.values() for crd in d.crds()
+    }
+    used = served | {(r.group, r.plural) for r in (DEPLOYMENTS, PODS, EVENTS, LEASES)}
     used |= {(r.group, r.plural) for r in (TOKEN_REVIEWS, SUBJECT_ACCESS_REVIEWS)}
     assert {(rule.group, rule.resource.split("/")[0]) for rule in rbac.RULES} == used
+
+
+@pytest.mark.parametrize("controller", ["podset", "mypod"])
+def test_the_pod_controllers_may_create_delete_list_and_watch_pods_and_no_more(controller: str) -> None:
+    rules = ALL[controller].rules
+    assert {rule.verb for rule in rules if (rule.group, rule.resource) == ("", "pods")} == {
+        "create",
+        "delete",
+        "list",
+        "watch",
+    }
+    assert {(rule.group, rule.resource) for rule in rules} - {("", "pods")} == {
+        (crd["spec"]["group"], f"{crd['spec']['names']['plural']}{sub}")
+        for crd in ALL[controller].crds()
+        for sub in ("", "/status", "/finalizers")
+    }, "a pod controller touches its own kind and pods, nothing else"
+
+
+def test_a_permission_two_controllers_need_is_granted_once_naming_both() -> None:
+    (pods_list,) = [rule for rule in rbac.RULES if rule.triple == ("", "pods", "list")]
+    assert all(f"{name}: " in pods_list.why for name in ALL)
 
 
 def test_no_wildcards_and_no_reads_of_secrets() -> None:
@@ -170,7 +193,9 @@ def test_no_wildcards_and_no_reads_of_secrets() -> None:
 
 def test_only_the_admission_check_is_not_a_request() -> None:
     assert rbac.all_triples() - rbac.requested_triples(secure_metrics=True) == {
-        (GROUP, f"{PLURAL}/finalizers", "update")
+        (crd["spec"]["group"], f"{crd['spec']['names']['plural']}/finalizers", "update")
+        for definition in ALL.values()
+        for crd in definition.crds()
     }
 
 
@@ -206,7 +231,7 @@ def test_permitted() -> None:
     assert not rbac.permitted(GROUP, PLURAL, "update", cluster=False)
     assert not rbac.permitted(GROUP, "memcacheds/status", "update", cluster=False)
     assert not rbac.permitted("apps", "deployments", "get", cluster=False)
-    assert not rbac.permitted("", "pods", "delete", cluster=False)
+    assert not rbac.permitted("", "pods", "update", cluster=False)
     assert not rbac.permitted("", "secrets", "get", cluster=True)
     # The reviews of --metrics-secure belong to one install only (see allowed).
     assert not rbac.permitted("authentication.k8s.io", "tokenreviews", "create", cluster=True)
@@ -325,11 +350,13 @@ def test_every_kustomization_renders(overlay: str) -> None:
     assert all(o.get("apiVersion") and o.get("kind") and o["metadata"].get("name") for o in objects)
 
 
+# Every controller's CRD is in every install.
+CRDS = sum(len(definition.crds()) for definition in ALL.values())
 EXPECTED_KINDS = {
     "default": [
         "ClusterRole",
         "ClusterRoleBinding",
-        "CustomResourceDefinition",
+        *["CustomResourceDefinition"] * CRDS,
         "Deployment",
         "Namespace",
         "PodDisruptionBudget",
@@ -338,7 +365,7 @@ EXPECTED_KINDS = {
         "ServiceAccount",
     ],
     "namespaced": [
-        "CustomResourceDefinition",
+        *["CustomResourceDefinition"] * CRDS,
         "Deployment",
         "Namespace",
         "PodDisruptionBudget",
@@ -349,7 +376,7 @@ EXPECTED_KINDS = {
         "ServiceAccount",
     ],
     "namespaced/multi": [
-        "CustomResourceDefinition",
+        *["CustomResourceDefinition"] * CRDS,
         "Deployment",
         "Namespace",
         "PodDisruptionBudget",
@@ -367,7 +394,7 @@ EXPECTED_KINDS = {
         "ClusterRole",
         "ClusterRoleBinding",
         "ClusterRoleBinding",
-        "CustomResourceDefinition",
+        *["CustomResourceDefinition"] * CRDS,
         "Deployment",
         "Namespace",
         "PodDisruptionBudget",
@@ -400,7 +427,7 @@ def test_installs_name_and_place_everything_consistently(overlay: str) -> None:
         meta = obj["metadata"]
         assert meta["labels"]["app.kubernetes.io/part-of"] == "memop", meta
         if obj["kind"] == "CustomResourceDefinition":
-            assert meta["name"] == f"{PLURAL}.{GROUP}"
+            assert meta["name"] in {crd["metadata"]["name"] for d in ALL.values() for crd in d.crds()}
         elif obj["kind"] == "Namespace":
             assert meta["name"] == OPERATOR_NAMESPACE
         else:
@@ -416,10 +443,12 @@ def test_installs_name_and_place_everything_consistently(overlay: str) -> None:
 
 @needs_kubectl
 @pytest.mark.parametrize("overlay", INSTALLS)
-def test_the_crd_is_installed_unchanged(overlay: str) -> None:
-    installed = one(render(overlay), "CustomResourceDefinition")
-    assert installed["metadata"].pop("labels") == {"app.kubernetes.io/part-of": "memop"}
-    assert installed == crd()
+def test_every_crd_is_installed_unchanged(overlay: str) -> None:
+    installed = [obj for obj in render(overlay) if obj["kind"] == "CustomResourceDefinition"]
+    for obj in installed:
+        assert obj["metadata"].pop("labels") == {"app.kubernetes.io/part-of": "memop"}
+    by_name = {obj["metadata"]["name"]: obj for obj in installed}
+    assert by_name == {crd["metadata"]["name"]: crd for d in ALL.values() for crd in d.crds()}
 
 
 @needs_kubectl

@@ -93,6 +93,7 @@ VALUES = [
     ("--event-qps", "5.5", "event_qps", 5.5),
     ("--event-burst", "7", "event_burst", 7),
     ("--graceful-shutdown-timeout", "0", "graceful_shutdown_timeout", 0.0),
+    ("--controllers", " mypod, memcached ", "controllers", ("memcached", "mypod")),
     (
         "--pod-name",
         "memop-controller-manager-6f7d9-x2x4z",
@@ -110,7 +111,6 @@ def test_the_table_covers_every_flag() -> None:
         "--kube-api-burst",
         "--metrics-secure",
         "--metrics-cert-dir",
-        "--controllers",  # in VALUES once a second controller exists
         "--leader-election-mode",  # test_leader_for_life_flags: they need --leader-elect
         "--leader-for-life-outside-cluster",
     }
@@ -188,6 +188,7 @@ def test_a_flag_wins_over_its_environment_variable(
         "--graceful-shutdown-timeout": "3s",
         "--pod-name": "zzz",
         "--leader-for-life-max-backoff": "9s",
+        "--controllers": "*,-mypod",
     }[flag]
     config = parse(flag, value, **{env_name(flag): other})
     assert getattr(config, field) == expected
@@ -320,11 +321,14 @@ INVALID = [
     (["--health-probe-bind-address", "x..y:1"], "--health-probe-bind-address: invalid host 'x..y'"),
     (["--leader-elect=yes"], "--leader-elect: ignored explicit argument 'yes'"),
     (["--kubeconfig"], "--kubeconfig: expected one argument"),
-    (["--controllers", "memcache"], "--controllers: unknown controller 'memcache' (known: memcached"),
+    (
+        ["--controllers", "memcache"],
+        "--controllers: unknown controller 'memcache' (known: memcached, podset, mypod;",
+    ),
     (["--controllers", "*,-nope"], "--controllers: unknown controller 'nope'"),
     (["--controllers", "memcached,,"], "--controllers: empty entry in 'memcached,,'"),
     (["--controllers", ""], "--controllers: empty entry in ''"),
-    (["--controllers", "*,-memcached"], "--controllers: '*,-memcached' enables no controller"),
+    (["--controllers=-podset"], "--controllers: '-podset' enables no controller"),
     (
         ["--leader-elect", "--leader-election-mode", "leases"],
         "--leader-election-mode: expected lease or leader-for-life, got 'leases'",

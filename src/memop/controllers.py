@@ -11,10 +11,12 @@ PodSet). The default is ``*``.
 
 from __future__ import annotations
 
-from memop import memcached
+from memop import memcached, mypod, podset
 from memop.runtime.definition import ControllerDefinition
 
-ALL: dict[str, ControllerDefinition] = {definition.name: definition for definition in (memcached.DEFINITION,)}
+ALL: dict[str, ControllerDefinition] = {
+    definition.name: definition for definition in (memcached.DEFINITION, podset.DEFINITION, mypod.DEFINITION)
+}
 
 EVERY = "*"
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from memop.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client import Client
 from memop.runtime.labels import Selector
@@ -341,7 +342,7 @@ async def test_the_header_of_every_kind(
     kube: Kube, client: Client, namespace: str, kubeconfig: Path, tmp_path: Path
 ) -> None:
     if kube.server is not None:  # every kind the in-memory server serves is shown here or above
-        shown_above = {"deployments.apps", "pods", "events", f"{MEMCACHEDS.plural}.{MEMCACHEDS.group}"}
+        shown_above = {"deployments.apps", "pods", "events", *CONTROLLER_KINDS}
         served = {rtype.group_resource for rtype in kube.server.store.resources()}
         assert served - shown_above == set(HEADERS)
     cluster_name = f"memop-test-{uuid.uuid4().hex[:8]}"
@@ -362,5 +363,36 @@ async def test_the_header_of_every_kind(
             name_column = shown.index("NAME") if "NAME" in shown else None
             if name_column is not None:
                 assert rows[0][name_column] == names.get(resource, "one"), resource
+    finally:
+        await kubectl(kubeconfig, "delete", "--ignore-not-found", "-f", str(objects))
+
+
+# The kinds memop's controllers serve, and the header kubectl shows of each (their CRDs' columns).
+CONTROLLER_KINDS = {
+    f"{crd['spec']['names']['plural']}.{crd['spec']['group']}": ["NAME"]
+    + [
+        c["name"].upper()
+        for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]
+        if not c.get("priority")
+    ]
+    for definition in ALL.values()
+    for crd in definition.crds()
+}
+
+
+async def test_the_header_of_every_controllers_kind(
+    client: Client, namespace: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    samples = [sample for definition in ALL.values() for sample in definition.samples().values()]
+    for sample in samples:
+        sample["metadata"] = {"name": f"{sample['kind'].lower()}-one", "namespace": namespace}
+    objects = tmp_path / "samples.yaml"
+    objects.write_text(yaml.safe_dump_all(samples))
+    await kubectl(kubeconfig, "apply", "-f", str(objects))
+    try:
+        for resource, header in CONTROLLER_KINDS.items():
+            shown, rows = parse(await kubectl(kubeconfig, "get", resource, "-n", namespace))
+            assert shown == header, resource
+            assert len(rows) >= 1, resource
     finally:
         await kubectl(kubeconfig, "delete", "--ignore-not-found", "-f", str(objects))

@@ -7,14 +7,20 @@ server's request log gives the (group, resource, verb) triples memop really sent
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubernetes_asyncio.client import ApiClient
 
 from memop import rbac
+from memop.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
+from memop.mypod.api import MYPODS
+from memop.podset.api import PODSETS
+from memop.podset.desired import INSTANCE_LABEL as PODSET_LABEL
 from memop.runtime.client import Client
 from memop.runtime.errors import NotFound
 from memop.runtime.leaderelection import LeaderElectionConfig
-from memop.runtime.resources import DEPLOYMENTS, NAMESPACES
+from memop.runtime.resources import DEPLOYMENTS, NAMESPACES, PODS
 from memop.testing.operator import RunningOperator, install_crd
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -34,7 +40,12 @@ async def _scenario(server: ApiServer, watch: list[str]) -> set[tuple[str, str, 
             lease_name="memop-leader", namespace=OPERATOR_NAMESPACE, identity="rbac-test",
             lease_duration=2, renew_deadline=1.5, retry_period=0.2,
         )  # fmt: skip
-        running = RunningOperator(server.client_configuration(), namespaces=watch, leader_election=election)
+        running = RunningOperator(
+            server.client_configuration(),
+            namespaces=watch,
+            leader_election=election,
+            controllers=list(ALL.values()),
+        )
         await running.start()
         try:
             await wait_for(running.manager.leading.is_set, timeout=TIMEOUT)
@@ -91,12 +102,46 @@ async def _scenario(server: ApiServer, watch: list[str]) -> set[tuple[str, str, 
                 return False
 
             await wait_for(gone, timeout=TIMEOUT)
+            await _pod_controllers(client, ns)
         finally:
             await running.stop()
         return {
             (r.group, rbac.rbac_resource(r.resource, r.subresource), r.verb, r.namespace)
             for r in server.log.filter(user_agent=running.user_agent)
         }
+
+
+async def _pod_controllers(client: Client, ns: str) -> None:
+    """The PodSet and MyPod controllers' paths: create pods, scale down, replace a pod."""
+    await client.create(PODSETS, {"metadata": {"name": "ps"}, "spec": {"replicas": 2}}, ns)
+
+    async def pods(selector: str, count: int) -> bool:
+        listed, _ = await client.list_all(PODS, ns, label_selector=selector)
+        live = [p for p in listed if not p["metadata"].get("deletionTimestamp")]
+        return len(live) == count
+
+    await wait_for(lambda: pods(f"{PODSET_LABEL}=ps", 2), timeout=TIMEOUT)
+    await client.patch(PODSETS, "ps", {"spec": {"replicas": 1}}, ns)
+    await wait_for(lambda: pods(f"{PODSET_LABEL}=ps", 1), timeout=TIMEOUT)
+    spec = {"containers": [{"name": "main", "image": "busybox:1.36"}]}
+    await client.create(MYPODS, {"metadata": {"name": "mp"}, "spec": {"podSpec": spec}}, ns)
+    first = await wait_for(lambda: _mypod_pod(client, ns), timeout=TIMEOUT)
+    spec = {"containers": [{"name": "main", "image": "busybox:1.37"}]}
+    await client.patch(MYPODS, "mp", {"spec": {"podSpec": spec, "podLabels": {"tier": "x"}}}, ns)
+
+    async def replaced() -> bool:
+        pod = await _mypod_pod(client, ns)
+        return pod is not None and pod["metadata"]["uid"] != first["metadata"]["uid"]
+
+    await wait_for(replaced, timeout=TIMEOUT)
+
+
+async def _mypod_pod(client: Client, ns: str) -> dict[str, Any] | None:
+    try:
+        pod = await client.get(PODS, "mp", ns)
+    except NotFound:
+        return None
+    return None if pod["metadata"].get("deletionTimestamp") else pod
 
 
 async def test_cluster_wide_install_grants_exactly_what_memop_uses() -> None:

@@ -17,8 +17,8 @@ from typing import Any, cast
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop import memcached
+from memop.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
-from memop.memcached.crd import crd
 from memop.runtime.client import Client
 from memop.runtime.controller import Controller
 from memop.runtime.definition import ControllerDefinition, SetupContext
@@ -30,8 +30,13 @@ from memop.testing.wait import wait_for
 
 
 async def install_crd(client: Client, definition: dict[str, Any] | None = None) -> None:
-    """Create (or keep) the Memcached CRD and wait until it is Established."""
-    definition = definition or crd()
+    """Create (or keep) a CRD and wait until it is Established; without ``definition``, the
+    CRD of every controller memop can run (memop runs them all by default)."""
+    if definition is None:
+        for controller in ALL.values():
+            for crd in controller.crds():
+                await install_crd(client, crd)
+        return
     name = definition["metadata"]["name"]
     with contextlib.suppress(AlreadyExists):
         await client.create(CUSTOM_RESOURCE_DEFINITIONS, definition)
