@@ -187,3 +187,19 @@ def test_failover_benchmark_reports_the_take_over(mode: str) -> None:
     assert round_["from_signal_s"] >= round_["first_write_s"] >= round_["takeover_s"]
     assert ("gc_s" in round_) == (mode == "leader-for-life")
     assert "in-memory" in result["server"]
+
+
+def test_podset_benchmark_compares_memop_with_the_floor_and_makes_no_extra_pod() -> None:
+    result = run_bench("podset.py", "--compare", "--podsets=6", "--replicas=2", "--namespaces=2")
+    assert result["podsets"] == 6
+    for mode in ("memop", "floor"):
+        figures = result[mode]
+        assert figures["wall_seconds"] > 0
+        assert figures["pods_per_podset"] == 2
+        assert figures["extra_pods"] == 0
+        assert figures["failed_requests"] == 0
+        # Every PodSet got its pods created and its status written, at least.
+        assert figures["writes_per_podset"]["create pods"] == 2
+        assert figures["writes_per_podset"]["patch podsets/status"] >= 1
+    assert result["floor"]["writes_per_podset"]["patch podsets/status"] == 1
+    assert result["memop_over_floor"] > 0
