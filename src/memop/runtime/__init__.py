@@ -49,32 +49,100 @@ Describing the API and its permissions:
 Running: :class:`Manager` / :class:`ManagerOptions` (``python -m memop`` builds one from flags).
 """
 
-from memop.runtime import conditions, crdgen, predicates
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import Clock, FakeClock, RealClock, rfc3339
-from memop.runtime.controller import Controller, ControllerBuilder
-from memop.runtime.crdgen import CrdNames
-from memop.runtime.definition import ControllerDefinition, SetupContext
-from memop.runtime.errors import (
-    AlreadyExists,
-    ApiError,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    Invalid,
-    NotFound,
-    TransportError,
-)
-from memop.runtime.events import NORMAL, WARNING, EventRecorder
-from memop.runtime.expectations import Expectations
-from memop.runtime.labels import Selector
-from memop.runtime.manager import Manager, ManagerOptions
-from memop.runtime.permissions import Rule, Scope, watched
-from memop.runtime.reconcile import Reconciler, Request, Result, TerminalError
-from memop.runtime.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
-from memop.runtime.status import update_status
-from memop.runtime.store import Obj, controller_owner_uid
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memop.runtime import conditions, crdgen, predicates
+    from memop.runtime.cache import Cache
+    from memop.runtime.client import Client
+    from memop.runtime.clock import Clock, FakeClock, RealClock, rfc3339
+    from memop.runtime.controller import Controller, ControllerBuilder
+    from memop.runtime.crdgen import CrdNames
+    from memop.runtime.definition import ControllerDefinition, SetupContext
+    from memop.runtime.errors import (
+        AlreadyExists,
+        ApiError,
+        BadRequest,
+        Conflict,
+        Forbidden,
+        Invalid,
+        NotFound,
+        TransportError,
+    )
+    from memop.runtime.events import NORMAL, WARNING, EventRecorder
+    from memop.runtime.expectations import Expectations
+    from memop.runtime.labels import Selector
+    from memop.runtime.manager import Manager, ManagerOptions
+    from memop.runtime.permissions import Rule, Scope, watched
+    from memop.runtime.reconcile import Reconciler, Request, Result, TerminalError
+    from memop.runtime.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
+    from memop.runtime.status import update_status
+    from memop.runtime.store import Obj, controller_owner_uid
+
+# Loaded on first use (PEP 562), so that importing one submodule (memop.runtime.k8simport,
+# which must run before kubernetes_asyncio is imported) does not import them all.
+_EXPORTS: dict[str, str] = {
+    "AlreadyExists": "memop.runtime.errors",
+    "ApiError": "memop.runtime.errors",
+    "BadRequest": "memop.runtime.errors",
+    "Cache": "memop.runtime.cache",
+    "Client": "memop.runtime.client",
+    "Clock": "memop.runtime.clock",
+    "Conflict": "memop.runtime.errors",
+    "Controller": "memop.runtime.controller",
+    "ControllerBuilder": "memop.runtime.controller",
+    "ControllerDefinition": "memop.runtime.definition",
+    "CrdNames": "memop.runtime.crdgen",
+    "DEPLOYMENTS": "memop.runtime.resources",
+    "EVENTS": "memop.runtime.resources",
+    "EventRecorder": "memop.runtime.events",
+    "Expectations": "memop.runtime.expectations",
+    "FakeClock": "memop.runtime.clock",
+    "Forbidden": "memop.runtime.errors",
+    "Invalid": "memop.runtime.errors",
+    "Manager": "memop.runtime.manager",
+    "ManagerOptions": "memop.runtime.manager",
+    "NAMESPACES": "memop.runtime.resources",
+    "NORMAL": "memop.runtime.events",
+    "NotFound": "memop.runtime.errors",
+    "Obj": "memop.runtime.store",
+    "PODS": "memop.runtime.resources",
+    "RealClock": "memop.runtime.clock",
+    "Reconciler": "memop.runtime.reconcile",
+    "Request": "memop.runtime.reconcile",
+    "Resource": "memop.runtime.resources",
+    "Result": "memop.runtime.reconcile",
+    "Rule": "memop.runtime.permissions",
+    "Scope": "memop.runtime.permissions",
+    "Selector": "memop.runtime.labels",
+    "SetupContext": "memop.runtime.definition",
+    "TerminalError": "memop.runtime.reconcile",
+    "TransportError": "memop.runtime.errors",
+    "WARNING": "memop.runtime.events",
+    "controller_owner_uid": "memop.runtime.store",
+    "rfc3339": "memop.runtime.clock",
+    "update_status": "memop.runtime.status",
+    "watched": "memop.runtime.permissions",
+    "conditions": "",
+    "crdgen": "",
+    "predicates": "",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if module:  # a name defined in that module
+        value = getattr(importlib.import_module(module), name)
+    else:  # a submodule
+        value = importlib.import_module(f"{__name__}.{name}")
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEPLOYMENTS",
