@@ -52,3 +52,23 @@ def _runtime_imports(source: str) -> list[tuple[str, str]]:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memop.runtime."):
             found += [(node.module.rsplit(".", 1)[1], alias.name) for alias in node.names]  # type: ignore[union-attr]
     return found
+
+
+def test_no_controller_package_imports_another() -> None:
+    from memop.controllers import ALL  # noqa: PLC0415
+
+    src = Path(runtime.__file__).parents[1]
+    for name in ALL:
+        others = {f"memop.{other}" for other in ALL if other != name}
+        for path in sorted((src / name).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom | ast.Import):
+                    modules = (
+                        [node.module or ""]
+                        if isinstance(node, ast.ImportFrom)
+                        else [a.name for a in node.names]
+                    )
+                    for module in modules:
+                        assert not any(module == o or module.startswith(o + ".") for o in others), (
+                            f"{path.name} of {name} imports {module}"
+                        )
