@@ -13,7 +13,7 @@ from memop.memcached.api import GROUP, PLURAL
 from memop.memcached.crd import crd
 from memop.runtime.controller import Controller
 from memop.runtime.definition import ControllerDefinition, SetupContext
-from memop.runtime.permissions import Rule, Scope, watched
+from memop.runtime.permissions import Rule, Scope, own_kind, watched
 
 __all__ = ["DEFINITION", "SAMPLE"]
 
@@ -31,22 +31,9 @@ SAMPLE: dict[str, Any] = {
 }
 
 RULES: tuple[Rule, ...] = (
-    Rule(
-        GROUP, PLURAL, "list", Scope.WATCHED, "cache (list then watch); the start-up check lists with limit=1"
-    ),
-    Rule(GROUP, PLURAL, "watch", Scope.WATCHED, "cache"),
+    *own_kind(GROUP, PLURAL, "Deployment's"),
     Rule(
         GROUP, PLURAL, "patch", Scope.WATCHED, "reconciler: add the finalizer (merge), remove it (JSON patch)"
-    ),
-    Rule(GROUP, f"{PLURAL}/status", "patch", Scope.WATCHED, "reconciler: status (merge patch)"),
-    Rule(
-        GROUP,
-        f"{PLURAL}/finalizers",
-        "update",
-        Scope.WATCHED,
-        "admission, not a request: blockOwnerDeletion in the Deployment's ownerReference needs it "
-        "(OwnerReferencesPermissionEnforcement)",
-        sent=False,
     ),
     *watched("apps", "deployments", "cache; start-up check", "list"),
     *watched("apps", "deployments", "cache", "watch"),

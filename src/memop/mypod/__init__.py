@@ -13,7 +13,7 @@ from memop.mypod import controller
 from memop.mypod.api import GROUP, PLURAL
 from memop.mypod.crd import crd
 from memop.runtime.definition import ControllerDefinition
-from memop.runtime.permissions import Rule, Scope, watched
+from memop.runtime.permissions import Rule, own_kind, watched
 
 __all__ = ["DEFINITION", "SAMPLE"]
 
@@ -45,20 +45,7 @@ SAMPLE: dict[str, Any] = {
 }
 
 RULES: tuple[Rule, ...] = (
-    Rule(
-        GROUP, PLURAL, "list", Scope.WATCHED, "cache (list then watch); the start-up check lists with limit=1"
-    ),
-    Rule(GROUP, PLURAL, "watch", Scope.WATCHED, "cache"),
-    Rule(GROUP, f"{PLURAL}/status", "patch", Scope.WATCHED, "reconciler: status (merge patch)"),
-    Rule(
-        GROUP,
-        f"{PLURAL}/finalizers",
-        "update",
-        Scope.WATCHED,
-        "admission, not a request: blockOwnerDeletion in the pod's ownerReference needs it "
-        "(OwnerReferencesPermissionEnforcement)",
-        sent=False,
-    ),
+    *own_kind(GROUP, PLURAL, "pod's"),
     *watched("", "pods", "cache (pods labelled harryyann.github.io/mypod); start-up check", "list"),
     *watched("", "pods", "cache", "watch"),
     *watched("", "pods", "reconciler: the MyPod's pod", "create"),

@@ -13,7 +13,7 @@ from memop.podset import controller
 from memop.podset.api import API_VERSION, GROUP, KIND, PLURAL
 from memop.podset.crd import crd
 from memop.runtime.definition import ControllerDefinition
-from memop.runtime.permissions import Rule, Scope, watched
+from memop.runtime.permissions import Rule, own_kind, watched
 
 __all__ = ["DEFINITION", "SAMPLES"]
 
@@ -63,20 +63,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
 }
 
 RULES: tuple[Rule, ...] = (
-    Rule(
-        GROUP, PLURAL, "list", Scope.WATCHED, "cache (list then watch); the start-up check lists with limit=1"
-    ),
-    Rule(GROUP, PLURAL, "watch", Scope.WATCHED, "cache"),
-    Rule(GROUP, f"{PLURAL}/status", "patch", Scope.WATCHED, "reconciler: status (merge patch)"),
-    Rule(
-        GROUP,
-        f"{PLURAL}/finalizers",
-        "update",
-        Scope.WATCHED,
-        "admission, not a request: blockOwnerDeletion in the pods' ownerReference needs it "
-        "(OwnerReferencesPermissionEnforcement)",
-        sent=False,
-    ),
+    *own_kind(GROUP, PLURAL, "pods"),
     *watched("", "pods", "cache (the PodSets' pods); start-up check", "list"),
     *watched("", "pods", "cache", "watch"),
     *watched("", "pods", "reconciler: scale up, replace pods gone or finished", "create"),

@@ -43,8 +43,8 @@ Describing the API and its permissions:
 
 - :mod:`crdgen <memop.runtime.crdgen>`: :class:`CrdNames`, ``custom_resource_definition``,
   ``printer_column``, ``crd_yaml``;
-- :class:`Rule` and :class:`Scope` (and :func:`watched` for several verbs at once): each
-  permission the controller's code sends, and why.
+- :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
+  for what every controller needs on its own kind): each permission the code sends, and why.
 
 Running: :class:`Manager` / :class:`ManagerOptions` (``python -m memop`` builds one from flags).
 """
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from memop.runtime.expectations import Expectations
     from memop.runtime.labels import Selector
     from memop.runtime.manager import Manager, ManagerOptions
-    from memop.runtime.permissions import Rule, Scope, watched
+    from memop.runtime.permissions import Rule, Scope, own_kind, watched
     from memop.runtime.reconcile import Reconciler, Request, Result, TerminalError
     from memop.runtime.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
     from memop.runtime.status import update_status
@@ -126,6 +126,7 @@ _EXPORTS: dict[str, str] = {
     "rfc3339": "memop.runtime.clock",
     "update_status": "memop.runtime.status",
     "watched": "memop.runtime.permissions",
+    "own_kind": "memop.runtime.permissions",
     "conditions": "",
     "crdgen": "",
     "predicates": "",
@@ -185,6 +186,7 @@ __all__ = [
     "conditions",
     "controller_owner_uid",
     "crdgen",
+    "own_kind",
     "predicates",
     "rfc3339",
     "update_status",

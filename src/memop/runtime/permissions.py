@@ -40,3 +40,31 @@ class Rule:
 def watched(group: str, resource: str, why: str, *verbs: str) -> tuple[Rule, ...]:
     """The rules granting each of ``verbs`` on ``resource`` where the controllers watch."""
     return tuple(Rule(group, resource, verb, Scope.WATCHED, why) for verb in verbs)
+
+
+def own_kind(group: str, plural: str, children: str) -> tuple[Rule, ...]:
+    """What every controller of a custom resource needs on its own kind: list and watch (its
+    cache; the start-up check lists with limit=1), patch of the status subresource, and update
+    of ``<plural>/finalizers``, which no request sends: the API server checks it
+    (OwnerReferencesPermissionEnforcement) before it lets the controller set
+    blockOwnerDeletion in its ``children``'s ownerReference."""
+    return (
+        Rule(
+            group,
+            plural,
+            "list",
+            Scope.WATCHED,
+            "cache (list then watch); the start-up check lists with limit=1",
+        ),
+        Rule(group, plural, "watch", Scope.WATCHED, "cache"),
+        Rule(group, f"{plural}/status", "patch", Scope.WATCHED, "reconciler: status (merge patch)"),
+        Rule(
+            group,
+            f"{plural}/finalizers",
+            "update",
+            Scope.WATCHED,
+            f"admission, not a request: blockOwnerDeletion in the {children}' ownerReference needs it "
+            "(OwnerReferencesPermissionEnforcement)",
+            sent=False,
+        ),
+    )
