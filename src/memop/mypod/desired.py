@@ -25,7 +25,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memop.mypod.api import API_VERSION, GROUP, KIND, MyPodSpec
+from memop.mypod.api import GROUP, KIND, MYPODS, MyPodSpec
+from memop.runtime.store import controller_reference
 
 LABEL = "harryyann.github.io/mypod"
 SPEC_HASH = "harryyann.github.io/pod-spec-hash"
@@ -56,19 +57,6 @@ def metadata_record(spec: MyPodSpec) -> str:
     return _hash([_user_labels(spec), _user_annotations(spec)])
 
 
-def owner_reference(mypod: Mapping[str, Any]) -> dict[str, Any]:
-    """The controller reference from the pod to ``mypod``."""
-    meta = mypod["metadata"]
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def left_by_namesake(pod: Mapping[str, Any], mypod: Mapping[str, Any]) -> bool:
     """Whether ``pod`` is controlled by an earlier MyPod of ``mypod``'s name (deleted, then
     created again): that one is gone, so the garbage collector deletes the pod."""
@@ -97,7 +85,7 @@ def desired_pod(mypod: Mapping[str, Any], spec: MyPodSpec) -> dict[str, Any]:
                 SPEC_HASH: spec_hash(spec),
                 METADATA: metadata_record(spec),
             },
-            "ownerReferences": [owner_reference(mypod)],
+            "ownerReferences": [controller_reference(mypod, MYPODS)],
         },
         "spec": copy.deepcopy(spec.pod_spec),
     }

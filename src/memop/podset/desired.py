@@ -22,7 +22,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memop.podset.api import API_VERSION, KIND, PodSetSpec
+from memop.podset.api import PODSETS, PodSetSpec
+from memop.runtime.store import controller_reference
 
 INSTANCE_LABEL = "batch.tutorial.kubebuilder.io/podset"
 
@@ -45,20 +46,6 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
-def owner_reference(podset: Mapping[str, Any]) -> dict[str, Any]:
-    """The controller reference from a pod to ``podset``. blockOwnerDeletion: a foreground
-    deletion of the PodSet waits for its pods, as for a ReplicaSet's."""
-    meta = podset["metadata"]
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def desired_pod(podset: Mapping[str, Any], spec: PodSetSpec) -> dict[str, Any]:
     """A new pod for ``podset`` (metadata name, namespace and uid required), named by the
     server from ``<name>-pod-``. The template's labels and annotations are kept; the instance
@@ -73,7 +60,7 @@ def desired_pod(podset: Mapping[str, Any], spec: PodSetSpec) -> dict[str, Any]:
     }
     if template_meta.get("annotations"):
         pod_meta["annotations"] = dict(template_meta["annotations"])
-    pod_meta["ownerReferences"] = [owner_reference(podset)]
+    pod_meta["ownerReferences"] = [controller_reference(podset, PODSETS)]
     return {
         "apiVersion": "v1",
         "kind": "Pod",

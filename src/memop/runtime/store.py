@@ -69,6 +69,22 @@ def resource_version(obj: Obj | None) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
+def controller_reference(owner: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
+    """The controller ownerReference from a child to ``owner`` (of ``resource``): garbage
+    collection deletes the child when the owner goes, the child's events map back to the owner
+    (see controller_owner_uid), and blockOwnerDeletion makes a foreground deletion of the owner
+    wait for the child."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def controller_owner_uid(obj: Obj) -> str | None:
     """The uid of the ownerReference marked ``controller: true``, if any."""
     refs = (obj.get("metadata") or {}).get("ownerReferences")
