@@ -109,7 +109,9 @@ class Cache:
         self._rand = rand or random.Random()
         # The client's: one probe for every reflector and request when the server is down.
         self.reachability = client.reachability
-        self._informers: dict[tuple[Resource, Selector | None], Informer] = {}
+        # resource -> label selector (None: all objects) -> informer. By resource first: every
+        # read looks up the informers of one resource.
+        self._informers: dict[Resource, dict[Selector | None, Informer]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -137,8 +139,8 @@ class Cache:
         """
         if label_selector is not None and label_selector.is_empty():
             label_selector = None
-        key = (resource, label_selector)
-        informer = self._informers.get(key)
+        by_selector = self._informers.setdefault(resource, {})
+        informer = by_selector.get(label_selector)
         if informer is None and label_selector is None and transform is None and not shared:
             existing = self._informers_of(resource)
             if len(existing) == 1:
@@ -147,7 +149,7 @@ class Cache:
                 raise ValueError(_ambiguous(resource, existing))
         if informer is None:
             informer = self._new_informer(resource, transform, shared, label_selector)
-            self._informers[key] = informer
+            by_selector[label_selector] = informer
             if self._started:
                 self._start_informer(informer)
         return informer
@@ -185,7 +187,10 @@ class Cache:
         return informer
 
     def _informers_of(self, resource: Resource) -> builtins.list[Informer]:
-        return [informer for (res, _), informer in self._informers.items() if res == resource]
+        return list(self._informers.get(resource, {}).values())
+
+    def _all_informers(self) -> builtins.list[Informer]:
+        return [informer for by_selector in self._informers.values() for informer in by_selector.values()]
 
     def informer_for(self, resource: Resource, selector: Selector | None = None) -> Informer:
         """The informer that serves a read of ``resource`` filtered by ``selector``.
@@ -268,14 +273,14 @@ class Cache:
         if self._started:
             return
         self._started = True
-        for informer in self._informers.values():
+        for informer in self._all_informers():
             self._start_informer(informer)
         if self._resync_period:
             self._tasks.append(asyncio.create_task(self._resync_loop(), name="cache-resync"))
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Wait until every informer has stored its first LIST; False if ``timeout`` passes first."""
-        waits = [r.synced.wait() for i in self._informers.values() for r in i.reflectors]
+        waits = [r.synced.wait() for i in self._all_informers() for r in i.reflectors]
         try:
             async with asyncio.timeout(timeout):
                 await asyncio.gather(*waits)
@@ -285,11 +290,11 @@ class Cache:
 
     @property
     def has_synced(self) -> bool:
-        return self._started and all(i.has_synced for i in self._informers.values())
+        return self._started and all(i.has_synced for i in self._all_informers())
 
     def unsynced(self) -> builtins.list[str]:
         """Names of the reflectors still waiting for their first LIST (for readiness messages)."""
-        return [repr(r) for i in self._informers.values() for r in i.reflectors if not r.synced.is_set()]
+        return [repr(r) for i in self._all_informers() for r in i.reflectors if not r.synced.is_set()]
 
     async def stop(self) -> None:
         """Cancel every reflector and wait for them to end."""
@@ -307,7 +312,7 @@ class Cache:
         assert self._resync_period is not None
         while True:
             await self._clock.sleep(self._resync_period * self._rand.uniform(0.9, 1.1))
-            for informer in list(self._informers.values()):
+            for informer in self._all_informers():
                 informer.resync()
 
 
