@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from memop.runtime import conditions
 from memop.runtime.resources import Resource
+from memop.runtime.validation import type_error
 
 GROUP = "cache.example.com"
 VERSION = "v1alpha1"
@@ -148,22 +149,6 @@ class InvalidSpec(ValueError):
         super().__init__(messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]")
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    return "object"
-
-
 def _show(value: Any) -> str:
     """A bad value as field.Error prints it: strings quoted (%q), numbers and booleans bare."""
     if isinstance(value, bool):
@@ -181,8 +166,7 @@ def invalid(path: str, value: Any, detail: str) -> FieldError:
 
 
 def _type_error(path: str, value: Any, expected: str) -> FieldError:
-    actual = _json_type(value)
-    return invalid(path, actual, f'{path} in body must be of type {expected}: "{actual}"')
+    return FieldError(path, type_error(path, value, expected))
 
 
 def _as_integer(value: Any) -> int | None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from memop.runtime import conditions
 from memop.runtime.resources import Resource
+from memop.runtime.validation import type_error
 
 GROUP = "harryyann.github.io"
 VERSION = "v1"
@@ -108,32 +109,15 @@ def status_schema() -> dict[str, Any]:
     }
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number" if isinstance(value, float) else "integer"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _type_error(path: str, value: Any, expected: str) -> str:
-    actual = _json_type(value)
-    return f'{path}: Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"'
-
-
 def _string_map_value(path: str, value: Any, errors: list[str]) -> dict[str, str]:
     if value is None:
         return {}  # null is absent, as the server drops nulls before validating
     if not isinstance(value, Mapping):
-        errors.append(_type_error(path, value, "object"))
+        errors.append(type_error(path, value, "object"))
         return {}
     for key, item in value.items():
         if not isinstance(item, str):
-            errors.append(_type_error(f"{path}.{key}", item, "string"))
+            errors.append(type_error(f"{path}.{key}", item, "string"))
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
@@ -148,7 +132,7 @@ def parse_spec(obj: Mapping[str, Any]) -> MyPodSpec:
     if pod_spec is None:
         errors.append("spec.podSpec: Required value")
     elif not isinstance(pod_spec, Mapping):
-        errors.append(_type_error("spec.podSpec", pod_spec, "object"))
+        errors.append(type_error("spec.podSpec", pod_spec, "object"))
     labels = _string_map_value("spec.podLabels", spec.get("podLabels"), errors)
     annotations = _string_map_value("spec.podAnnotations", spec.get("podAnnotations"), errors)
     if errors:

@@ -24,6 +24,7 @@ from typing import Any
 
 from memop.runtime.conditions import conditions_schema
 from memop.runtime.resources import Resource
+from memop.runtime.validation import json_type, type_error
 
 GROUP = "batch.tutorial.kubebuilder.io"
 VERSION = "v1"
@@ -56,28 +57,11 @@ class InvalidSpec(ValueError):
         super().__init__(messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]")
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _wrong_type(path: str, value: Any, expected: str) -> str:
-    actual = _json_type(value)
-    return f'{path}: Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"'
-
-
 def _replicas_error(value: Any) -> str | None:
     """What the API server says of ``value`` as spec.replicas, or None when it is fine."""
     path = "spec.replicas"
     if isinstance(value, bool) or not isinstance(value, int):
-        return _wrong_type(path, value, "integer")
+        return type_error(path, value, "integer")
     if value < 0:
         return f"{path}: Invalid value: {value}: {path} in body should be greater than or equal to 0"
     if value > INT32_MAX:
@@ -89,31 +73,31 @@ def _string_map(path: str, value: Any, errors: list[str]) -> None:
     if value is None:
         return
     if not isinstance(value, Mapping):
-        errors.append(_wrong_type(path, value, "object"))
+        errors.append(type_error(path, value, "object"))
         return
     for key, item in value.items():
         if not isinstance(item, str):
-            errors.append(_wrong_type(f"{path}.{key}", item, "string"))
+            errors.append(type_error(f"{path}.{key}", item, "string"))
 
 
 def _template(value: Any, errors: list[str]) -> dict[str, Any] | None:
     path = "spec.template"
     if not isinstance(value, Mapping):
-        errors.append(_wrong_type(path, value, "object"))
+        errors.append(type_error(path, value, "object"))
         return None
     before = len(errors)
     meta = value.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
-        errors.append(_wrong_type(f"{path}.metadata", meta, "object"))
+        errors.append(type_error(f"{path}.metadata", meta, "object"))
     elif meta is not None:
         _string_map(f"{path}.metadata.labels", meta.get("labels"), errors)
         _string_map(f"{path}.metadata.annotations", meta.get("annotations"), errors)
     spec = value.get("spec")
     if spec is not None and not isinstance(spec, Mapping):
-        errors.append(_wrong_type(f"{path}.spec", spec, "object"))
+        errors.append(type_error(f"{path}.spec", spec, "object"))
     elif spec is not None and spec.get("restartPolicy") not in (None, *RESTART_POLICIES):
         policy = spec["restartPolicy"]
-        shown = json.dumps(policy) if isinstance(policy, str) else _json_type(policy)
+        shown = json.dumps(policy) if isinstance(policy, str) else json_type(policy)
         supported = ", ".join(f'"{p}"' for p in RESTART_POLICIES)
         errors.append(f"{path}.spec.restartPolicy: Unsupported value: {shown}: supported values: {supported}")
     return dict(value) if len(errors) == before else None
@@ -135,7 +119,7 @@ def parse_spec(podset: Mapping[str, Any]) -> PodSetSpec:
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
-        raise InvalidSpec([*errors, _wrong_type("spec", raw, "object")])
+        raise InvalidSpec([*errors, type_error("spec", raw, "object")])
     replicas = raw.get("replicas")
     if replicas is None:
         replicas = DEFAULT_REPLICAS

@@ -29,6 +29,8 @@ Reading and writing:
 - :class:`Expectations`: the creates and deletes a controller is waiting to see in its cache
   (client-go's ControllerExpectations), so a lagging cache never makes it act twice.
 - :func:`update_status`: write a status only when it changed.
+- :mod:`validation <memop.runtime.validation>`: the API server's wording for a field of the
+  wrong type, for a spec validated in Python (``type_error``, ``json_type``).
 - :mod:`conditions <memop.runtime.conditions>`: ``set_condition`` (transition times move
   only when the status flips), ``find_condition``, ``conditions_schema``.
 - :class:`EventRecorder` with :data:`NORMAL` and :data:`WARNING`: Events, sent in the background.
@@ -55,7 +57,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memop.runtime import conditions, crdgen, predicates
+    from memop.runtime import conditions, crdgen, predicates, validation
     from memop.runtime.cache import Cache
     from memop.runtime.client import Client
     from memop.runtime.clock import Clock, FakeClock, RealClock, rfc3339
@@ -131,6 +133,7 @@ _EXPORTS: dict[str, str] = {
     "conditions": "",
     "crdgen": "",
     "predicates": "",
+    "validation": "",
 }
 
 
@@ -192,5 +195,6 @@ __all__ = [
     "predicates",
     "rfc3339",
     "update_status",
+    "validation",
     "watched",
 ]

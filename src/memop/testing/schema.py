@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from memop.runtime.validation import json_type
+
 Schema = Mapping[str, Any]
 
 
@@ -151,22 +153,6 @@ def go_repr(value: Any) -> str:
     if isinstance(value, str):
         return go_quote(value)
     return go_json(value)  # null, bools and integers print the same either way
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _field(path: str) -> str:
@@ -418,7 +404,7 @@ class _Validator:
         )
 
     def _type(self, types: list[str], fmt: str, value: Any, path: str) -> None:
-        actual = _json_type(value)
+        actual = json_type(value)
         data_format = {"integer": "int64", "number": "float64"}.get(actual, "")
         float_int = actual == "number" and float(value).is_integer() and "integer" in types
         int_float = actual == "integer" and "number" in types
