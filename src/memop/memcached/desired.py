@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.memcached.api import API_VERSION, KIND, MemcachedSpec, quantities_equal
+from memop.runtime.store import dig
 
 NAME_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
@@ -205,14 +206,6 @@ def _merge_onto(current: Any, desired: Any) -> Any:
     return copy.deepcopy(desired)
 
 
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _owner_references_patch(current: Any, desired_ref: Mapping[str, Any]) -> list[Any] | None:
     refs = list(current) if isinstance(current, list) else []
     for i, ref in enumerate(refs):
@@ -248,18 +241,18 @@ def deployment_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> 
     Raises SelectorMismatch when the selector differs: the selector is immutable, so the caller
     must delete the Deployment and create it again.
     """
-    desired_selector = _get(desired, "spec", "selector")
-    if not _selector_matches(_get(current, "spec", "selector"), desired_selector):
-        raise SelectorMismatch(_get(current, "spec", "selector"), desired_selector)
+    desired_selector = dig(desired, "spec", "selector")
+    if not _selector_matches(dig(current, "spec", "selector"), desired_selector):
+        raise SelectorMismatch(dig(current, "spec", "selector"), desired_selector)
 
     patch: dict[str, Any] = {}
 
     meta_patch: dict[str, Any] = {}
-    label_patch = _subset_patch(_get(current, "metadata", "labels"), desired["metadata"]["labels"])
+    label_patch = _subset_patch(dig(current, "metadata", "labels"), desired["metadata"]["labels"])
     if label_patch:
         meta_patch["labels"] = label_patch
     refs = _owner_references_patch(
-        _get(current, "metadata", "ownerReferences"), desired["metadata"]["ownerReferences"][0]
+        dig(current, "metadata", "ownerReferences"), desired["metadata"]["ownerReferences"][0]
     )
     if refs is not None:
         meta_patch["ownerReferences"] = refs
@@ -267,32 +260,32 @@ def deployment_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> 
         patch["metadata"] = meta_patch
 
     spec_patch: dict[str, Any] = {}
-    current_replicas = _get(current, "spec", "replicas")
+    current_replicas = dig(current, "spec", "replicas")
     if (1 if current_replicas is None else current_replicas) != desired["spec"]["replicas"]:
         spec_patch["replicas"] = desired["spec"]["replicas"]
 
     template = desired["spec"]["template"]
     template_patch: dict[str, Any] = {}
     label_patch = _subset_patch(
-        _get(current, "spec", "template", "metadata", "labels"), template["metadata"]["labels"]
+        dig(current, "spec", "template", "metadata", "labels"), template["metadata"]["labels"]
     )
     if label_patch:
         template_patch["metadata"] = {"labels": label_patch}
 
     pod_patch: dict[str, Any] = {}
-    current_pod = _get(current, "spec", "template", "spec")
-    current_context = _get(current_pod, "securityContext")
+    current_pod = dig(current, "spec", "template", "spec")
+    current_context = dig(current_pod, "securityContext")
     context_patch = _subset_patch(current_context, template["spec"]["securityContext"])
     if "seccompProfile" in context_patch:
         # Owned whole: a localhostProfile left beside type RuntimeDefault is refused by the server.
-        stale = _get(current_context, "seccompProfile")
+        stale = dig(current_context, "seccompProfile")
         for key in stale if isinstance(stale, Mapping) else ():
             if key != "type":
                 context_patch["seccompProfile"][key] = None
     if context_patch:
         pod_patch["securityContext"] = context_patch
     (desired_container,) = template["spec"]["containers"]
-    current_containers = _get(current_pod, "containers")
+    current_containers = dig(current_pod, "containers")
     if not (
         isinstance(current_containers, list)
         and len(current_containers) == 1

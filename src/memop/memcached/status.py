@@ -31,6 +31,7 @@ from typing import Any
 from memop.memcached.api import FINALIZER, MemcachedSpec
 from memop.runtime.conditions import FALSE, TRUE, UNKNOWN, find_condition, set_condition
 from memop.runtime.status import status_changed
+from memop.runtime.store import dig
 
 __all__ = ["compute_status", "nodes", "status_changed"]
 
@@ -42,16 +43,8 @@ DEGRADED = "Degraded"
 _LIVE_PHASES = ("Pending", "Running")
 
 
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _count(obj: Any, *path: str) -> int:
-    value = _get(obj, *path)
+    value = dig(obj, *path)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
@@ -59,10 +52,10 @@ def nodes(pods: Sequence[Mapping[str, Any]]) -> list[str]:
     """Sorted names of the pods that are not terminating and are Pending or Running. A pod
     without a phase yet counts as Pending (the API server creates every pod Pending)."""
     names = {
-        _get(pod, "metadata", "name")
+        dig(pod, "metadata", "name")
         for pod in pods
-        if not _get(pod, "metadata", "deletionTimestamp")
-        and (_get(pod, "status", "phase") or "Pending") in _LIVE_PHASES
+        if not dig(pod, "metadata", "deletionTimestamp")
+        and (dig(pod, "status", "phase") or "Pending") in _LIVE_PHASES
     }
     return sorted(name for name in names if isinstance(name, str))
 
@@ -81,7 +74,7 @@ def _available(size: int, deployment: Mapping[str, Any] | None, name: str) -> tu
 def _progressing(size: int, deployment: Mapping[str, Any] | None, name: str) -> tuple[str, str, str]:
     if deployment is None:
         return TRUE, "DeploymentMissing", f"waiting for Deployment {name} to be created"
-    replicas = _get(deployment, "spec", "replicas")
+    replicas = dig(deployment, "spec", "replicas")
     replicas = 1 if replicas is None else replicas
     if replicas != size:
         return TRUE, "Scaling", f"Deployment {name} has {replicas} replicas, {size} wanted"
@@ -101,7 +94,7 @@ def _progressing(size: int, deployment: Mapping[str, Any] | None, name: str) -> 
         message = f"{total - updated} old replicas pending termination"
     else:
         return FALSE, "DeploymentUpToDate", f"Deployment {name} is up to date: {updated} replicas updated"
-    stuck = find_condition(_get(deployment, "status", "conditions"), "Progressing")
+    stuck = find_condition(dig(deployment, "status", "conditions"), "Progressing")
     if stuck is not None and stuck.get("reason") == "ProgressDeadlineExceeded":
         detail = stuck.get("message")
         return TRUE, "ProgressDeadlineExceeded", f"{message}: {detail}" if detail else message
@@ -147,7 +140,7 @@ def compute_status(  # noqa: PLR0917 - the reconciler's established call shape
 
     size = spec.size if spec is not None else None
     if size is None and deployment is not None:
-        replicas = _get(deployment, "spec", "replicas")
+        replicas = dig(deployment, "spec", "replicas")
         size = 1 if replicas is None else replicas
     looked = deployment is not None or (invalid is None and error is None and not finalizing)
     if size is not None and looked:

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from memop.mypod.desired import SPEC_HASH, left_by_namesake
 from memop.runtime.conditions import FALSE, TRUE, find_condition, set_condition
-from memop.runtime.store import controller_owner_uid
+from memop.runtime.store import controller_owner_uid, dig
 
 READY = "Ready"
 DEGRADED = "Degraded"
@@ -45,14 +45,6 @@ class Failure(NamedTuple):
     message: str
 
 
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _unix_seconds(timestamp: Any) -> int | None:
     try:
         return int(datetime.fromisoformat(timestamp).timestamp())
@@ -62,10 +54,10 @@ def _unix_seconds(timestamp: Any) -> int | None:
 
 def _pod_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
     fields = {
-        "podPhase": _get(pod, "status", "phase") or "Pending",  # every pod is created Pending
-        "podIp": _get(pod, "status", "podIP"),
-        "nodeIp": _get(pod, "status", "hostIP"),
-        "createdTimestamp": _unix_seconds(_get(pod, "metadata", "creationTimestamp")),
+        "podPhase": dig(pod, "status", "phase") or "Pending",  # every pod is created Pending
+        "podIp": dig(pod, "status", "podIP"),
+        "nodeIp": dig(pod, "status", "hostIP"),
+        "createdTimestamp": _unix_seconds(dig(pod, "metadata", "creationTimestamp")),
     }
     return {k: v for k, v in fields.items() if v}
 
@@ -73,24 +65,24 @@ def _pod_fields(pod: Mapping[str, Any]) -> dict[str, Any]:
 def _ready(
     mypod: Mapping[str, Any], pod: Mapping[str, Any] | None, spec_hash: str | None
 ) -> tuple[str, str, str]:
-    name = _get(pod, "metadata", "name")
+    name = dig(pod, "metadata", "name")
     if pod is None:
         return FALSE, "PodMissing", "this MyPod has no pod"
-    ours = controller_owner_uid(dict(pod)) == _get(mypod, "metadata", "uid")
-    if ours and spec_hash is not None and _get(pod, "metadata", "annotations", SPEC_HASH) != spec_hash:
+    ours = controller_owner_uid(dict(pod)) == dig(mypod, "metadata", "uid")
+    if ours and spec_hash is not None and dig(pod, "metadata", "annotations", SPEC_HASH) != spec_hash:
         message = f"podSpec changed: Pod {name} is being replaced; the new one is created once it is gone"
         return FALSE, "Replacing", message
-    if _get(pod, "metadata", "deletionTimestamp"):
+    if dig(pod, "metadata", "deletionTimestamp"):
         return FALSE, "PodTerminating", f"Pod {name} is being deleted; a new one is created once it is gone"
     if not ours and left_by_namesake(pod, mypod):
         message = f"Pod {name} is a deleted MyPod's; a new one is created once it is garbage-collected"
         return FALSE, "PodTerminating", message
     if not ours:
         return FALSE, "PodConflict", f"Pod {name} exists and is not controlled by this MyPod"
-    phase = _get(pod, "status", "phase") or "Pending"
+    phase = dig(pod, "status", "phase") or "Pending"
     if phase in ("Succeeded", "Failed"):
         return FALSE, f"Pod{phase}", f"Pod {name} has {phase.lower()}; delete it to start a new one"
-    ready = find_condition(_get(pod, "status", "conditions"), "Ready")
+    ready = find_condition(dig(pod, "status", "conditions"), "Ready")
     if ready is not None and ready.get("status") == TRUE:
         return TRUE, "PodReady", f"Pod {name} is ready"
     return FALSE, "PodNotReady", f"Pod {name} is {phase}, not ready"

@@ -36,8 +36,9 @@ Reading and writing:
 - :class:`EventRecorder` with :data:`NORMAL` and :data:`WARNING`: Events, sent in the background.
 - :class:`Resource` names a kind (group, version, plural, kind); :data:`PODS`,
   :data:`DEPLOYMENTS` and others are predefined. :class:`Selector` parses label selectors.
-  Cached objects are plain dicts (:data:`Obj`); :func:`controller_reference` builds a child's
-  controller ownerReference and :func:`controller_owner_uid` reads it.
+  Cached objects are plain dicts (:data:`Obj`; :func:`dig` reads a nested field safely);
+  :func:`controller_reference` builds a child's controller ownerReference and
+  :func:`controller_owner_uid` reads it.
 - :class:`Clock` (:class:`RealClock`, :class:`FakeClock` for tests) and :func:`rfc3339`:
   time-based logic takes a clock, so tests never sleep.
 
@@ -82,7 +83,7 @@ if TYPE_CHECKING:
     from memop.runtime.reconcile import Reconciler, Request, Result, TerminalError
     from memop.runtime.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
     from memop.runtime.status import update_status
-    from memop.runtime.store import Obj, controller_owner_uid, controller_reference
+    from memop.runtime.store import Obj, controller_owner_uid, controller_reference, dig
 
 # Loaded on first use (PEP 562), so that importing one submodule (memop.runtime.k8simport,
 # which must run before kubernetes_asyncio is imported) does not import them all.
@@ -126,6 +127,7 @@ _EXPORTS: dict[str, str] = {
     "WARNING": "memop.runtime.events",
     "controller_owner_uid": "memop.runtime.store",
     "controller_reference": "memop.runtime.store",
+    "dig": "memop.runtime.store",
     "rfc3339": "memop.runtime.clock",
     "update_status": "memop.runtime.status",
     "watched": "memop.runtime.permissions",
@@ -191,6 +193,7 @@ __all__ = [
     "controller_owner_uid",
     "controller_reference",
     "crdgen",
+    "dig",
     "own_kind",
     "predicates",
     "rfc3339",

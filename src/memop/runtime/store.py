@@ -69,6 +69,16 @@ def resource_version(obj: Obj | None) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
+def dig(obj: Any, *path: str) -> Any:
+    """The value at ``path`` in nested mappings, or None where a step is missing or is not a
+    mapping (an object as read may be malformed: a reconciler must not crash on it)."""
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
 def controller_reference(owner: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
     """The controller ownerReference from a child to ``owner`` (of ``resource``): garbage
     collection deletes the child when the owner goes, the child's events map back to the owner
