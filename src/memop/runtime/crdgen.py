@@ -14,8 +14,6 @@ from typing import Any
 
 import yaml
 
-from memop.runtime.resources import Resource
-
 # The command that writes every CRD file; named in each file's header.
 GENERATE_COMMAND = "python -m memop manifests crd"
 
@@ -35,19 +33,6 @@ class CrdNames:
     def name(self) -> str:
         """The CRD's own name: ``<plural>.<group>``."""
         return f"{self.plural}.{self.group}"
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def resource(self) -> Resource:
-        return Resource(self.group, self.version, self.plural, self.kind)
-
-    @property
-    def file_name(self) -> str:
-        """The file under manifests/crd, as controller-gen names it: ``<group>_<plural>.yaml``."""
-        return f"{self.group}_{self.plural}.yaml"
 
 
 def printer_column(name: str, json_path: str, column_type: str, description: str = "") -> dict[str, Any]:
