@@ -148,7 +148,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     except KubeConfigError as error:
         log.error("%s", error)
         return EXIT_FAILED
-    controllers = config.controllers or tuple(ALL)
+    controllers = config.controllers
     # Every watch holds a pooled connection for its lifetime: size the pool so watches never
     # starve the reconcilers' requests.
     watches = WATCHES_PER_CONTROLLER * len(controllers) * max(1, len(config.namespaces))
