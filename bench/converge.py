@@ -95,13 +95,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from memop.memcached.api import FINALIZER, MEMCACHEDS, parse_spec
 from memop.memcached.desired import desired_deployment
 from memop.memcached.status import compute_status
-from memop.runtime.client import Client
-from memop.runtime.errors import AlreadyExists, ApiError, TransportError
-from memop.runtime.events import NORMAL, EventRecorder
-from memop.runtime.kubeconfig import load_configuration
-from memop.runtime.reflector import Reflector
-from memop.runtime.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
-from memop.runtime.store import DELETED, Obj, ObjectStore
+from memop.runtime.cache.reflector import Reflector
+from memop.runtime.cache.store import DELETED, Obj, ObjectStore
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import AlreadyExists, ApiError, TransportError
+from memop.runtime.client.kubeconfig import load_configuration
+from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
+from memop.runtime.manager.events import NORMAL, EventRecorder
 from memop.testing.process import MemopProcess
 from memop.testing.wait import wait_for
 
@@ -134,7 +134,7 @@ async def serve(args: argparse.Namespace) -> int:
     once it listens again (wall-clock ``t``).
     """
     # Imported here: the bench's other roles do not need the server.
-    from memop.runtime.gctuning import tune_gc  # noqa: PLC0415
+    from memop.runtime.manager.gctuning import tune_gc  # noqa: PLC0415
     from memop.testing.__main__ import write_kubeconfig_atomically  # noqa: PLC0415
     from memop.testing.server import ApiServer  # noqa: PLC0415
 

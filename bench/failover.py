@@ -49,11 +49,11 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from memop.controllers import ALL
+from memop.cli.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.resources import CONFIGMAPS, LEASES, NAMESPACES, PODS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import CONFIGMAPS, LEASES, NAMESPACES, PODS
 from memop.testing.errors import ApiError as StoreError
 from memop.testing.operator import install_crd, memcached_manifest
 from memop.testing.process import MemopProcess

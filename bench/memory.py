@@ -25,7 +25,7 @@ Figures (KiB = 1024 bytes), for ``with_transforms`` (what memop installs:
 ``memop.memcached.controller.CACHE_TRANSFORMS``, ``memcached_transform``, ``pod_transform``
 and ``deployment_transform``, and the shared subtrees of ``CACHE_SHARED``) and
 ``without_transforms`` (what the store always does: drop managedFields and compact, see
-:mod:`memop.runtime.store`):
+:mod:`memop.runtime.cache.store`):
 
 - ``baseline_mib``: RSS of the process with memop imported and an empty cache started;
 - ``<kind>.kib_per_object``: the RSS increase while that kind's N objects were listed and
@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 # memop first, as in the operator process: it imports only the parts of kubernetes_asyncio it
-# uses (memop.runtime.k8simport), which the baseline must reflect.
+# uses (memop.runtime.client.k8simport), which the baseline must reflect.
 import memop  # noqa: F401
 
 # isort: split
@@ -69,17 +69,17 @@ from memop.memcached.controller import CACHE_SHARED, CACHE_TRANSFORMS
 from memop.memcached.crd import crd
 from memop.memcached.desired import INSTANCE_LABEL, desired_deployment
 from memop.memcached.status import compute_status
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.kubeconfig import load_configuration
-from memop.runtime.resources import (
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.store import Obj
+from memop.runtime.client.client import Client
+from memop.runtime.client.kubeconfig import load_configuration
+from memop.runtime.client.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     DEPLOYMENTS,
     NAMESPACES,
     PODS,
     Resource,
 )
-from memop.runtime.store import Obj
 
 NAMESPACES_USED = 10
 CONCURRENCY = 32

@@ -66,7 +66,7 @@ from converge import (
 )
 
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.kubeconfig import load_configuration
+from memop.runtime.client.kubeconfig import load_configuration
 from memop.testing.process import MemopProcess
 
 # Each reflector's resource: memcacheds, deployments, pods, per watched namespace.

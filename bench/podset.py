@@ -53,11 +53,11 @@ from memop.podset import DEFINITION
 from memop.podset.api import PODSETS, parse_spec
 from memop.podset.desired import INSTANCE_LABEL, desired_pod
 from memop.podset.status import compute_status
-from memop.runtime.client import Client
-from memop.runtime.errors import ApiError, TransportError
-from memop.runtime.kubeconfig import load_configuration
-from memop.runtime.resources import PODS
-from memop.runtime.store import Obj
+from memop.runtime.cache.store import Obj
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import ApiError, TransportError
+from memop.runtime.client.kubeconfig import load_configuration
+from memop.runtime.client.resources import PODS
 from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess
 

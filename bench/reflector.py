@@ -36,7 +36,7 @@ with a fresh cache.
   ``cpu_utilisation`` is that per wall second (near 1.0: ingest was CPU-bound);
   ``cpu_microseconds_each``: CPU per event;
 - ``gc_seconds``: of that CPU, the time spent in the cyclic garbage collector (with the
-  thresholds the operator process sets, ``memop.runtime.gctuning``).
+  thresholds the operator process sets, ``memop.runtime.manager.gctuning``).
 
 LIST ingest (``list``). A fresh cache on the plain :class:`Client`, from start until the
 informer is synced: the reflector's paginated LIST (500 objects a page, each page prepared —
@@ -73,13 +73,13 @@ from kubernetes_asyncio.client import ApiClient
 from memop.memcached.api import parse_spec
 from memop.memcached.controller import CACHE_TRANSFORMS
 from memop.memcached.desired import desired_deployment
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.gctuning import tune_gc
-from memop.runtime.kubeconfig import load_configuration
-from memop.runtime.reachability import Reachability
-from memop.runtime.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, PODS, Resource
-from memop.runtime.store import Obj, resource_version
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.store import Obj, resource_version
+from memop.runtime.client.client import Client
+from memop.runtime.client.kubeconfig import load_configuration
+from memop.runtime.client.reachability import Reachability
+from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, PODS, Resource
+from memop.runtime.manager.gctuning import tune_gc
 from memop.testing.process import serving_async
 
 NAMESPACE = "bench"
@@ -390,7 +390,7 @@ def main() -> None:
     if args.objects < 1 or args.repeats < 1:
         parser.error("--objects and --repeats must be positive")
     if args.role == "ingest":
-        tune_gc()  # as the operator process does (memop.cli)
+        tune_gc()  # as the operator process does (memop.cli.main)
     result = asyncio.run(run_ingest(args) if args.role == "ingest" else run(args))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")

@@ -25,8 +25,8 @@ import sys
 import time
 from collections.abc import Hashable, Sequence
 
-from memop.runtime.reconcile import Request
-from memop.runtime.workqueue import WorkQueue
+from memop.runtime.controller.reconcile import Request
+from memop.runtime.workqueue.workqueue import WorkQueue
 
 WORKERS = 8
 BATCH = 100

@@ -25,11 +25,11 @@ import pytest
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.rest import ApiException
 
-from memop.runtime import store
+from memop.runtime.cache import store
 from memop.testing.server import ApiServer
 
 # Every cache in the tests, in-process or in the memop processes they start (which inherit the
-# environment), checks that no reader changes a cached object in place (memop.runtime.store).
+# environment), checks that no reader changes a cached object in place (memop.runtime.cache.store).
 os.environ.setdefault(store.CHECK_ENV, "1")
 
 # Hypothesis's wall-clock checks (a 200 ms deadline per example, the too_slow health check on

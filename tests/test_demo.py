@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from memop.demo import READY_LINE, SAMPLE
+from memop.cli.demo import READY_LINE, SAMPLE
 from memop.testing.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]

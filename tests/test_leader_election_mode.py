@@ -1,4 +1,4 @@
-"""``--leader-election-mode``: what memop.app builds from the options, and when leader for life
+"""``--leader-election-mode``: what memop.cli.app builds from the options, and when leader for life
 may be skipped (outside a cluster, asked for explicitly) or must refuse to start."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from memop.app import leader_election_config, skips_election
-from memop.options import RunConfig, parse_run_args
-from memop.runtime.kubeconfig import running_in_cluster
-from memop.runtime.leaderelection import LeaderElectionConfig
-from memop.runtime.leaderforlife import LeaderForLifeConfig
+from memop.cli.app import leader_election_config, skips_election
+from memop.cli.options import RunConfig, parse_run_args
+from memop.runtime.client.kubeconfig import running_in_cluster
+from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
+from memop.runtime.leaderelection.lease import LeaderElectionConfig
 
 LFL = ("--leader-elect", "--leader-election-mode", "leader-for-life", "--leader-election-namespace", "ops")
 

@@ -1,4 +1,4 @@
-"""The install manifests: RBAC generated from memop.rbac, and every kustomize overlay rendered
+"""The install manifests: RBAC generated from memop.manifests.rbac, and every kustomize overlay rendered
 offline by ``kubectl kustomize`` (no server involved) and checked against memop's own code:
 the rules it is granted, the flags its Deployment passes, the ports and probes it serves."""
 
@@ -18,14 +18,15 @@ import pytest
 import yaml
 
 import memop
-from memop import manifests, rbac
-from memop.controllers import ALL
+from memop.cli.controllers import ALL
+from memop.cli.options import RunConfig, build_parser, parse_run_args
+from memop.manifests import command as manifests
+from memop.manifests import rbac
 from memop.memcached.api import GROUP, PLURAL, parse_spec
 from memop.memcached.desired import desired_deployment
-from memop.options import RunConfig, build_parser, parse_run_args
-from memop.runtime.authn import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
-from memop.runtime.events import EventRecorder
-from memop.runtime.resources import DEPLOYMENTS, EVENTS, LEASES, PODS
+from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, LEASES, PODS
+from memop.runtime.manager.authn import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
+from memop.runtime.manager.events import EventRecorder
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFESTS = REPO / "manifests"
@@ -106,7 +107,7 @@ def test_write_files_writes_only_what_changed(tmp_path: Path) -> None:
 
 def test_rbac_module_refuses_a_directory_without_manifests(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "memop.rbac", "write", "--root", str(tmp_path)],
+        [sys.executable, "-m", "memop.manifests.rbac", "write", "--root", str(tmp_path)],
         capture_output=True,
         text=True,
         check=False,
@@ -117,7 +118,16 @@ def test_rbac_module_refuses_a_directory_without_manifests(tmp_path: Path) -> No
 
 def test_rbac_roles_command_prints_a_role_and_binding_per_namespace() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "memop.rbac", "roles", "ns-1", "ns-2", "--operator-namespace", "ops"],
+        [
+            sys.executable,
+            "-m",
+            "memop.manifests.rbac",
+            "roles",
+            "ns-1",
+            "ns-2",
+            "--operator-namespace",
+            "ops",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -138,7 +148,10 @@ def test_rbac_roles_command_prints_a_role_and_binding_per_namespace() -> None:
 
 def test_rbac_roles_command_rejects_invalid_namespaces() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "memop.rbac", "roles", "Team_A"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "memop.manifests.rbac", "roles", "Team_A"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert out.returncode == 2
     assert "invalid namespace 'Team_A'" in out.stderr
@@ -505,7 +518,7 @@ def _install_namespaces(overlay: str) -> tuple[str, ...]:
 @needs_kubectl
 @pytest.mark.parametrize("overlay", INSTALLS)
 def test_rendered_rbac_grants_exactly_what_memop_rbac_allowed_says(overlay: str) -> None:
-    """An RBAC authorizer over the rendered objects agrees with :func:`memop.rbac.allowed`
+    """An RBAC authorizer over the rendered objects agrees with :func:`memop.manifests.rbac.allowed`
     for every rule, in every kind of namespace, plus requests memop must not be allowed."""
     objects = render(overlay)
     watched = _install_namespaces(overlay)
@@ -786,7 +799,7 @@ def test_the_reader_role_grants_what_memops_subject_access_review_asks() -> None
     and the secure ServiceMonitor's Prometheus account is bound to it."""
     reader = one(render("secure-metrics"), "ClusterRole", PREFIX + rbac.METRICS_READER_ROLE)
     assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
-    source = inspect.getsource(memop.runtime.authn.MetricsAuthorizer)
+    source = inspect.getsource(memop.runtime.manager.authn.MetricsAuthorizer)
     assert '"nonResourceAttributes": {"path": path, "verb": verb}' in source
     objects = render("prometheus-secure")
     binding = one(objects, "ClusterRoleBinding")

@@ -1,9 +1,9 @@
 """manifests/leader-for-life: the default install electing its leader for life.
 
 Rendered offline by ``kubectl kustomize`` and checked against memop's own code: the parser and
-memop.app turn the Deployment's environment (POD_NAME from the downward API) into a
+memop.cli.app turn the Deployment's environment (POD_NAME from the downward API) into a
 leader-for-life config, and the RBAC is the default install's with the Lease role replaced by
-exactly :data:`memop.rbac.LEADER_FOR_LIFE_RULES`.
+exactly :data:`memop.manifests.rbac.LEADER_FOR_LIFE_RULES`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from memop import rbac
-from memop.app import leader_election_config
-from memop.options import parse_run_args
-from memop.runtime.leaderforlife import LeaderForLifeConfig
+from memop.cli.app import leader_election_config
+from memop.cli.options import parse_run_args
+from memop.manifests import rbac
+from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
 from tests.test_manifests import (
     OPERATOR_NAMESPACE,
     PREFIX,

@@ -1,4 +1,4 @@
-"""The Grafana dashboard and the PrometheusRule (memop.monitoring): generated files, the README's
+"""The Grafana dashboard and the PrometheusRule (memop.manifests.monitoring): generated files, the README's
 rules, promtool's parse of every expression, and a ``promtool test rules`` unit test.
 
 That every metric they name is one a running memop exports is checked against a real scrape in
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from memop import monitoring, rbac
+from memop.manifests import monitoring, rbac
 from tests.test_manifests import MANIFESTS, REPO, needs_kubectl, one, render
 
 PROMTOOL = shutil.which("promtool")
@@ -83,7 +83,7 @@ def test_committed_files_are_the_generated_ones(relative: str) -> None:
 
 def test_the_command_writes_the_files_and_refuses_a_directory_without_manifests(tmp_path: Path) -> None:
     (tmp_path / "manifests").mkdir()
-    command = [sys.executable, "-m", "memop.monitoring", "--root", str(tmp_path)]
+    command = [sys.executable, "-m", "memop.manifests.monitoring", "--root", str(tmp_path)]
     out = subprocess.run(command, capture_output=True, text=True, check=True)
     assert out.stdout.count("wrote ") == len(monitoring.generated_files())
     assert subprocess.run(command, capture_output=True, text=True, check=True).stdout == ""

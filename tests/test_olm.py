@@ -21,13 +21,13 @@ import pytest
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
-from memop import olm, rbac
-from memop.controllers import ALL
-from memop.manifests import crd_files
-from memop.options import parse_run_args
-from memop.runtime.client import Client
-from memop.runtime.errors import ApiError
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, Resource
+from memop.cli.controllers import ALL
+from memop.cli.options import parse_run_args
+from memop.manifests import olm, rbac
+from memop.manifests.command import crd_files
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import ApiError
+from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, Resource
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 from tests.test_manifests import MANIFESTS, REPO, container, needs_kubectl, one, render

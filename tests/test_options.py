@@ -1,4 +1,4 @@
-"""memop.options in-process: every flag, its environment variable, precedence and every usage error.
+"""memop.cli.options in-process: every flag, its environment variable, precedence and every usage error.
 
 The real-process checks (exit code 2, the one stderr line) are in tests/e2e/test_manager_cli.py.
 """
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop import cli
-from memop.options import (
+from memop.cli import main as cli
+from memop.cli.options import (
     RunConfig,
     UsageError,
     build_parser,
@@ -22,7 +22,7 @@ from memop.options import (
     parse_namespaces,
     parse_run_args,
 )
-from memop.runtime.server import Address
+from memop.runtime.manager.server import Address
 from memop.testing.process import _flag_variables
 
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_memop_console_script_runs_the_cli() -> None:
     [entry] = [e for e in metadata.entry_points(group="console_scripts") if e.name == "memop"]
-    assert entry.value == "memop.cli:main"
+    assert entry.value == "memop.cli.main:main"
     script = shutil.which("memop", path=str(Path(sys.executable).parent))
     if script is None:
         pytest.skip("memop is not installed into this interpreter's environment (pip install -e .)")
@@ -47,7 +47,7 @@ def test_setup_cfg_declares_the_dependencies_and_extras() -> None:
     extras = cfg["options.extras_require"]
     assert {"pytest", "pytest-asyncio", "hypothesis"} <= requirement_names(extras["test"])
     assert {"ruff", "mypy"} <= requirement_names(extras["dev"])
-    assert cfg["options.entry_points"]["console_scripts"].strip() == "memop = memop.cli:main"
+    assert cfg["options.entry_points"]["console_scripts"].strip() == "memop = memop.cli.main:main"
     # The installed distribution says the same (an editable install reads setup.cfg too).
     requires = {re.split(r"[\s;<>=!~\[]", r, maxsplit=1)[0].lower() for r in metadata.requires("memop") or ()}
     assert {"kubernetes-asyncio", "aiohttp", "prometheus-client", "tenacity"} <= {

@@ -2,6 +2,6 @@
 
 import sys
 
-from memop.cli import main
+from memop.cli.main import main
 
 sys.exit(main())

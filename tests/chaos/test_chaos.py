@@ -51,9 +51,9 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from memop.memcached.api import FINALIZER, MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.errors import AlreadyExists, TransportError
-from memop.runtime.resources import DEPLOYMENTS, LEASES, NAMESPACES, Resource
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import AlreadyExists, TransportError
+from memop.runtime.client.resources import DEPLOYMENTS, LEASES, NAMESPACES, Resource
 from memop.testing.errors import ApiError as ServerError
 from memop.testing.faults import ChaosRule
 from memop.testing.operator import install_crd

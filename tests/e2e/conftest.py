@@ -17,9 +17,9 @@ import pytest
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.resources import NAMESPACES
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import NAMESPACES
 from memop.testing.envtest import Kube, use_existing_cluster
 from memop.testing.operator import RunningOperator, install_crd, release_memcacheds
 from memop.testing.process import MemopProcesses

@@ -40,11 +40,11 @@ from prometheus_client import REGISTRY
 from memop.memcached.api import FINALIZER, MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
 from memop.memcached.crd import crd
 from memop.memcached.desired import APP_NAME, INSTANCE_LABEL, NAME_LABEL
-from memop.runtime.backoff import Backoff
-from memop.runtime.client import Client
-from memop.runtime.reflector import Reflector
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, PODS, Resource
-from memop.runtime.store import ObjectStore
+from memop.runtime.cache.reflector import Reflector
+from memop.runtime.cache.store import ObjectStore
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, PODS, Resource
+from memop.runtime.util.backoff import Backoff
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator, converged
 from memop.testing.wait import wait_for

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 import yaml
 
-from memop.controllers import ALL
+from memop.cli.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.labels import Selector
-from memop.runtime.resources import DEPLOYMENTS, EVENTS, PODS
+from memop.runtime.cache.labels import Selector
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, PODS
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator, converged, event_recorded, memcached_manifest
 from memop.testing.times import since

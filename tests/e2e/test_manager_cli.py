@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from memop import __version__
-from memop.options import build_parser, env_name
-from memop.runtime.kubeconfig import SERVICE_ACCOUNT_DIR
+from memop.cli.options import build_parser, env_name
+from memop.runtime.client.kubeconfig import SERVICE_ACCOUNT_DIR
 from memop.testing.process import _flag_variables
 from memop.testing.server import ApiServer
 

@@ -11,9 +11,9 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from memop.controllers import ALL
+from memop.cli.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
+from memop.runtime.client.client import Client
 from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcesses
 from memop.testing.wait import wait_for

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.leaderelection import JITTER_FACTOR
-from memop.runtime.resources import LEASES
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import LEASES
+from memop.runtime.leaderelection.lease import JITTER_FACTOR
 from memop.testing.envtest import Kube
 from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value

@@ -13,12 +13,12 @@ import time
 
 import pytest
 
-from memop.controllers import ALL
+from memop.cli.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.kubeconfig import running_in_cluster
-from memop.runtime.resources import CONFIGMAPS, PODS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.kubeconfig import running_in_cluster
+from memop.runtime.client.resources import CONFIGMAPS, PODS
 from memop.testing.envtest import Kube
 from memop.testing.operator import install_crd, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value

@@ -15,8 +15,8 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 
 from memop import __version__
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
 from memop.testing.envtest import Kube
 from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value

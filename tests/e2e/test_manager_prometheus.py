@@ -22,7 +22,7 @@ import yaml
 
 from memop import __version__
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
+from memop.runtime.client.client import Client
 from memop.testing.envtest import Kube
 from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcesses

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 import pytest
 
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.resources import DEPLOYMENTS, NAMESPACES
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES
 from memop.testing.envtest import Kube
 from memop.testing.operator import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses

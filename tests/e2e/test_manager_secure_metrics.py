@@ -8,9 +8,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from memop import rbac
-from memop.runtime.authn import tls_context
-from memop.runtime.client import Client
+from memop.manifests import rbac
+from memop.runtime.client.client import Client
+from memop.runtime.manager.authn import tls_context
 from memop.testing.envtest import Kube
 from memop.testing.process import MemopProcess, MemopProcesses
 from memop.testing.wait import wait_for
@@ -59,7 +59,7 @@ async def test_metrics_need_an_authorised_token_over_https(
 
 
 async def _assert_reviews_are_what_the_secure_install_grants(kube: Kube, memop: MemopProcess) -> None:
-    """The reviews memop sent are exactly the METRICS_AUTH rules of memop.rbac, which only
+    """The reviews memop sent are exactly the METRICS_AUTH rules of memop.manifests.rbac, which only
     manifests/secure-metrics grants (the rest of memop's RBAC is checked in test_rbac_reality)."""
     user_agent = memop.user_agent()
     assert user_agent is not None

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.resources import LEASES
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import LEASES
 from memop.testing.envtest import Kube
 from memop.testing.faults import DelayRule
 from memop.testing.operator import memcached_manifest

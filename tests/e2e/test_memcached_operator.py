@@ -9,10 +9,10 @@ import pytest
 
 from memop.memcached.api import FINALIZER, MEMCACHEDS
 from memop.memcached.crd import crd
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.reconcile import Request
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, NAMESPACES, PODS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, NAMESPACES, PODS
+from memop.runtime.controller.reconcile import Request
 from memop.testing.envtest import Kube
 from memop.testing.operator import (
     RunningOperator,

@@ -20,10 +20,10 @@ from memop import mypod
 from memop.mypod.api import MYPODS
 from memop.mypod.crd import crd
 from memop.mypod.desired import LABEL
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.reconcile import Request
-from memop.runtime.resources import PODS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import PODS
+from memop.runtime.controller.reconcile import Request
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator, event_recorded, install_crd
 from memop.testing.wait import wait_for

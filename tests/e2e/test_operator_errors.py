@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from memop.memcached.api import FINALIZER, MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.resources import DEPLOYMENTS, EVENTS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import DEPLOYMENTS, EVENTS
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator, converged, event_recorded, memcached_manifest
 from memop.testing.wait import wait_for

@@ -20,10 +20,10 @@ from memop.podset.api import PODSETS
 from memop.podset.controller import instance_selector
 from memop.podset.crd import crd
 from memop.podset.desired import INSTANCE_LABEL, is_active
-from memop.runtime.client import Client
-from memop.runtime.errors import Invalid, NotFound
-from memop.runtime.reconcile import Request
-from memop.runtime.resources import PODS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import Invalid, NotFound
+from memop.runtime.client.resources import PODS
+from memop.runtime.controller.reconcile import Request
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator, event_recorded, install_crd
 from memop.testing.store import StoreEvent

@@ -11,16 +11,16 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from memop import rbac
-from memop.controllers import ALL
+from memop.cli.controllers import ALL
+from memop.manifests import rbac
 from memop.memcached.api import MEMCACHEDS
 from memop.mypod.api import MYPODS
 from memop.podset.api import PODSETS
 from memop.podset.desired import INSTANCE_LABEL as PODSET_LABEL
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.leaderelection import LeaderElectionConfig
-from memop.runtime.resources import DEPLOYMENTS, NAMESPACES, PODS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, PODS
+from memop.runtime.leaderelection.lease import LeaderElectionConfig
 from memop.testing.operator import RunningOperator, install_crd
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for

@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from memop.controllers import ALL
+from memop.cli.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
 from memop.mypod.api import MYPODS
 from memop.mypod.desired import LABEL as MYPOD_LABEL
 from memop.podset.api import PODSETS
 from memop.podset.desired import INSTANCE_LABEL as PODSET_LABEL
-from memop.runtime.client import Client
-from memop.runtime.errors import NotFound
-from memop.runtime.resources import PODS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import PODS
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator, converged, event_recorded, memcached_manifest
 from memop.testing.wait import wait_for

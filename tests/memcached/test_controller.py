@@ -39,14 +39,14 @@ from memop.memcached.controller import (
 )
 from memop.memcached.desired import deployment_patch, desired_deployment
 from memop.memcached.status import compute_status, nodes
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.errors import Conflict, Forbidden
-from memop.runtime.events import EventRecorder
-from memop.runtime.reconcile import Request, Result
-from memop.runtime.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
-from memop.runtime.store import ADDED, DELETED, MODIFIED, RESYNC, resource_version
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, RESYNC, resource_version
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import Conflict, Forbidden
+from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
+from memop.runtime.controller.reconcile import Request, Result
+from memop.runtime.manager.events import EventRecorder
+from memop.runtime.util.clock import FakeClock
 from memop.testing.operator import install_crd
 from memop.testing.requestlog import RequestRecord
 from memop.testing.server import ApiServer

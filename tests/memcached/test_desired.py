@@ -22,7 +22,7 @@ from memop.memcached.desired import (
     selector_labels,
 )
 from memop.memcached.status import compute_status
-from memop.runtime.labels import Selector
+from memop.runtime.cache.labels import Selector
 from memop.testing.patch import merge_patch
 
 Obj = dict[str, Any]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from memop.memcached.api import MemcachedSpec
 from memop.memcached.status import compute_status, nodes, status_changed
-from memop.runtime.conditions import find_condition, set_condition, validate_reason
+from memop.runtime.api.conditions import find_condition, set_condition, validate_reason
 
 T0 = "2024-05-01T10:00:00Z"
 T1 = "2024-05-01T10:01:00Z"

@@ -14,8 +14,8 @@ from kubernetes_asyncio.client import ApiClient
 from memop import mypod
 from memop.mypod.api import MYPODS, InvalidSpec, MyPodSpec, parse_spec
 from memop.mypod.crd import crd, crd_yaml
-from memop.runtime.client import Client
-from memop.runtime.resources import NAMESPACES
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import NAMESPACES
 from memop.testing.operator import install_crd
 from memop.testing.server import ApiServer
 

@@ -28,15 +28,15 @@ from memop.mypod.controller import (
 )
 from memop.mypod.crd import crd
 from memop.mypod.desired import LABEL, METADATA, SPEC_HASH
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.definition import SetupContext
-from memop.runtime.errors import ServerError
-from memop.runtime.events import EventRecorder
-from memop.runtime.reconcile import Request, Result
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, NAMESPACES, PODS
-from memop.runtime.store import resource_version
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.store import resource_version
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import ServerError
+from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, NAMESPACES, PODS
+from memop.runtime.controller.definition import SetupContext
+from memop.runtime.controller.reconcile import Request, Result
+from memop.runtime.manager.events import EventRecorder
+from memop.runtime.util.clock import FakeClock
 from memop.testing.operator import install_crd
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for

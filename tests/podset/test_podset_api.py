@@ -13,9 +13,9 @@ from kubernetes_asyncio.client import ApiClient
 from memop.podset import DEFINITION
 from memop.podset.api import DEFAULT_REPLICAS, PODSETS, SPEC_SCHEMA, InvalidSpec, PodSetSpec, parse_spec
 from memop.podset.crd import crd, crd_yaml
-from memop.runtime.client import Client
-from memop.runtime.errors import Invalid
-from memop.runtime.resources import NAMESPACES
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import Invalid
+from memop.runtime.client.resources import NAMESPACES
 from memop.testing.operator import install_crd
 from memop.testing.server import ApiServer
 

@@ -29,16 +29,16 @@ from memop.podset.controller import (
 )
 from memop.podset.crd import crd
 from memop.podset.desired import INSTANCE_LABEL, is_active
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.definition import SetupContext
-from memop.runtime.errors import Forbidden
-from memop.runtime.events import EventRecorder
-from memop.runtime.expectations import EXPECTATIONS_TIMEOUT, Expectations
-from memop.runtime.reconcile import Request, Result
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, NAMESPACES, PODS
-from memop.runtime.store import resource_version
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.store import resource_version
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import Forbidden
+from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, EVENTS, NAMESPACES, PODS
+from memop.runtime.controller.definition import SetupContext
+from memop.runtime.controller.expectations import EXPECTATIONS_TIMEOUT, Expectations
+from memop.runtime.controller.reconcile import Request, Result
+from memop.runtime.manager.events import EventRecorder
+from memop.runtime.util.clock import FakeClock
 from memop.testing.operator import install_crd
 from memop.testing.requestlog import RequestRecord
 from memop.testing.server import ApiServer

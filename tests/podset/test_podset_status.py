@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memop.podset.status import compute_status
-from memop.runtime.status import status_changed
+from memop.runtime.controller.status import status_changed
 
 NOW, LATER = "2024-01-01T00:00:00Z", "2024-01-01T00:05:00Z"
 

@@ -10,10 +10,10 @@ import aiohttp
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from memop.runtime.authn import MetricsAuthorizer, tls_context
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.server import Address, ProbeServer
+from memop.runtime.client.client import Client
+from memop.runtime.manager.authn import MetricsAuthorizer, tls_context
+from memop.runtime.manager.server import Address, ProbeServer
+from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
 
 

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.labels import Selector
-from memop.runtime.resources import CONFIGMAPS, NAMESPACES, PODS
-from memop.runtime.store import ADDED, MODIFIED, RESYNC, Obj
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.labels import Selector
+from memop.runtime.cache.store import ADDED, MODIFIED, RESYNC, Obj
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, PODS
+from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 

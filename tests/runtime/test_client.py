@@ -1,4 +1,4 @@
-"""memop.runtime.client against an API server: verbs, typed errors, retries, QPS, watches, metrics.
+"""memop.runtime.client.client against an API server: verbs, typed errors, retries, QPS, watches, metrics.
 
 Tests that only use the API run on the ``cluster`` fixture (the in-memory server, or a real
 cluster with USE_EXISTING_CLUSTER=true); tests that inject faults or read the request log take
@@ -17,10 +17,10 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
-from memop.runtime import errors
-from memop.runtime.client import RETRY_BASE_DELAY, Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.resources import CONFIGMAPS, DEPLOYMENTS, Resource
+from memop.runtime.client import errors
+from memop.runtime.client.client import RETRY_BASE_DELAY, Client
+from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, Resource
+from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 

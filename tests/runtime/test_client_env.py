@@ -18,8 +18,8 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
-from memop.runtime.client import Client
-from memop.runtime.resources import CONFIGMAPS
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import CONFIGMAPS
 from memop.testing.server import ApiServer
 
 NS = "default"

@@ -1,4 +1,4 @@
-"""memop.runtime.client against hand-written HTTP answers a real API server rarely gives on demand.
+"""memop.runtime.client.client against hand-written HTTP answers a real API server rarely gives on demand.
 
 A tiny aiohttp server on 127.0.0.1 serves exactly the bytes each test needs (a malformed watch
 line, a stream cut mid-chunk, an HTML error from a proxy, a request that never gets an answer),
@@ -21,10 +21,10 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import REGISTRY
 
-from memop.runtime import errors, watchstream
-from memop.runtime.client import Client, Unreachable, parse_retry_after
-from memop.runtime.clock import FakeClock
-from memop.runtime.resources import CONFIGMAPS, NAMESPACES, Resource
+from memop.runtime.client import errors, watchstream
+from memop.runtime.client.client import Client, Unreachable, parse_retry_after
+from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, Resource
+from memop.runtime.util.clock import FakeClock
 
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

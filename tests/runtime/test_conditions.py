@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.runtime import conditions as c
-from memop.runtime.conditions import (
+from memop.runtime.api import conditions as c
+from memop.runtime.api.conditions import (
     conditions_equal_ignoring_time,
     find_condition,
     is_true,

@@ -13,15 +13,15 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
-from memop.runtime import predicates
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.controller import Controller, ControllerBuilder
-from memop.runtime.errors import ApiError, Conflict
-from memop.runtime.handlers import reports_state_only
-from memop.runtime.reconcile import Request, Result, TerminalError
-from memop.runtime.resources import CONFIGMAPS, LEASES, NAMESPACES
+from memop.runtime.cache.cache import Cache
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import ApiError, Conflict
+from memop.runtime.client.resources import CONFIGMAPS, LEASES, NAMESPACES
+from memop.runtime.controller import predicates
+from memop.runtime.controller.controller import Controller, ControllerBuilder
+from memop.runtime.controller.handlers import reports_state_only
+from memop.runtime.controller.reconcile import Request, Result, TerminalError
+from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 

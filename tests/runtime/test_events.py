@@ -1,4 +1,4 @@
-"""memop.runtime.events against the in-memory API server: sending, aggregation of repeats, and
+"""memop.runtime.manager.events against the in-memory API server: sending, aggregation of repeats, and
 the full-queue warning, which is itself aggregated so a stalled sender cannot flood the log."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.events import NORMAL, QUEUE_FULL_REPORT_INTERVAL, WARNING, EventRecorder
-from memop.runtime.resources import EVENTS
-from memop.runtime.workqueue import AllQueues, WorkQueue
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import EVENTS
+from memop.runtime.manager.events import NORMAL, QUEUE_FULL_REPORT_INTERVAL, WARNING, EventRecorder
+from memop.runtime.util.clock import FakeClock
+from memop.runtime.workqueue.workqueue import AllQueues, WorkQueue
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from memop.runtime.clock import FakeClock
-from memop.runtime.expectations import EXPECTATIONS_TIMEOUT, Expectations
-from memop.runtime.store import ADDED, DELETED, MODIFIED, RESYNC
+from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, RESYNC
+from memop.runtime.controller.expectations import EXPECTATIONS_TIMEOUT, Expectations
+from memop.runtime.util.clock import FakeClock
 
 KEY = ("ns", "owner")
 

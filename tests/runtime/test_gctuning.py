@@ -3,7 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memop.runtime.gctuning import GC_THRESHOLDS, tune_gc
+from memop.runtime.manager.gctuning import GC_THRESHOLDS, tune_gc
 
 
 def test_tune_gc_sets_the_thresholds() -> None:
@@ -20,7 +20,7 @@ def test_operator_command_runs_with_the_thresholds(tmp_path: Path) -> None:
     # loop starts; a missing kubeconfig ends that run at once, after the tuning.
     script = (
         "import gc, sys\n"
-        "from memop.cli import main\n"
+        "from memop.cli.main import main\n"
         f"code = main(['--kubeconfig', {str(tmp_path / 'missing')!r}])\n"
         "print(code, *gc.get_threshold())\n"
     )

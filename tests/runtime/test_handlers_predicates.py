@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from memop.runtime import predicates
-from memop.runtime.handlers import enqueue_controller_owner, enqueue_mapped, enqueue_object, request_for
-from memop.runtime.reconcile import Request
-from memop.runtime.store import ADDED, DELETED, MODIFIED, RESYNC
+from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, RESYNC
+from memop.runtime.controller import predicates
+from memop.runtime.controller.handlers import (
+    enqueue_controller_owner,
+    enqueue_mapped,
+    enqueue_object,
+    request_for,
+)
+from memop.runtime.controller.reconcile import Request
 
 ALWAYS = (ADDED, DELETED, RESYNC)
 

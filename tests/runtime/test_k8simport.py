@@ -31,7 +31,7 @@ def test_memop_loads_a_few_modules_of_kubernetes_asyncio_not_its_generated_class
     result = run(
         f"""
 import json, sys
-import memop.app
+import memop.cli.app
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio import config
 print(json.dumps({{
@@ -100,7 +100,7 @@ def test_nothing_changes_when_kubernetes_asyncio_was_imported_first() -> None:
 import json, sys
 import kubernetes_asyncio.client
 whole = {LOADED}
-from memop.runtime import k8simport
+from memop.runtime.client import k8simport
 print(json.dumps({{"installed": k8simport.install(), "whole": whole, "after": {LOADED}}}))
 """
     )
@@ -115,7 +115,7 @@ def test_an_unexpected_layout_falls_back_to_the_plain_import(tmp_path: Path) -> 
     result = run(
         """
 import json, sys
-from memop.runtime import k8simport
+from memop.runtime.client import k8simport
 installed = k8simport.install()
 import kubernetes_asyncio
 print(json.dumps({"installed": installed, "fake": getattr(kubernetes_asyncio, "FAKE", False)}))
@@ -125,14 +125,14 @@ print(json.dumps({"installed": installed, "fake": getattr(kubernetes_asyncio, "F
     assert result == {"installed": False, "fake": True}
 
 
-@pytest.mark.parametrize("module", ["memop.cli", "memop.app"])
+@pytest.mark.parametrize("module", ["memop.cli.main", "memop.cli.app"])
 def test_the_operator_process_does_not_import_the_test_server_or_cryptography(module: str) -> None:
     result = run(
         f"""
 import json, sys
 import {module}
-print(json.dumps({{"loaded": sorted(m for m in ("memop.testing.server", "memop.demo", "cryptography",
-    "memop.manifests") if m in sys.modules)}}))
+print(json.dumps({{"loaded": sorted(m for m in ("memop.testing.server", "memop.cli.demo", "cryptography",
+    "memop.manifests.command") if m in sys.modules)}}))
 """
     )
     assert result == {"loaded": []}

@@ -1,4 +1,4 @@
-"""memop.runtime.kubeconfig: which source is used, and the one line saying what was tried."""
+"""memop.runtime.client.kubeconfig: which source is used, and the one line saying what was tried."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memop.runtime.kubeconfig import KubeConfigError, in_cluster_namespace, load_configuration
+from memop.runtime.client.kubeconfig import KubeConfigError, in_cluster_namespace, load_configuration
 
 
 def write_kubeconfig(path: Path, server: str) -> Path:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.runtime.labels import InvalidSelectorError, Requirement, Selector
+from memop.runtime.cache.labels import InvalidSelectorError, Requirement, Selector
 
 # --- parsing ------------------------------------------------------------------------------------
 

@@ -22,15 +22,15 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
-from memop.runtime.client import Client
-from memop.runtime.clock import Clock, FakeClock, RealClock
-from memop.runtime.leaderelection import (
+from memop.runtime.client.client import Client
+from memop.runtime.leaderelection.lease import (
     LeaderElectionConfig,
     LeaderElector,
     LeadershipLost,
     default_identity,
     micro_time,
 )
+from memop.runtime.util.clock import Clock, FakeClock, RealClock
 from memop.testing.errors import ApiError as StoreError
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for

@@ -18,18 +18,18 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
-from memop import rbac
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.leaderelection import LeadershipLost
-from memop.runtime.leaderforlife import (
+from memop.manifests import rbac
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import CONFIGMAPS, PODS, Resource
+from memop.runtime.leaderelection.leaderforlife import (
     LeaderForLife,
     LeaderForLifeConfig,
     LeaderForLifeError,
     Verdict,
     judge,
 )
-from memop.runtime.resources import CONFIGMAPS, PODS, Resource
+from memop.runtime.leaderelection.lease import LeadershipLost
+from memop.runtime.util.clock import FakeClock
 from memop.testing.errors import ApiError as StoreError
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for

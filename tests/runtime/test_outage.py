@@ -16,13 +16,13 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client, Unreachable
-from memop.runtime.controller import ControllerBuilder
-from memop.runtime.errors import ConnectError
-from memop.runtime.events import NORMAL, EventRecorder
-from memop.runtime.reconcile import Request, Result
-from memop.runtime.resources import CONFIGMAPS, EVENTS, NAMESPACES
+from memop.runtime.cache.cache import Cache
+from memop.runtime.client.client import Client, Unreachable
+from memop.runtime.client.errors import ConnectError
+from memop.runtime.client.resources import CONFIGMAPS, EVENTS, NAMESPACES
+from memop.runtime.controller.controller import ControllerBuilder
+from memop.runtime.controller.reconcile import Request, Result
+from memop.runtime.manager.events import NORMAL, EventRecorder
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 

@@ -7,7 +7,7 @@ import pytest
 from prometheus_client import Counter, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from memop.runtime.server import Address, ProbeServer
+from memop.runtime.manager.server import Address, ProbeServer
 
 
 def test_address_parsing() -> None:

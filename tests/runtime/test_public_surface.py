@@ -55,7 +55,7 @@ def _runtime_imports(source: str) -> list[tuple[str, str]]:
 
 
 def test_no_controller_package_imports_another() -> None:
-    from memop.controllers import ALL  # noqa: PLC0415
+    from memop.cli.controllers import ALL  # noqa: PLC0415
 
     src = Path(runtime.__file__).parents[1]
     for name in ALL:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.runtime.clock import FakeClock
-from memop.runtime.ratelimiter import (
+from memop.runtime.util.clock import FakeClock
+from memop.runtime.workqueue.ratelimiter import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,

@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from memop.runtime.clock import FakeClock
-from memop.runtime.errors import ConnectError, TransportError
-from memop.runtime.reachability import Reachability
+from memop.runtime.client.errors import ConnectError, TransportError
+from memop.runtime.client.reachability import Reachability
+from memop.runtime.util.clock import FakeClock
 from memop.testing.wait import wait_for
 
 

@@ -14,13 +14,13 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from memop.runtime.backoff import Backoff
-from memop.runtime.client import Client
-from memop.runtime.clock import FakeClock
-from memop.runtime.reachability import Reachability
-from memop.runtime.reflector import ListWatcher, Reflector
-from memop.runtime.resources import CONFIGMAPS
-from memop.runtime.store import DELETED, MODIFIED, ObjectStore
+from memop.runtime.cache.reflector import ListWatcher, Reflector
+from memop.runtime.cache.store import DELETED, MODIFIED, ObjectStore
+from memop.runtime.client.client import Client
+from memop.runtime.client.reachability import Reachability
+from memop.runtime.client.resources import CONFIGMAPS
+from memop.runtime.util.backoff import Backoff
+from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 

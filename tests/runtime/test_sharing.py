@@ -11,10 +11,10 @@ import pytest
 from memop.memcached.api import MEMCACHEDS, parse_spec
 from memop.memcached.controller import CACHE_SHARED, CACHE_TRANSFORMS
 from memop.memcached.desired import desired_deployment
-from memop.runtime import store as store_module
-from memop.runtime.resources import CONFIGMAPS, DEPLOYMENTS, PODS
-from memop.runtime.sharing import SubtreeSharer, share_paths
-from memop.runtime.store import ObjectStore
+from memop.runtime.cache import store as store_module
+from memop.runtime.cache.sharing import SubtreeSharer, share_paths
+from memop.runtime.cache.store import ObjectStore
+from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, PODS
 
 
 def test_equal_subtrees_come_back_as_one_instance() -> None:

@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.runtime.resources import PODS
-from memop.runtime.store import ADDED, DELETED, MODIFIED, ObjectStore, compact
+from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, ObjectStore, compact
+from memop.runtime.client.resources import PODS
 
 
 def pod(

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from memop.runtime.backoff import Backoff
-from memop.runtime.clock import FakeClock
-from memop.runtime.tokenbucket import TokenBucket
+from memop.runtime.util.backoff import Backoff
+from memop.runtime.util.clock import FakeClock
+from memop.runtime.util.tokenbucket import TokenBucket
 
 
 async def test_fake_clock_fires_timers_in_deadline_order_and_wakes_sleepers() -> None:

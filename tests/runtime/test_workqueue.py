@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from prometheus_client import REGISTRY
 
-from memop.runtime.clock import FakeClock, RealClock
-from memop.runtime.ratelimiter import (
+from memop.runtime.util.clock import FakeClock, RealClock
+from memop.runtime.workqueue.ratelimiter import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,
 )
-from memop.runtime.workqueue import AllQueues, ShutDown, WorkQueue
+from memop.runtime.workqueue.workqueue import AllQueues, ShutDown, WorkQueue
 
 _names = itertools.count()
 

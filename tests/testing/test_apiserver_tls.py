@@ -16,8 +16,8 @@ import pytest
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from memop.runtime.client import Client
-from memop.runtime.resources import CONFIGMAPS
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import CONFIGMAPS
 from memop.testing.server import ApiServer
 
 pytestmark = pytest.mark.fake_only

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memop.runtime.clock import FakeClock
+from memop.runtime.util.clock import FakeClock
 from memop.testing.controllers import SimulatedControllers
 from memop.testing.controllers.common import WorkLoop
 from memop.testing.errors import ApiError

@@ -11,9 +11,9 @@ from typing import Any
 from memop.memcached import controller
 from memop.memcached.api import GROUP, PLURAL
 from memop.memcached.crd import crd
-from memop.runtime.controller import Controller
-from memop.runtime.definition import ControllerDefinition, SetupContext
-from memop.runtime.permissions import Rule, Scope, own_kind, watched
+from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
+from memop.runtime.controller.controller import Controller
+from memop.runtime.controller.definition import ControllerDefinition, SetupContext
 
 __all__ = ["DEFINITION", "SAMPLE"]
 

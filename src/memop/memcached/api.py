@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
 
-from memop.runtime import conditions
-from memop.runtime.resources import Resource
-from memop.runtime.validation import type_error
+from memop.runtime.api import conditions
+from memop.runtime.api.validation import type_error
+from memop.runtime.client.resources import Resource
 
 GROUP = "cache.example.com"
 VERSION = "v1alpha1"

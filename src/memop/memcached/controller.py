@@ -25,19 +25,19 @@ from memop.memcached.desired import (
     desired_deployment,
 )
 from memop.memcached.status import compute_status
-from memop.runtime import predicates
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import Clock, RealClock, rfc3339
-from memop.runtime.controller import Controller, ControllerBuilder
-from memop.runtime.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound, TransportError
-from memop.runtime.events import NORMAL, WARNING, EventRecorder
-from memop.runtime.labels import Selector
-from memop.runtime.reconcile import Request, Result
-from memop.runtime.resources import DEPLOYMENTS, PODS, Resource
-from memop.runtime.sharing import EVERY_ITEM, Path
-from memop.runtime.status import update_status
-from memop.runtime.store import Obj, Transform, controller_owner_uid
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.labels import Selector
+from memop.runtime.cache.sharing import EVERY_ITEM, Path
+from memop.runtime.cache.store import Obj, Transform, controller_owner_uid
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound, TransportError
+from memop.runtime.client.resources import DEPLOYMENTS, PODS, Resource
+from memop.runtime.controller import predicates
+from memop.runtime.controller.controller import Controller, ControllerBuilder
+from memop.runtime.controller.reconcile import Request, Result
+from memop.runtime.controller.status import update_status
+from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
+from memop.runtime.util.clock import Clock, RealClock, rfc3339
 
 log = logging.getLogger("memop.memcached")
 
@@ -451,7 +451,7 @@ CACHE_TRANSFORMS: dict[Resource, Transform] = {
 }
 
 # The parts of cached objects that are equal across many objects, held once each (see
-# memop.runtime.sharing): a Deployment's pod template (the same for every Memcached of one
+# memop.runtime.cache.sharing): a Deployment's pod template (the same for every Memcached of one
 # spec), a pod's kept labels and status, a Memcached's spec, finalizers and conditions (equal
 # for the Memcacheds that changed in the same second the same way).
 CACHE_SHARED: dict[Resource, tuple[Path, ...]] = {

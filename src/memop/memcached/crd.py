@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from memop.memcached import api
-from memop.runtime import crdgen
-from memop.runtime.crdgen import AGE_COLUMN, GENERATE_COMMAND, CrdNames, printer_column
+from memop.runtime.api import crdgen
+from memop.runtime.api.crdgen import AGE_COLUMN, GENERATE_COMMAND, CrdNames, printer_column
 
 __all__ = ["GENERATE_COMMAND", "NAMES", "crd", "crd_yaml", "openapi_schema"]
 

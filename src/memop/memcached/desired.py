@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.memcached.api import API_VERSION, KIND, MemcachedSpec, quantities_equal
-from memop.runtime.store import dig
+from memop.runtime.cache.store import dig
 
 NAME_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"

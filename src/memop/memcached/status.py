@@ -29,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memop.memcached.api import FINALIZER, MemcachedSpec
-from memop.runtime.conditions import FALSE, TRUE, UNKNOWN, find_condition, set_condition
-from memop.runtime.status import status_changed
-from memop.runtime.store import dig
+from memop.runtime.api.conditions import FALSE, TRUE, UNKNOWN, find_condition, set_condition
+from memop.runtime.cache.store import dig
+from memop.runtime.controller.status import status_changed
 
 __all__ = ["compute_status", "nodes", "status_changed"]
 

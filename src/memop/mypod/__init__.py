@@ -12,8 +12,8 @@ from typing import Any
 from memop.mypod import controller
 from memop.mypod.api import GROUP, PLURAL
 from memop.mypod.crd import crd
-from memop.runtime.definition import ControllerDefinition
-from memop.runtime.permissions import Rule, own_kind, watched
+from memop.runtime.api.permissions import Rule, own_kind, watched
+from memop.runtime.controller.definition import ControllerDefinition
 
 __all__ = ["DEFINITION", "SAMPLE"]
 

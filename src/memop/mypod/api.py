@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memop.runtime import conditions
-from memop.runtime.resources import Resource
-from memop.runtime.validation import type_error
+from memop.runtime.api import conditions
+from memop.runtime.api.validation import type_error
+from memop.runtime.client.resources import Resource
 
 GROUP = "harryyann.github.io"
 VERSION = "v1"

@@ -44,14 +44,12 @@ from memop.mypod.desired import (
     spec_hash,
 )
 from memop.mypod.status import DEGRADED, Failure, compute_status
-from memop.runtime import predicates
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import Clock, RealClock, rfc3339
-from memop.runtime.conditions import TRUE, find_condition
-from memop.runtime.controller import Controller, ControllerBuilder
-from memop.runtime.definition import SetupContext
-from memop.runtime.errors import (
+from memop.runtime.api.conditions import TRUE, find_condition
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.labels import EQUALS, Requirement, Selector
+from memop.runtime.cache.store import Obj, controller_owner_uid
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import (
     AlreadyExists,
     ApiError,
     BadRequest,
@@ -61,12 +59,14 @@ from memop.runtime.errors import (
     NotFound,
     TransportError,
 )
-from memop.runtime.events import NORMAL, WARNING, EventRecorder
-from memop.runtime.labels import EQUALS, Requirement, Selector
-from memop.runtime.reconcile import Request, Result
-from memop.runtime.resources import PODS
-from memop.runtime.status import update_status
-from memop.runtime.store import Obj, controller_owner_uid
+from memop.runtime.client.resources import PODS
+from memop.runtime.controller import predicates
+from memop.runtime.controller.controller import Controller, ControllerBuilder
+from memop.runtime.controller.definition import SetupContext
+from memop.runtime.controller.reconcile import Request, Result
+from memop.runtime.controller.status import update_status
+from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
+from memop.runtime.util.clock import Clock, RealClock, rfc3339
 
 log = logging.getLogger("memop.mypod")
 

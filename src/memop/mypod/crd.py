@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from memop.mypod import api
-from memop.runtime import crdgen
-from memop.runtime.crdgen import AGE_COLUMN, CrdNames, printer_column
+from memop.runtime.api import crdgen
+from memop.runtime.api.crdgen import AGE_COLUMN, CrdNames, printer_column
 
 __all__ = ["NAMES", "crd", "crd_yaml", "openapi_schema"]
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.mypod.api import GROUP, KIND, MYPODS, MyPodSpec
-from memop.runtime.store import controller_reference
+from memop.runtime.cache.store import controller_reference
 
 LABEL = "harryyann.github.io/mypod"
 SPEC_HASH = "harryyann.github.io/pod-spec-hash"

@@ -28,8 +28,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from memop.mypod.desired import SPEC_HASH, left_by_namesake
-from memop.runtime.conditions import FALSE, TRUE, find_condition, set_condition
-from memop.runtime.store import controller_owner_uid, dig
+from memop.runtime.api.conditions import FALSE, TRUE, find_condition, set_condition
+from memop.runtime.cache.store import controller_owner_uid, dig
 
 READY = "Ready"
 DEGRADED = "Degraded"

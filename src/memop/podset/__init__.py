@@ -12,8 +12,8 @@ from typing import Any
 from memop.podset import controller
 from memop.podset.api import API_VERSION, GROUP, KIND, PLURAL
 from memop.podset.crd import crd
-from memop.runtime.definition import ControllerDefinition
-from memop.runtime.permissions import Rule, own_kind, watched
+from memop.runtime.api.permissions import Rule, own_kind, watched
+from memop.runtime.controller.definition import ControllerDefinition
 
 __all__ = ["DEFINITION", "SAMPLES"]
 

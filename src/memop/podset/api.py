@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memop.runtime.conditions import conditions_schema
-from memop.runtime.resources import Resource
-from memop.runtime.validation import json_type, type_error
+from memop.runtime.api.conditions import conditions_schema
+from memop.runtime.api.validation import json_type, type_error
+from memop.runtime.client.resources import Resource
 
 GROUP = "batch.tutorial.kubebuilder.io"
 VERSION = "v1"

@@ -7,7 +7,7 @@ changed, so a converged PodSet costs no request.
 It never makes more pods than asked, even when its cache lags behind its own writes, which is
 where a naive controller creates twice: every write is recorded in the cache
 (``Cache.record_write``: the next reconcile reads its own creates), and guarded by expectations
-(``memop.runtime.expectations``, as the ReplicaSet controller does): while pods it created or
+(``memop.runtime.controller.expectations``, as the ReplicaSet controller does): while pods it created or
 deleted are not yet observed, a reconcile reports status but neither creates nor deletes, and a
 pod it deleted is not counted even if the cache still shows it. A delete answered 404 (someone
 deleted the pod first) keeps its expectation: that deletion is on its way through the watch, and
@@ -35,21 +35,21 @@ from typing import Any, NoReturn
 from memop.podset.api import GROUP, KIND, PODSETS, InvalidSpec, PodSetSpec, parse_spec
 from memop.podset.desired import INSTANCE_LABEL, desired_pod, is_active, pods_to_delete
 from memop.podset.status import DEGRADED, compute_status
-from memop.runtime import predicates
-from memop.runtime.cache import Cache
-from memop.runtime.client import Client
-from memop.runtime.clock import Clock, RealClock, rfc3339
-from memop.runtime.conditions import find_condition
-from memop.runtime.controller import Controller, ControllerBuilder
-from memop.runtime.definition import SetupContext
-from memop.runtime.errors import ApiError, BadRequest, Conflict, Invalid, NotFound
-from memop.runtime.events import NORMAL, WARNING, EventRecorder
-from memop.runtime.expectations import Expectations
-from memop.runtime.labels import EQUALS, Requirement, Selector
-from memop.runtime.reconcile import Request, Result
-from memop.runtime.resources import PODS
-from memop.runtime.status import update_status
-from memop.runtime.store import Obj
+from memop.runtime.api.conditions import find_condition
+from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.labels import EQUALS, Requirement, Selector
+from memop.runtime.cache.store import Obj
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import ApiError, BadRequest, Conflict, Invalid, NotFound
+from memop.runtime.client.resources import PODS
+from memop.runtime.controller import predicates
+from memop.runtime.controller.controller import Controller, ControllerBuilder
+from memop.runtime.controller.definition import SetupContext
+from memop.runtime.controller.expectations import Expectations
+from memop.runtime.controller.reconcile import Request, Result
+from memop.runtime.controller.status import update_status
+from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
+from memop.runtime.util.clock import Clock, RealClock, rfc3339
 
 log = logging.getLogger("memop.podset")
 
@@ -306,7 +306,7 @@ def declare_informers(cache: Cache, expectations: Expectations[Request]) -> None
         PODS,
         label_selector=POD_SELECTOR,
         transform=pod_transform,
-        # Equal across a PodSet's pods: held once (see memop.runtime.sharing).
+        # Equal across a PodSet's pods: held once (see memop.runtime.cache.sharing).
         shared=(("metadata", "labels"), ("metadata", "ownerReferences"), ("status",)),
     )
     # Before the controller's handlers: a reconcile a pod event triggers sees it observed.

@@ -10,8 +10,8 @@ import copy
 from typing import Any
 
 from memop.podset import api
-from memop.runtime import crdgen
-from memop.runtime.crdgen import AGE_COLUMN, CrdNames, printer_column
+from memop.runtime.api import crdgen
+from memop.runtime.api.crdgen import AGE_COLUMN, CrdNames, printer_column
 
 NAMES = CrdNames(api.GROUP, api.VERSION, api.KIND, api.PLURAL, api.SINGULAR)
 

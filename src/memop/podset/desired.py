@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memop.podset.api import PODSETS, PodSetSpec
-from memop.runtime.store import controller_reference
+from memop.runtime.cache.store import controller_reference
 
 INSTANCE_LABEL = "batch.tutorial.kubebuilder.io/podset"
 

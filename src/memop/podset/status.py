@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memop.podset.desired import is_ready
-from memop.runtime.conditions import FALSE, TRUE, UNKNOWN, find_condition, set_condition
+from memop.runtime.api.conditions import FALSE, TRUE, UNKNOWN, find_condition, set_condition
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"

@@ -13,7 +13,7 @@ Declaring a controller:
   enqueue the owner), ``watches`` others through a map function; ``build(reconciler)``.
 - :class:`Reconciler` (anything with ``async reconcile(request) -> Result | None``),
   :class:`Request`, :class:`Result`, :class:`TerminalError` (do not retry).
-- :mod:`predicates <memop.runtime.predicates>`: which watch events are worth a reconcile
+- :mod:`predicates <memop.runtime.controller.predicates>`: which watch events are worth a reconcile
   (``generation_changed``, ``label_selector``...).
 
 Reading and writing:
@@ -29,9 +29,9 @@ Reading and writing:
 - :class:`Expectations`: the creates and deletes a controller is waiting to see in its cache
   (client-go's ControllerExpectations), so a lagging cache never makes it act twice.
 - :func:`update_status`: write a status only when it changed.
-- :mod:`validation <memop.runtime.validation>`: the API server's wording for a field of the
+- :mod:`validation <memop.runtime.api.validation>`: the API server's wording for a field of the
   wrong type, for a spec validated in Python (``type_error``, ``json_type``).
-- :mod:`conditions <memop.runtime.conditions>`: ``set_condition`` (transition times move
+- :mod:`conditions <memop.runtime.api.conditions>`: ``set_condition`` (transition times move
   only when the status flips), ``find_condition``, ``conditions_schema``.
 - :class:`EventRecorder` with :data:`NORMAL` and :data:`WARNING`: Events, sent in the background.
 - :class:`Resource` names a kind (group, version, plural, kind); :data:`PODS`,
@@ -44,7 +44,7 @@ Reading and writing:
 
 Describing the API and its permissions:
 
-- :mod:`crdgen <memop.runtime.crdgen>`: :class:`CrdNames`, ``custom_resource_definition``,
+- :mod:`crdgen <memop.runtime.api.crdgen>`: :class:`CrdNames`, ``custom_resource_definition``,
   ``printer_column``, ``crd_yaml``;
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
   for what every controller needs on its own kind): each permission the code sends, and why.
@@ -58,14 +58,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memop.runtime import conditions, crdgen, predicates, validation
-    from memop.runtime.cache import Cache
-    from memop.runtime.client import Client
-    from memop.runtime.clock import Clock, FakeClock, RealClock, rfc3339
-    from memop.runtime.controller import Controller, ControllerBuilder
-    from memop.runtime.crdgen import CrdNames
-    from memop.runtime.definition import ControllerDefinition, SetupContext
-    from memop.runtime.errors import (
+    from memop.runtime.api import conditions, crdgen, validation
+    from memop.runtime.api.crdgen import CrdNames
+    from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
+    from memop.runtime.cache.cache import Cache
+    from memop.runtime.cache.labels import Selector
+    from memop.runtime.cache.store import Obj, controller_owner_uid, controller_reference, dig
+    from memop.runtime.client.client import Client
+    from memop.runtime.client.errors import (
         AlreadyExists,
         ApiError,
         BadRequest,
@@ -75,67 +75,68 @@ if TYPE_CHECKING:
         NotFound,
         TransportError,
     )
-    from memop.runtime.events import NORMAL, WARNING, EventRecorder
-    from memop.runtime.expectations import Expectations
-    from memop.runtime.labels import Selector
-    from memop.runtime.manager import Manager, ManagerOptions
-    from memop.runtime.permissions import Rule, Scope, own_kind, watched
-    from memop.runtime.reconcile import Reconciler, Request, Result, TerminalError
-    from memop.runtime.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
-    from memop.runtime.status import update_status
-    from memop.runtime.store import Obj, controller_owner_uid, controller_reference, dig
+    from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
+    from memop.runtime.controller import predicates
+    from memop.runtime.controller.controller import Controller, ControllerBuilder
+    from memop.runtime.controller.definition import ControllerDefinition, SetupContext
+    from memop.runtime.controller.expectations import Expectations
+    from memop.runtime.controller.reconcile import Reconciler, Request, Result, TerminalError
+    from memop.runtime.controller.status import update_status
+    from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
+    from memop.runtime.manager.manager import Manager, ManagerOptions
+    from memop.runtime.util.clock import Clock, FakeClock, RealClock, rfc3339
 
-# Loaded on first use (PEP 562), so that importing one submodule (memop.runtime.k8simport,
+# Loaded on first use (PEP 562), so that importing one submodule (memop.runtime.client.k8simport,
 # which must run before kubernetes_asyncio is imported) does not import them all.
 _EXPORTS: dict[str, str] = {
-    "AlreadyExists": "memop.runtime.errors",
-    "ApiError": "memop.runtime.errors",
-    "BadRequest": "memop.runtime.errors",
-    "Cache": "memop.runtime.cache",
-    "Client": "memop.runtime.client",
-    "Clock": "memop.runtime.clock",
-    "Conflict": "memop.runtime.errors",
-    "Controller": "memop.runtime.controller",
-    "ControllerBuilder": "memop.runtime.controller",
-    "ControllerDefinition": "memop.runtime.definition",
-    "CrdNames": "memop.runtime.crdgen",
-    "DEPLOYMENTS": "memop.runtime.resources",
-    "EVENTS": "memop.runtime.resources",
-    "EventRecorder": "memop.runtime.events",
-    "Expectations": "memop.runtime.expectations",
-    "FakeClock": "memop.runtime.clock",
-    "Forbidden": "memop.runtime.errors",
-    "Invalid": "memop.runtime.errors",
-    "Manager": "memop.runtime.manager",
-    "ManagerOptions": "memop.runtime.manager",
-    "NAMESPACES": "memop.runtime.resources",
-    "NORMAL": "memop.runtime.events",
-    "NotFound": "memop.runtime.errors",
-    "Obj": "memop.runtime.store",
-    "PODS": "memop.runtime.resources",
-    "RealClock": "memop.runtime.clock",
-    "Reconciler": "memop.runtime.reconcile",
-    "Request": "memop.runtime.reconcile",
-    "Resource": "memop.runtime.resources",
-    "Result": "memop.runtime.reconcile",
-    "Rule": "memop.runtime.permissions",
-    "Scope": "memop.runtime.permissions",
-    "Selector": "memop.runtime.labels",
-    "SetupContext": "memop.runtime.definition",
-    "TerminalError": "memop.runtime.reconcile",
-    "TransportError": "memop.runtime.errors",
-    "WARNING": "memop.runtime.events",
-    "controller_owner_uid": "memop.runtime.store",
-    "controller_reference": "memop.runtime.store",
-    "dig": "memop.runtime.store",
-    "rfc3339": "memop.runtime.clock",
-    "update_status": "memop.runtime.status",
-    "watched": "memop.runtime.permissions",
-    "own_kind": "memop.runtime.permissions",
-    "conditions": "",
-    "crdgen": "",
-    "predicates": "",
-    "validation": "",
+    "AlreadyExists": "memop.runtime.client.errors",
+    "ApiError": "memop.runtime.client.errors",
+    "BadRequest": "memop.runtime.client.errors",
+    "Cache": "memop.runtime.cache.cache",
+    "Client": "memop.runtime.client.client",
+    "Clock": "memop.runtime.util.clock",
+    "Conflict": "memop.runtime.client.errors",
+    "Controller": "memop.runtime.controller.controller",
+    "ControllerBuilder": "memop.runtime.controller.controller",
+    "ControllerDefinition": "memop.runtime.controller.definition",
+    "CrdNames": "memop.runtime.api.crdgen",
+    "DEPLOYMENTS": "memop.runtime.client.resources",
+    "EVENTS": "memop.runtime.client.resources",
+    "EventRecorder": "memop.runtime.manager.events",
+    "Expectations": "memop.runtime.controller.expectations",
+    "FakeClock": "memop.runtime.util.clock",
+    "Forbidden": "memop.runtime.client.errors",
+    "Invalid": "memop.runtime.client.errors",
+    "Manager": "memop.runtime.manager.manager",
+    "ManagerOptions": "memop.runtime.manager.manager",
+    "NAMESPACES": "memop.runtime.client.resources",
+    "NORMAL": "memop.runtime.manager.events",
+    "NotFound": "memop.runtime.client.errors",
+    "Obj": "memop.runtime.cache.store",
+    "PODS": "memop.runtime.client.resources",
+    "RealClock": "memop.runtime.util.clock",
+    "Reconciler": "memop.runtime.controller.reconcile",
+    "Request": "memop.runtime.controller.reconcile",
+    "Resource": "memop.runtime.client.resources",
+    "Result": "memop.runtime.controller.reconcile",
+    "Rule": "memop.runtime.api.permissions",
+    "Scope": "memop.runtime.api.permissions",
+    "Selector": "memop.runtime.cache.labels",
+    "SetupContext": "memop.runtime.controller.definition",
+    "TerminalError": "memop.runtime.controller.reconcile",
+    "TransportError": "memop.runtime.client.errors",
+    "WARNING": "memop.runtime.manager.events",
+    "controller_owner_uid": "memop.runtime.cache.store",
+    "controller_reference": "memop.runtime.cache.store",
+    "dig": "memop.runtime.cache.store",
+    "rfc3339": "memop.runtime.util.clock",
+    "update_status": "memop.runtime.controller.status",
+    "watched": "memop.runtime.api.permissions",
+    "own_kind": "memop.runtime.api.permissions",
+    "conditions": "memop.runtime.api.conditions",
+    "crdgen": "memop.runtime.api.crdgen",
+    "predicates": "memop.runtime.controller.predicates",
+    "validation": "memop.runtime.api.validation",
 }
 
 
@@ -143,10 +144,10 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if module:  # a name defined in that module
+    if module.rsplit(".", 1)[1] == name:  # a submodule
+        value = importlib.import_module(module)
+    else:  # a name defined in that module
         value = getattr(importlib.import_module(module), name)
-    else:  # a submodule
-        value = importlib.import_module(f"{__name__}.{name}")
     globals()[name] = value
     return value
 

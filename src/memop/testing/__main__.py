@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from memop.runtime.gctuning import tune_gc
+from memop.runtime.manager.gctuning import tune_gc
 from memop.testing.server import ApiServer
 
 

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from memop.runtime.labels import InvalidSelectorError, Selector
+from memop.runtime.cache.labels import InvalidSelectorError, Selector
 from memop.testing.errors import DecodeError
 from memop.testing.objects import (
     JsonDict,

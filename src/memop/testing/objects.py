@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memop.runtime.labels import label_value_errors, qualified_name_errors
+from memop.runtime.cache.labels import label_value_errors, qualified_name_errors
 from memop.testing.schema import FieldError, go_json, go_quote, go_repr
 
 JsonDict = dict[str, Any]

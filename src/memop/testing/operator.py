@@ -1,6 +1,6 @@
 """Run memop in-process against a cluster, for tests and benchmarks (like envtest + manager).
 
-``RunningOperator`` starts a :class:`~memop.runtime.manager.Manager` with the given controllers
+``RunningOperator`` starts a :class:`~memop.runtime.manager.manager.Manager` with the given controllers
 (the memcached one by default) as a task, exposes its client, cache and controllers, and stops
 it cleanly.
 ``memcached_manifest``, ``available`` and ``converged`` build Memcacheds and tell when memop
@@ -17,15 +17,15 @@ from typing import Any, cast
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop import memcached
-from memop.controllers import ALL
+from memop.cli.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
-from memop.runtime.client import Client
-from memop.runtime.controller import Controller
-from memop.runtime.definition import ControllerDefinition, SetupContext
-from memop.runtime.errors import AlreadyExists, NotFound
-from memop.runtime.leaderelection import LeaderElectionConfig
-from memop.runtime.manager import Manager, ManagerOptions
-from memop.runtime.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, EVENTS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import AlreadyExists, NotFound
+from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, EVENTS
+from memop.runtime.controller.controller import Controller
+from memop.runtime.controller.definition import ControllerDefinition, SetupContext
+from memop.runtime.leaderelection.lease import LeaderElectionConfig
+from memop.runtime.manager.manager import Manager, ManagerOptions
 from memop.testing.wait import wait_for
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memop.runtime.labels import InvalidSelectorError, Selector
+from memop.runtime.cache.labels import InvalidSelectorError, Selector
 from memop.testing import columns
 from memop.testing.times import human_duration, nanoseconds_since, parse_or_zero, since
 

@@ -35,8 +35,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from memop import __version__
-from memop.options import build_parser, env_name
-from memop.runtime.store import MUTATION_MARK
+from memop.cli.options import build_parser, env_name
+from memop.runtime.cache.store import MUTATION_MARK
 from memop.testing.wait import wait_for
 
 
@@ -215,7 +215,7 @@ class MemopProcess:
         elif self._reader is not None:
             await self._reader
         mutated = [r for r in self.records if MUTATION_MARK in str(r.get("msg", ""))]
-        if mutated:  # with MEMOP_CHECK_CACHE=1, as the tests run memop (memop.runtime.store)
+        if mutated:  # with MEMOP_CHECK_CACHE=1, as the tests run memop (memop.runtime.cache.store)
             raise AssertionError(f"memop changed cached objects in place: {mutated[:3]}")
 
     def _tail(self) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from memop.runtime.validation import json_type
+from memop.runtime.api.validation import json_type
 
 Schema = Mapping[str, Any]
 

@@ -30,7 +30,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 from multidict import CIMultiDict
 
-from memop.runtime.clock import Clock, RealClock
+from memop.runtime.util.clock import Clock, RealClock
 from memop.testing import discovery, openapi, tables
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
 from memop.testing.errors import (

@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memop.runtime.clock import Clock, RealClock
-from memop.runtime.labels import InvalidSelectorError, Selector
+from memop.runtime.cache.labels import InvalidSelectorError, Selector
+from memop.runtime.util.clock import Clock, RealClock
 from memop.testing import builtins, managedfields, times
 from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
 from memop.testing.errors import (

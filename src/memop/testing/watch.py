@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from memop.runtime.labels import Selector
+from memop.runtime.cache.labels import Selector
 from memop.testing.errors import ApiError, too_old_resource_version
 from memop.testing.store import Change, Entry, Served, Storage, Store
 from memop.testing.strategy import FieldSelector

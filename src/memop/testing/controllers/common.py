@@ -1,7 +1,7 @@
 """Plumbing shared by the simulated controllers: the keyed work loop, time stamps, owner references.
 
 :class:`WorkLoop` is the only place the simulation runs code: a deduplicating
-:class:`~memop.runtime.workqueue.WorkQueue` of keys drained by a few owned worker tasks. Its
+:class:`~memop.runtime.workqueue.workqueue.WorkQueue` of keys drained by a few owned worker tasks. Its
 invariants:
 
 * a key is synced by at most one worker at a time, and a key added while it is being synced
@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
-from memop.runtime.clock import Clock
-from memop.runtime.ratelimiter import ItemExponentialFailureRateLimiter
-from memop.runtime.workqueue import ShutDown, WorkQueue
+from memop.runtime.util.clock import Clock
+from memop.runtime.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
+from memop.runtime.workqueue.workqueue import ShutDown, WorkQueue
 from memop.testing.errors import ApiError
 
 K = TypeVar("K", bound=Hashable)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from memop.runtime.clock import Clock
+from memop.runtime.util.clock import Clock
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,

@@ -20,7 +20,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from memop.runtime.clock import Clock
+from memop.runtime.util.clock import Clock
 from memop.testing.builtins import pod_qos_class
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (

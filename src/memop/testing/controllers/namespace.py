@@ -14,7 +14,7 @@ The namespace is synced again whenever an object in it disappears, and every
 
 from __future__ import annotations
 
-from memop.runtime.clock import Clock
+from memop.runtime.util.clock import Clock
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,

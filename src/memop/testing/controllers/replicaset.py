@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memop.runtime.clock import Clock
+from memop.runtime.util.clock import Clock
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memop.runtime.clock import Clock
+from memop.runtime.util.clock import Clock
 from memop.testing.controllers.common import WorkLoop, meta
 from memop.testing.errors import ApiError
 from memop.testing.store import Change, Store

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from memop.runtime.clock import Clock, RealClock
+from memop.runtime.util.clock import Clock, RealClock
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import WorkLoop
 from memop.testing.controllers.deployment import DeploymentController

@@ -1,0 +1,215 @@
+"""``python -m memop``: configuration → Kubernetes client → manager with the chosen controllers.
+
+Signals: the first SIGTERM/SIGINT starts a graceful shutdown (in-flight reconciles finish
+within the graceful timeout, the lease is released); a second one exits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import ssl
+import sys
+import tempfile
+from pathlib import Path
+
+from kubernetes_asyncio.client import ApiClient
+
+from memop import __version__
+from memop.cli.controllers import ALL, without
+from memop.cli.options import LEADER_FOR_LIFE, RunConfig
+from memop.runtime import logs, metrics
+from memop.runtime.client.client import Client
+from memop.runtime.client.kubeconfig import (
+    KubeConfigError,
+    in_cluster_namespace,
+    load_configuration,
+    running_in_cluster,
+)
+from memop.runtime.controller.definition import SetupContext
+from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
+from memop.runtime.leaderelection.lease import LeaderElectionConfig, default_identity
+from memop.runtime.manager.authn import tls_context
+from memop.runtime.manager.manager import EXIT_FAILED, Manager, ManagerOptions
+
+log = logging.getLogger("memop")
+
+EXIT_USAGE = 2
+# Informers per controller at most (its own kind and two it owns or watches): each holds a
+# pooled connection per watched namespace for its watch.
+WATCHES_PER_CONTROLLER = 3
+
+
+def leader_election_config(
+    config: RunConfig, identity: str, *, in_cluster: bool | None = None
+) -> LeaderElectionConfig | LeaderForLifeConfig | None:
+    """The Lease or leader-for-life settings, or None when leader election is off (or skipped
+    outside a cluster, as --leader-for-life-outside-cluster asks: see :func:`skips_election`).
+    Raises ValueError when incomplete. ``in_cluster`` defaults to :func:`running_in_cluster`."""
+    if not config.leader_elect or skips_election(config, in_cluster):
+        return None
+    namespace = config.leader_election_namespace or in_cluster_namespace()
+    if not namespace:
+        raise ValueError(
+            "--leader-election-namespace is required with --leader-elect when not running in a cluster"
+        )
+    if config.leader_election_mode == LEADER_FOR_LIFE:
+        return _leader_for_life_config(config, namespace)
+    election = LeaderElectionConfig(
+        lease_name=config.leader_election_id,
+        namespace=namespace,
+        identity=identity,
+        lease_duration=config.lease_duration,
+        renew_deadline=config.renew_deadline,
+        retry_period=config.retry_period,
+        release_on_cancel=config.release_on_cancel,
+    )
+    # Here rather than in the elector, which the manager builds after connecting: a bad
+    # setting is a usage error, reported before anything starts.
+    election.validate()
+    return election
+
+
+def skips_election(config: RunConfig, in_cluster: bool | None = None) -> bool:
+    """Whether leader for life is skipped: no Pod to own the lock, outside a cluster, and
+    --leader-for-life-outside-cluster given (as operator-lib's Become skips it outside a
+    cluster). Raises ValueError when there is no Pod and skipping is not allowed: never
+    without the flag, never in a cluster."""
+    if not config.leader_elect or config.leader_election_mode != LEADER_FOR_LIFE or config.pod_name:
+        return False
+    if running_in_cluster() if in_cluster is None else in_cluster:
+        raise ValueError(
+            "leader-for-life election needs this replica's Pod name in POD_NAME (--pod-name): set it from "
+            "the downward API (fieldRef metadata.name), as manifests/leader-for-life does"
+        )
+    if not config.leader_for_life_outside_cluster:
+        raise ValueError(
+            "leader-for-life election needs POD_NAME (--pod-name), the Pod that owns the lock; outside a "
+            "cluster, --leader-for-life-outside-cluster runs without election"
+        )
+    return True
+
+
+def _leader_for_life_config(config: RunConfig, namespace: str) -> LeaderForLifeConfig:
+    assert config.pod_name is not None, "skips_election() returned False"
+    election = LeaderForLifeConfig(
+        lock_name=config.leader_election_id,
+        namespace=namespace,
+        pod_name=config.pod_name,
+        initial_backoff=min(1.0, config.leader_for_life_max_backoff),
+        max_backoff=config.leader_for_life_max_backoff,
+    )
+    election.validate()
+    return election
+
+
+def _install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            log.warning("second signal %s, exiting at once", signal.Signals(signum).name)
+            os._exit(1)
+        log.info("received %s, shutting down gracefully", signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signum)
+
+
+def _leave_out_hint(controllers: tuple[str, ...], name: str) -> str:
+    rest = without(controllers, name)
+    if not rest:
+        return "or run memop with --controllers naming the controllers whose CRDs are installed"
+    return f"or leave the {name} controller out: --controllers={rest}"
+
+
+async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
+    """Run the operator until stopped; returns the process exit code."""
+    identity = default_identity()
+    try:
+        election = leader_election_config(config, identity)
+    except ValueError as error:
+        # A usage error like those of memop.cli.options: one plain line, whatever the log format.
+        print(f"memop: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    logs.configure(config.log_level, config.log_format)
+    metrics.set_build_info(__version__)
+    if config.leader_elect and election is None:
+        log.info(
+            "not running in a cluster and no POD_NAME: leader-for-life election skipped "
+            "(--leader-for-life-outside-cluster), this process reconciles alone"
+        )
+    try:
+        configuration = await load_configuration(config.kubeconfig, origin=config.kubeconfig_origin)
+    except KubeConfigError as error:
+        log.error("%s", error)
+        return EXIT_FAILED
+    controllers = config.controllers
+    # Every watch holds a pooled connection for its lifetime: size the pool so watches never
+    # starve the reconcilers' requests.
+    watches = WATCHES_PER_CONTROLLER * len(controllers) * max(1, len(config.namespaces))
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, watches + 64)
+    if stop is None:
+        stop = asyncio.Event()
+        _install_signal_handlers(stop)
+    log.info(
+        "starting memop %s",
+        __version__,
+        extra={
+            "identity": identity,
+            "namespaces": ",".join(config.namespaces) or "<all>",
+            "controllers": ",".join(controllers),
+            "leaderElection": config.leader_election_mode if election else False,
+            "maxConcurrentReconciles": config.max_concurrent_reconciles,
+        },
+    )
+    metrics_tls = None
+    if config.metrics_secure and config.metrics_address is not None:
+        try:
+            metrics_tls = tls_context(
+                Path(config.metrics_cert_dir) if config.metrics_cert_dir else None,
+                scratch_dir=Path(tempfile.gettempdir()) / "memop-metrics-cert",
+            )
+        except (OSError, ssl.SSLError) as error:
+            log.error("cannot serve metrics over HTTPS: %s", error)
+            return EXIT_FAILED
+    async with ApiClient(configuration) as api_client:
+        client = Client(
+            api_client,
+            user_agent=f"memop/{__version__} ({identity})",
+            qps=config.kube_api_qps,
+            burst=config.kube_api_burst,
+        )
+        manager = Manager(
+            client,
+            ManagerOptions(
+                namespaces=config.namespaces,
+                leader_election=election,
+                probe_address=config.probe_address,
+                metrics_address=config.metrics_address,
+                metrics_tls=metrics_tls,
+                metrics_auth=config.metrics_secure,
+                graceful_shutdown_timeout=config.graceful_shutdown_timeout,
+                sync_period=config.sync_period,
+                event_qps=config.event_qps,
+                event_burst=config.event_burst,
+                leave_out_hint=lambda name: _leave_out_hint(controllers, name),
+            ),
+        )
+        for name in controllers:
+            definition = ALL[name]
+            context = SetupContext(
+                manager.cache,
+                client,
+                manager.event_recorder(f"{name}-controller", host=socket.gethostname()),
+                config.max_concurrent_reconciles,
+            )
+            manager.add(definition.setup(context))
+        try:
+            return await manager.run(stop)
+        finally:
+            await client.close()

@@ -1,0 +1,422 @@
+"""Flags and environment variables of ``python -m memop``, validated into one RunConfig.
+
+Every flag has an environment variable (its name upper-cased, dashes to underscores, e.g.
+``--watch-namespace`` / ``WATCH_NAMESPACE``) so a Deployment can set it; a flag given on the
+command line wins over the environment. Names follow Kubebuilder / controller-runtime, and
+as with Go's flag package a flag is never abbreviated.
+Anything invalid raises :class:`UsageError` with one line saying what and why (naming the
+variable too when the value came from the environment); the CLI turns it into exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from memop import __version__
+from memop.cli.controllers import ALL, parse_controllers
+from memop.runtime.manager.server import Address
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+LEASE = "lease"
+LEADER_FOR_LIFE = "leader-for-life"
+LEADER_ELECTION_MODES = (LEASE, LEADER_FOR_LIFE)
+
+
+class UsageError(Exception):
+    """A flag or environment value is invalid; the message is the one line to print."""
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration (``15s``, ``1m30s``, ``500ms``, ``10h``) or a plain number."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(seconds):
+            raise ValueError(f"invalid duration {text!r} (examples: 15s, 1m30s, 500ms, 10h)")
+        return seconds
+    position, total = 0, 0.0
+    for match in _DURATION_PART.finditer(text):
+        if match.start() != position:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        position = match.end()
+    if position != len(text) or not text:
+        raise ValueError(f"invalid duration {text!r} (examples: 15s, 1m30s, 500ms, 10h)")
+    return total
+
+
+def parse_namespaces(text: str) -> tuple[str, ...]:
+    """A comma-separated namespace list: blanks dropped, duplicates folded, each a DNS-1123 label."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    for name in names:
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            raise ValueError(
+                f"invalid namespace {name!r}: must be a DNS-1123 label (lower-case letters, digits and "
+                "'-', starting and ending with a letter or digit, at most 63 characters)"
+            )
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    kubeconfig: str | None
+    namespaces: tuple[str, ...]
+    max_concurrent_reconciles: int
+    leader_elect: bool
+    leader_election_id: str
+    leader_election_namespace: str | None
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
+    release_on_cancel: bool
+    metrics_address: Address | None
+    probe_address: Address | None
+    log_format: str | None
+    log_level: str
+    sync_period: float | None
+    kube_api_qps: float | None
+    kube_api_burst: int | None
+    event_qps: float | None
+    event_burst: int
+    graceful_shutdown_timeout: float
+    metrics_secure: bool = False
+    metrics_cert_dir: str | None = None
+    # Where the kubeconfig path came from, for error messages: the flag or its variable.
+    kubeconfig_origin: str = "--kubeconfig"
+    # The controllers to run: memop.cli.controllers.ALL names, in its order.
+    controllers: tuple[str, ...] = field(default_factory=lambda: tuple(ALL))
+    # With leader_elect: "lease" (coordination.k8s.io Lease) or "leader-for-life" (a ConfigMap
+    # lock owned by the replica's Pod, memop.runtime.leaderelection.leaderforlife).
+    leader_election_mode: str = "lease"
+    # This replica's Pod (POD_NAME, from the downward API): owns the leader-for-life lock.
+    pod_name: str | None = None
+    leader_for_life_max_backoff: float = 16.0
+    # Leader for life outside a cluster (no POD_NAME, no service account): run without
+    # election instead of refusing to start.
+    leader_for_life_outside_cluster: bool = False
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def env_name(flag: str) -> str:
+    """The environment variable of a flag: ``--watch-namespace`` → ``WATCH_NAMESPACE``."""
+    return flag.lstrip("-").upper().replace("-", "_")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="memop",
+        # Go's flag package has no abbreviations: "--watch" must not silently mean
+        # "--watch-namespace" (nor an unknown flag be taken for a known one).
+        allow_abbrev=False,
+        description=(
+            "memop's operators: "
+            + "; ".join(f"{name}: {definition.description}" for name, definition in ALL.items())
+            + ". Every flag can also be set by the environment variable shown in brackets. "
+            "Subcommands: 'memop manifests {crd,rbac,bundle}' writes or prints generated manifests, "
+            "'memop demo' runs memop on an in-memory API server."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"memop {__version__}")
+
+    def flag(name: str, help_text: str, **kwargs: object) -> None:
+        parser.add_argument(name, help=f"{help_text} [{env_name(name)}]", **kwargs)  # type: ignore[arg-type]
+
+    flag(
+        "--controllers",
+        "controllers to run: '*' for all, or a list such as memcached,podset; '-name' leaves one out"
+        f" (known: {', '.join(ALL)})",
+        default="*",
+    )
+    flag("--kubeconfig", "kubeconfig file; default: in-cluster config, else ~/.kube/config", default=None)
+    flag("--watch-namespace", "comma-separated namespaces to watch; empty means all namespaces", default="")
+    flag("--max-concurrent-reconciles", "reconcile workers", default="1")
+    flag("--leader-elect", "elect a leader so only one replica reconciles", action="store_true")
+    flag(
+        "--leader-election-mode",
+        "with --leader-elect: 'lease' (a renewed Lease) or 'leader-for-life' (a ConfigMap lock owned "
+        "by this replica's Pod until the Pod is deleted)",
+        default="lease",
+    )
+    flag(
+        "--leader-election-id",
+        "name of the Lease (or of the leader-for-life ConfigMap)",
+        default="memop-leader.cache.example.com",
+    )
+    flag(
+        "--leader-election-namespace",
+        "namespace of the Lease (or ConfigMap); default: the pod's namespace",
+        default=None,
+    )
+    flag("--leader-elect-lease-duration", "how long a lease is valid without renewal", default="15s")
+    flag("--leader-elect-renew-deadline", "how long the leader keeps trying to renew", default="10s")
+    flag("--leader-elect-retry-period", "how often to try to acquire or renew", default="2s")
+    flag(
+        "--leader-elect-release-on-cancel",
+        "hand the lease back on shutdown",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+    )
+    flag(
+        "--pod-name",
+        "this replica's Pod (downward API metadata.name): owns the leader-for-life lock",
+        default=None,
+    )
+    flag(
+        "--leader-for-life-max-backoff",
+        "longest wait of a standby between leader-for-life attempts",
+        default="16s",
+    )
+    flag(
+        "--leader-for-life-outside-cluster",
+        "leader for life outside a cluster (no --pod-name, no service account): run without election "
+        "instead of refusing to start",
+        action="store_true",
+    )
+    flag("--metrics-bind-address", "address of /metrics; 0 disables", default=":8080")
+    flag("--health-probe-bind-address", "address of /healthz and /readyz; 0 disables", default=":8081")
+    flag("--log-format", "json or console; default: json unless stderr is a terminal", default=None)
+    flag("--log-level", "debug, info, warning or error", default="info")
+    flag("--sync-period", "replay every cached object this often; 0 disables", default="10h")
+    flag("--kube-api-qps", "client-side request rate limit; 0 means none (rely on the server)", default="0")
+    flag("--kube-api-burst", "client-side burst above the QPS", default="0")
+    flag("--event-qps", "most Kubernetes Events sent per second; 0 means no limit", default="20")
+    flag("--event-burst", "most Events sent at once, before --event-qps applies", default="100")
+    flag("--graceful-shutdown-timeout", "time in-flight reconciles get on SIGTERM", default="30s")
+    flag(
+        "--metrics-secure",
+        "serve /metrics over HTTPS to callers a TokenReview and SubjectAccessReview allow",
+        action="store_true",
+    )
+    flag("--metrics-cert-dir", "directory with tls.crt and tls.key; default: a self-signed one", default=None)
+    return parser
+
+
+def _with_env(
+    argv: Sequence[str], env: Mapping[str, str], parser: argparse.ArgumentParser
+) -> tuple[list[str], dict[str, str]]:
+    """argv with each flag that is not on the command line taken from its environment variable,
+    and which flags (by their ``dest``) came from which variable, for error messages."""
+    given = {arg.split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    extra: list[str] = []
+    from_env: dict[str, str] = {}
+    for action in parser._actions:
+        names = [o for o in action.option_strings if o.startswith("--")]
+        if not names or names[0] in ("--help", "--version"):
+            continue
+        name = names[0]
+        if any(n in given or f"--no-{n[2:]}" in given for n in names):
+            continue
+        variable = env_name(name)
+        value = env.get(variable)
+        if value is None:
+            continue
+        from_env[action.dest] = variable
+        if isinstance(action, argparse._StoreTrueAction | argparse.BooleanOptionalAction):
+            truth = value.strip().lower()
+            if truth in ("1", "true", "yes", "on"):
+                extra.append(name)
+            elif truth in ("0", "false", "no", "off", ""):
+                if isinstance(action, argparse.BooleanOptionalAction):
+                    extra.append(f"--no-{name[2:]}")
+            else:
+                raise UsageError(f"{variable}={value!r}: expected true or false")
+        else:
+            extra.append(f"{name}={value}")
+    return [*extra, *argv], from_env
+
+
+def _check_host(host: str) -> None:
+    """Raise ValueError unless ``host`` is empty, an IP address or a host name."""
+    if not host:
+        return
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if len(host) > 253 or not _HOSTNAME.match(host):
+            raise ValueError(f"invalid host {host!r}: expected an IP address or a host name") from None
+
+
+def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> RunConfig:
+    """Validate flags (and environment) into a RunConfig, or raise UsageError.
+
+    ``env`` defaults to ``os.environ``. An error about a value that came from the environment
+    names the variable as well as the flag.
+    """
+    parser = build_parser()
+    env = os.environ if env is None else env
+    full_argv, from_env = _with_env(list(argv), env, parser)
+    args = parser.parse_args(full_argv)
+
+    def label(flag_name: str) -> str:
+        """How an error names the setting: the flag, and the variable when it came from there."""
+        variable = from_env.get(flag_name.replace("-", "_"))
+        return f"--{flag_name}" if variable is None else f"--{flag_name} (from {variable})"
+
+    def number(flag_name: str, text: str, kind: type[int] | type[float], minimum: float) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise UsageError(f"{label(flag_name)}: {text!r} is not {what}") from None
+        if not math.isfinite(value):
+            raise UsageError(f"{label(flag_name)}: must be a finite number, got {text!r}")
+        if value < minimum:
+            raise UsageError(f"{label(flag_name)}: must be at least {minimum:g}, got {text}")
+        return value
+
+    def duration(flag_name: str, text: str, allow_zero: bool = False) -> float:
+        try:
+            value = parse_duration(text)
+        except ValueError as error:
+            raise UsageError(f"{label(flag_name)}: {error}") from None
+        if value < 0 or (value == 0 and not allow_zero):
+            raise UsageError(f"{label(flag_name)}: must be positive, got {text!r}")
+        return value
+
+    def address(flag_name: str, text: str) -> Address | None:
+        try:
+            parsed = Address.parse(text)
+            if parsed is not None:
+                _check_host(text.strip().rpartition(":")[0].strip("[]"))
+        except ValueError as error:
+            raise UsageError(f"{label(flag_name)}: {error}") from None
+        return parsed
+
+    try:
+        controllers = parse_controllers(args.controllers)
+    except ValueError as error:
+        raise UsageError(f"{label('controllers')}: {str(error).removeprefix('--controllers: ')}") from None
+    try:
+        namespaces = parse_namespaces(args.watch_namespace)
+    except ValueError as error:
+        raise UsageError(f"{label('watch-namespace')}: {error}") from None
+    lease = duration("leader-elect-lease-duration", args.leader_elect_lease_duration)
+    renew = duration("leader-elect-renew-deadline", args.leader_elect_renew_deadline)
+    retry = duration("leader-elect-retry-period", args.leader_elect_retry_period)
+    if lease < 1:
+        # A Lease stores whole seconds: a shorter duration would be written as 1 s anyway.
+        raise UsageError(
+            f"{label('leader-elect-lease-duration')}: must be at least 1s, got "
+            f"{args.leader_elect_lease_duration!r}"
+        )
+    if renew >= lease:
+        raise UsageError(
+            f"{label('leader-elect-renew-deadline')} ({args.leader_elect_renew_deadline}) must be "
+            f"shorter than {label('leader-elect-lease-duration')} ({args.leader_elect_lease_duration})"
+        )
+    if retry * 1.2 >= renew:
+        raise UsageError(
+            f"{label('leader-elect-retry-period')} ({args.leader_elect_retry_period}) times 1.2 "
+            f"(jitter) must be shorter than {label('leader-elect-renew-deadline')} "
+            f"({args.leader_elect_renew_deadline})"
+        )
+    if args.log_format not in (None, "json", "console"):
+        raise UsageError(f"{label('log-format')}: expected json or console, got {args.log_format!r}")
+    if args.log_level.lower() not in _LOG_LEVELS:
+        raise UsageError(
+            f"{label('log-level')}: expected one of {', '.join(_LOG_LEVELS)}, got {args.log_level!r}"
+        )
+    election_namespace = args.leader_election_namespace or None
+    if election_namespace is not None:
+        try:
+            election_namespaces = parse_namespaces(election_namespace)
+            election_namespace = election_namespace.strip()
+        except ValueError as error:
+            raise UsageError(f"{label('leader-election-namespace')}: {error}") from None
+        if len(election_namespaces) != 1 or "," in election_namespace:
+            raise UsageError(
+                f"{label('leader-election-namespace')}: expected one namespace, got {election_namespace!r}"
+            )
+    mode = args.leader_election_mode.strip()
+    if mode not in LEADER_ELECTION_MODES:
+        raise UsageError(
+            f"{label('leader-election-mode')}: expected {' or '.join(LEADER_ELECTION_MODES)}, got {mode!r}"
+        )
+    if mode == LEADER_FOR_LIFE and not args.leader_elect:
+        raise UsageError(f"{label('leader-election-mode')}={mode} needs --leader-elect")
+    if args.leader_for_life_outside_cluster and mode != LEADER_FOR_LIFE:
+        raise UsageError(
+            f"{label('leader-for-life-outside-cluster')} is only used with "
+            f"--leader-election-mode={LEADER_FOR_LIFE}"
+        )
+    pod_name = (args.pod_name or "").strip() or None
+    if pod_name is not None and (len(pod_name) > 253 or not _DNS1123_SUBDOMAIN.match(pod_name)):
+        raise UsageError(
+            f"{label('pod-name')}: invalid Pod name {pod_name!r}: must be a DNS-1123 subdomain (lower-case "
+            "letters, digits, '-' and '.', at most 253 characters)"
+        )
+    max_backoff = duration("leader-for-life-max-backoff", args.leader_for_life_max_backoff)
+    election_id = args.leader_election_id.strip()
+    if len(election_id) > 253 or not _DNS1123_SUBDOMAIN.match(election_id):
+        raise UsageError(
+            f"{label('leader-election-id')}: invalid Lease name {election_id!r}: must be a DNS-1123 "
+            "subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)"
+        )
+    qps = number("kube-api-qps", args.kube_api_qps, float, 0)
+    burst = int(number("kube-api-burst", args.kube_api_burst, int, 0))
+    event_qps = number("event-qps", args.event_qps, float, 0)
+    event_burst = int(number("event-burst", args.event_burst, int, 1))
+    sync_period = duration("sync-period", args.sync_period, allow_zero=True)
+    metrics_address = address("metrics-bind-address", args.metrics_bind_address)
+    probe_address = address("health-probe-bind-address", args.health_probe_bind_address)
+    shared = metrics_address is not None and metrics_address == probe_address and metrics_address.port != 0
+    if args.metrics_secure and shared:
+        raise UsageError(
+            "--metrics-secure needs --metrics-bind-address apart from --health-probe-bind-address "
+            "(probes stay plain HTTP for the kubelet)"
+        )
+    if args.metrics_cert_dir and not args.metrics_secure:
+        raise UsageError("--metrics-cert-dir is only used with --metrics-secure")
+    return RunConfig(
+        kubeconfig=args.kubeconfig or None,
+        namespaces=namespaces,
+        max_concurrent_reconciles=int(
+            number("max-concurrent-reconciles", args.max_concurrent_reconciles, int, 1)
+        ),
+        leader_elect=bool(args.leader_elect),
+        leader_election_id=election_id,
+        leader_election_namespace=election_namespace,
+        lease_duration=lease,
+        renew_deadline=renew,
+        retry_period=retry,
+        release_on_cancel=args.leader_elect_release_on_cancel is not False,
+        metrics_address=metrics_address,
+        probe_address=probe_address,
+        log_format=args.log_format,
+        log_level=args.log_level.lower(),
+        sync_period=sync_period or None,
+        kube_api_qps=qps or None,
+        kube_api_burst=(burst or max(1, int(qps * 1.5))) if qps else None,
+        event_qps=event_qps or None,
+        event_burst=event_burst,
+        graceful_shutdown_timeout=duration(
+            "graceful-shutdown-timeout", args.graceful_shutdown_timeout, allow_zero=True
+        ),
+        metrics_secure=bool(args.metrics_secure),
+        metrics_cert_dir=args.metrics_cert_dir or None,
+        kubeconfig_origin=from_env.get("kubeconfig", "--kubeconfig"),
+        controllers=controllers,
+        leader_election_mode=mode,
+        pod_name=pod_name,
+        leader_for_life_max_backoff=max_backoff,
+        leader_for_life_outside_cluster=bool(args.leader_for_life_outside_cluster),
+    )

@@ -1,0 +1,470 @@
+"""memop's Grafana dashboard and Prometheus alert rules, declared once and written as manifests.
+
+- ``manifests/grafana/memop-dashboard.json``: the dashboard (kustomize's configMapGenerator in
+  ``manifests/grafana`` puts it in a ConfigMap labelled ``grafana_dashboard: "1"``, which the
+  Grafana sidecar of kube-prometheus-stack loads);
+- ``manifests/prometheus/rules.yaml``: a PrometheusRule with :data:`ALERT_RULES`, the README's
+  example alert rules (a test keeps the README's block equal to them).
+
+Every expression names only metrics a running memop exports (a test scrapes one), with
+controller-runtime's names, so the panels read the same for any controller memop runs: the
+``controller`` variable lists them from the metrics. Regenerate the files with
+``python -m memop.manifests.monitoring`` from the repository root; a test checks they equal this module's
+output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memop.manifests import rbac
+
+GENERATE_COMMAND = "python -m memop.manifests.monitoring"
+DASHBOARD_FILE = "manifests/grafana/memop-dashboard.json"
+RULES_FILE = "manifests/prometheus/rules.yaml"
+LEASE_NAME = "memop-leader.cache.example.com"  # --leader-election-id's default
+DASHBOARD_UID = "memop-controller-runtime"
+
+# Grafana's template variables, in every query: the scrape job(s) and the controllers shown.
+JOB = 'job=~"$job"'
+SELECTED = f'{JOB}, controller=~"$controller"'
+RATE = "[$__rate_interval]"
+
+# The README's example alert rules (section "Example alert rules"), as a rule group.
+ALERT_RULES: list[dict[str, Any]] = [
+    {
+        "alert": "MemopReconcileErrors",
+        "expr": "sum by (controller) (rate(controller_runtime_reconcile_errors_total[5m])) > 0.1",
+        "for": "15m",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": (
+                "memop reconciles keep failing; see the Degraded condition and Events of the Memcacheds"
+            )
+        },
+    },
+    {
+        "alert": "MemopReconcilePanics",
+        "expr": "increase(controller_runtime_reconcile_panics_total[10m]) > 0",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "a reconcile raised an unexpected exception (a bug): look for tracebacks in the logs"
+        },
+    },
+    {
+        "alert": "MemopNoLeader",
+        "expr": f'max(leader_election_master_status{{name="{LEASE_NAME}"}}) < 1',
+        "for": "5m",
+        "labels": {"severity": "critical"},
+        "annotations": {"summary": "no memop replica holds the lease: nothing is reconciled"},
+    },
+    {
+        "alert": "MemopWorkqueueBacklog",
+        # Both sides summed by controller: `and` matches label sets, and a bare deriv() keeps
+        # every label of the series (name, instance, job), which would never match.
+        "expr": (
+            "sum by (controller) (workqueue_depth) > 100 "
+            "and sum by (controller) (deriv(workqueue_depth[10m])) > 0"
+        ),
+        "for": "15m",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "memop falls behind: raise --max-concurrent-reconciles or look at API latency"
+        },
+    },
+    {
+        "alert": "MemopStuckWorker",
+        "expr": "max by (controller) (workqueue_longest_running_processor_seconds) > 300",
+        "labels": {"severity": "warning"},
+        "annotations": {"summary": "a reconcile has run for over 5 minutes"},
+    },
+]
+
+
+def rule_groups() -> list[dict[str, Any]]:
+    return [{"name": "memop", "rules": [dict(rule) for rule in ALERT_RULES]}]
+
+
+def prometheus_rule() -> dict[str, Any]:
+    """The PrometheusRule of manifests/prometheus (named and placed by its kustomization)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": "controller-manager-rules",
+            "namespace": rbac.NAMESPACE,
+            "labels": dict(rbac.LABELS),
+        },
+        "spec": {"groups": rule_groups()},
+    }
+
+
+# --- the dashboard -----------------------------------------------------------------------------------
+
+
+def _target(expr: str, legend: str, ref: str) -> dict[str, Any]:
+    return {
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "expr": expr,
+        "legendFormat": legend,
+        "range": True,
+        "refId": ref,
+    }
+
+
+def _panel(
+    title: str,
+    description: str,
+    targets: Sequence[tuple[str, str]],
+    *,
+    unit: str = "short",
+    kind: str = "timeseries",
+    width: int = 12,
+) -> dict[str, Any]:
+    """A panel of ``targets`` (expr, legend); placed by :func:`dashboard`."""
+    defaults: dict[str, Any] = {"unit": unit}
+    options: dict[str, Any] = {
+        "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+        "tooltip": {"mode": "multi", "sort": "desc"},
+    }
+    if kind == "timeseries":
+        defaults["custom"] = {"fillOpacity": 10, "lineWidth": 1, "showPoints": "never"}
+        defaults["min"] = 0
+    else:  # state-timeline: 1 leads, 0 stands by
+        defaults["mappings"] = [
+            {
+                "type": "value",
+                "options": {
+                    "0": {"text": "standby", "color": "blue", "index": 0},
+                    "1": {"text": "leader", "color": "green", "index": 1},
+                },
+            }
+        ]
+        options = {"showValue": "never", "legend": {"showLegend": False}, "tooltip": {"mode": "single"}}
+    return {
+        "type": kind,
+        "title": title,
+        "description": description,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"h": 8, "w": width, "x": 0, "y": 0},
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": options,
+        "targets": [_target(expr, legend, chr(ord("A") + i)) for i, (expr, legend) in enumerate(targets)],
+    }
+
+
+def _rate(metric: str, by: str = "controller", selector: str = SELECTED) -> str:
+    """Per-second rate of a counter, summed ``by`` labels."""
+    return f"sum by ({by}) (rate({metric}{{{selector}}}{RATE}))"
+
+
+def _gauge(op: str, metric: str, by: str = "controller", selector: str = SELECTED) -> str:
+    """A gauge aggregated with ``op`` (sum, max) ``by`` labels."""
+    return f"{op} by ({by}) ({metric}{{{selector}}})"
+
+
+def _quantiles(metric: str, by: str, selector: str) -> list[tuple[str, str]]:
+    return [
+        (
+            f"histogram_quantile({q}, sum by ({by}, le) (rate({metric}_bucket{{{selector}}}{RATE})))",
+            f"p{round(q * 100)} {{{{{by}}}}}",
+        )
+        for q in (0.5, 0.9, 0.99)
+    ]
+
+
+def _rows() -> list[tuple[str, list[dict[str, Any]]]]:
+    return [
+        (
+            "Reconciles",
+            [
+                _panel(
+                    "Reconciles per second",
+                    "controller_runtime_reconcile_total by controller and result (success, error, "
+                    "requeue, requeue_after).",
+                    [
+                        (
+                            _rate("controller_runtime_reconcile_total", "controller, result"),
+                            "{{controller}} {{result}}",
+                        )
+                    ],
+                    unit="ops",
+                ),
+                _panel(
+                    "Errors and panics",
+                    "Failed reconciles (retried with backoff), terminal errors (not retried) and panics "
+                    "(unexpected exceptions: a bug, logged with a traceback).",
+                    [
+                        (
+                            _rate("controller_runtime_reconcile_errors_total"),
+                            "errors {{controller}}",
+                        ),
+                        (
+                            _rate("controller_runtime_terminal_reconcile_errors_total"),
+                            "terminal {{controller}}",
+                        ),
+                        (
+                            _rate("controller_runtime_reconcile_panics_total"),
+                            "panics {{controller}}",
+                        ),
+                    ],
+                    unit="ops",
+                ),
+                _panel(
+                    "Reconcile time",
+                    "p50, p90 and p99 of controller_runtime_reconcile_time_seconds.",
+                    _quantiles("controller_runtime_reconcile_time_seconds", "controller", SELECTED),
+                    unit="s",
+                ),
+                _panel(
+                    "Workers",
+                    "Workers reconciling now, and --max-concurrent-reconciles.",
+                    [
+                        (
+                            _gauge("sum", "controller_runtime_active_workers"),
+                            "active {{controller}}",
+                        ),
+                        (
+                            _gauge("max", "controller_runtime_max_concurrent_reconciles"),
+                            "max {{controller}}",
+                        ),
+                    ],
+                ),
+            ],
+        ),
+        (
+            "Work queues",
+            [
+                _panel(
+                    "Queue depth",
+                    "Requests waiting for a worker.",
+                    [(_gauge("sum", "workqueue_depth"), "{{controller}}")],
+                ),
+                _panel(
+                    "Queue latency",
+                    "Time from a request's add to a worker taking it: p50, p90, p99.",
+                    _quantiles("workqueue_queue_duration_seconds", "controller", SELECTED),
+                    unit="s",
+                ),
+                _panel(
+                    "Retries and adds per second",
+                    "Rate-limited and delayed re-adds (workqueue_retries_total), and all adds.",
+                    [
+                        (
+                            _rate("workqueue_retries_total"),
+                            "retries {{controller}}",
+                        ),
+                        (
+                            _rate("workqueue_adds_total"),
+                            "adds {{controller}}",
+                        ),
+                    ],
+                    unit="ops",
+                ),
+                _panel(
+                    "Longest-running reconcile",
+                    "The reconcile running longest right now, and all work in progress not yet "
+                    "observed (a stuck worker shows here first; MemopStuckWorker fires past 300 s).",
+                    [
+                        (
+                            _gauge("max", "workqueue_longest_running_processor_seconds"),
+                            "longest {{controller}}",
+                        ),
+                        (
+                            _gauge("sum", "workqueue_unfinished_work_seconds"),
+                            "unfinished {{controller}}",
+                        ),
+                    ],
+                    unit="s",
+                ),
+            ],
+        ),
+        (
+            "API server",
+            [
+                _panel(
+                    "API requests by code",
+                    "memop's requests to the API server per second, by HTTP status and method "
+                    "(<error> when no answer came).",
+                    [
+                        (
+                            _rate("rest_client_requests_total", "code, method", JOB),
+                            "{{code}} {{method}}",
+                        )
+                    ],
+                    unit="reqps",
+                ),
+                _panel(
+                    "API latency",
+                    "p50, p90 and p99 of rest_client_request_duration_seconds by verb.",
+                    _quantiles("rest_client_request_duration_seconds", "verb", JOB),
+                    unit="s",
+                ),
+            ],
+        ),
+        (
+            "Replicas",
+            [
+                _panel(
+                    "Leader",
+                    "Which replica leads (leader_election_master_status 1) and which stand by, per "
+                    "lease (or leader-for-life lock).",
+                    [
+                        (
+                            _gauge("max", "leader_election_master_status", "instance, name", JOB),
+                            "{{instance}} {{name}}",
+                        )
+                    ],
+                    kind="state-timeline",
+                    width=24,
+                ),
+                _panel(
+                    "CPU",
+                    "CPU seconds per second of each replica.",
+                    [(f"rate(process_cpu_seconds_total{{{JOB}}}{RATE})", "{{instance}}")],
+                    unit="percentunit",
+                    width=8,
+                ),
+                _panel(
+                    "Memory (RSS)",
+                    "Resident memory of each replica.",
+                    [(f"process_resident_memory_bytes{{{JOB}}}", "{{instance}}")],
+                    unit="bytes",
+                    width=8,
+                ),
+                _panel(
+                    "Open file descriptors",
+                    "Open file descriptors of each replica, and its limit.",
+                    [
+                        (f"process_open_fds{{{JOB}}}", "open {{instance}}"),
+                        (f"process_max_fds{{{JOB}}}", "max {{instance}}"),
+                    ],
+                    width=8,
+                ),
+            ],
+        ),
+    ]
+
+
+def _variable(name: str, label: str, query: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "query": {"query": query, "refId": name},
+        "definition": query,
+        "includeAll": True,
+        "multi": True,
+        "allValue": ".*",
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "refresh": 2,
+        "sort": 1,
+    }
+
+
+def dashboard() -> dict[str, Any]:
+    """The Grafana dashboard (schema version 39), panels laid out row by row."""
+    panels: list[dict[str, Any]] = []
+    y = 0
+    for title, row in _rows():
+        panels.append(
+            {
+                "type": "row",
+                "title": title,
+                "collapsed": False,
+                "gridPos": {"h": 1, "w": 24, "x": 0, "y": y},
+                "panels": [],
+            }
+        )
+        y += 1
+        x = 0
+        for panel in row:
+            width = panel["gridPos"]["w"]
+            if x + width > 24:
+                x, y = 0, y + 8
+            panel["gridPos"].update(x=x, y=y)
+            x += width
+            panels.append(panel)
+        y += 8
+    for number, panel in enumerate(panels, start=1):
+        panel["id"] = number
+    return {
+        "title": "memop",
+        "uid": DASHBOARD_UID,
+        "description": (
+            "memop's controllers, work queues, API requests and replicas (controller-runtime metrics)."
+        ),
+        "tags": ["memop", "controller-runtime", "operator"],
+        "timezone": "browser",
+        "editable": True,
+        "graphTooltip": 1,
+        "refresh": "30s",
+        "schemaVersion": 39,
+        "version": 1,
+        "time": {"from": "now-1h", "to": "now"},
+        "annotations": {"list": []},
+        "templating": {
+            "list": [
+                {
+                    "name": "datasource",
+                    "label": "Data source",
+                    "type": "datasource",
+                    "query": "prometheus",
+                    "current": {},
+                    "hide": 0,
+                },
+                _variable("job", "Job", "label_values(controller_runtime_reconcile_total, job)"),
+                _variable(
+                    "controller",
+                    "Controller",
+                    'label_values(controller_runtime_reconcile_total{job=~"$job"}, controller)',
+                ),
+            ]
+        },
+        "panels": panels,
+    }
+
+
+def expressions() -> list[str]:
+    """Every PromQL expression of the dashboard's panels, in order."""
+    return [target["expr"] for panel in dashboard()["panels"] for target in panel.get("targets", ())]
+
+
+# --- the files -------------------------------------------------------------------------------------
+
+
+def generated_files() -> dict[str, str]:
+    """Path under the repository root -> text, for every file this module generates."""
+    header = (
+        f"# Generated by `{GENERATE_COMMAND}` from memop.manifests.monitoring.ALERT_RULES "
+        "(the README's example "
+        "alert rules): do not edit.\n"
+        "# Prometheus (Operator) loads it when its ruleSelector matches these labels (kube-prometheus-stack "
+        "selects its release label by default: add it, or set ruleSelectorNilUsesHelmValues=false).\n"
+    )
+    return {
+        DASHBOARD_FILE: json.dumps(dashboard(), indent=2) + "\n",
+        RULES_FILE: header + "---\n" + yaml.safe_dump(prometheus_rule(), sort_keys=False, width=100),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=GENERATE_COMMAND, description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path, default=Path(), help="the repository root")
+    args = parser.parse_args(argv)
+    if not (args.root / "manifests").is_dir():
+        parser.error(f"{args.root.resolve()} has no manifests/: run from the repository root or pass --root")
+    for path in rbac.write_changed(args.root, generated_files()):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,352 @@
+"""The cache: informers, each an ObjectStore of one resource kept current by reflectors.
+
+A resource usually has one informer. Controllers that each watch only their own part of a
+big resource (the pods labelled as theirs) declare one informer per label selector, with its
+own transform: one controller's narrow view (memcached pods, stripped to their phase) never
+hides the objects or the fields another controller reads. Reads and handlers name the
+informer by its selector; a read with a selector is served by the informer whose selector the
+read's selector implies (see :meth:`Cache.informer_for`).
+
+Reconcilers read from here (``get``/``list`` cost no API call); controllers subscribe handlers
+to informers. When the cache is scoped to namespaces, a namespaced resource gets one reflector
+per namespace and objects elsewhere never enter the store; cluster-scoped resources always get
+one cluster-wide reflector.
+
+Invariants: an informer's handlers see every change to its store exactly once and in store
+order; a handler added after objects are stored is first replayed the current objects as
+ADDED (as client-go's shared informer does), so no subscriber misses state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Iterable, Sequence
+
+from memop.runtime.cache.labels import Selector
+from memop.runtime.cache.reflector import ListWatcher, Reflector
+from memop.runtime.cache.sharing import Path
+from memop.runtime.cache.store import ADDED, MODIFIED, RESYNC, Obj, ObjectStore, Transform, resource_version
+from memop.runtime.client.resources import Resource
+from memop.runtime.util.clock import Clock, RealClock
+
+log = logging.getLogger("memop.cache")
+
+EventHandler = Callable[[str, Obj, Obj | None], None]
+
+
+class Informer:
+    """A resource's store, the reflectors filling it and the handlers told of each change."""
+
+    def __init__(
+        self, resource: Resource, store: ObjectStore, *, label_selector: Selector | None = None
+    ) -> None:
+        self.resource = resource
+        self.store = store
+        self.label_selector = label_selector
+        self.reflectors: list[Reflector] = []
+        self._handlers: list[EventHandler] = []
+
+    def add_handler(self, handler: EventHandler) -> None:
+        """Subscribe ``handler``; it is first called with ADDED for every object already stored."""
+        self._handlers.append(handler)
+        for obj in self.store.list():
+            self._call(handler, ADDED, obj, None)
+
+    def remove_handler(self, handler: EventHandler) -> None:
+        with contextlib.suppress(ValueError):
+            self._handlers.remove(handler)
+
+    def dispatch(self, event_type: str, obj: Obj, old: Obj | None) -> None:
+        for handler in list(self._handlers):
+            self._call(handler, event_type, obj, old)
+
+    def resync(self) -> None:
+        """Replay every stored object to the handlers as RESYNC; no API call."""
+        for obj in self.store.list():
+            self.dispatch(RESYNC, obj, obj)
+
+    @property
+    def has_synced(self) -> bool:
+        return bool(self.reflectors) and all(r.synced.is_set() for r in self.reflectors)
+
+    def _call(self, handler: EventHandler, event_type: str, obj: Obj, old: Obj | None) -> None:
+        # One handler's bug must not starve the others or kill the reflector feeding them.
+        try:
+            handler(event_type, obj, old)
+        except Exception:
+            log.exception("event handler failed on %s %s", event_type, self.resource.kind)
+
+
+class Cache:
+    """Informers for the resources a manager's controllers read, in a namespace scope.
+
+    ``namespaces`` None or empty means all namespaces. ``resync_period`` (seconds, None for
+    never) replays every cached object to the handlers from memory, jittered by ±10% like
+    controller-runtime's SyncPeriod.
+    """
+
+    def __init__(
+        self,
+        client: ListWatcher,
+        *,
+        namespaces: Sequence[str] | None = None,
+        resync_period: float | None = None,
+        watch_read_timeout: float = 150.0,
+        page_size: int = 500,
+        clock: Clock | None = None,
+        rand: random.Random | None = None,
+    ) -> None:
+        self.namespaces = tuple(dict.fromkeys(namespaces or ()))
+        self._client = client
+        self._resync_period = resync_period
+        self._read_timeout = watch_read_timeout
+        self._page_size = page_size
+        self._clock = clock or RealClock()
+        self._rand = rand or random.Random()
+        # The client's: one probe for every reflector and request when the server is down.
+        self.reachability = client.reachability
+        # resource -> label selector (None: all objects) -> informer. By resource first: every
+        # read looks up the informers of one resource.
+        self._informers: dict[Resource, dict[Selector | None, Informer]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+
+    def informer(
+        self,
+        resource: Resource,
+        *,
+        transform: Transform | None = None,
+        shared: tuple[Path, ...] = (),
+        label_selector: Selector | None = None,
+    ) -> Informer:
+        """The informer for ``resource`` and ``label_selector``, created on first use (and
+        started if the cache runs).
+
+        ``transform`` runs on every object as it enters the store (after managedFields are
+        stripped), to drop fields no controller reads; it returns a new object and must not
+        change the one it is given (:meth:`record_write` passes objects their writer still
+        uses). The subtrees at the ``shared`` paths are held once however many objects have
+        them equal (see :mod:`memop.runtime.cache.sharing`); ``label_selector`` narrows the watch
+        itself. The transform and shared paths are fixed by the first caller.
+
+        Without a ``label_selector`` (and no transform), a resource that already has exactly
+        one informer gets that one, whatever its selector: code that only subscribes to a
+        resource (a controller's watch) need not repeat how its owner declared it.
+        """
+        if label_selector is not None and label_selector.is_empty():
+            label_selector = None
+        by_selector = self._informers.setdefault(resource, {})
+        informer = by_selector.get(label_selector)
+        if informer is None and label_selector is None and transform is None and not shared:
+            existing = self._informers_of(resource)
+            if len(existing) == 1:
+                return existing[0]
+            if existing:
+                raise ValueError(_ambiguous(resource, existing))
+        if informer is None:
+            informer = self._new_informer(resource, transform, shared, label_selector)
+            by_selector[label_selector] = informer
+            if self._started:
+                self._start_informer(informer)
+        return informer
+
+    def _new_informer(
+        self,
+        resource: Resource,
+        transform: Transform | None,
+        shared: tuple[Path, ...],
+        label_selector: Selector | None,
+    ) -> Informer:
+        implied = label_selector.exact_pairs() if label_selector is not None else None
+        informer = Informer(
+            resource,
+            ObjectStore(resource, transform, shared, implied_labels=implied),
+            label_selector=label_selector,
+        )
+        scopes: Iterable[str | None] = self.namespaces if resource.namespaced and self.namespaces else [None]
+        for namespace in scopes:
+            informer.reflectors.append(
+                Reflector(
+                    self._client,
+                    resource,
+                    informer.store,
+                    informer.dispatch,
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    read_timeout=self._read_timeout,
+                    page_size=self._page_size,
+                    clock=self._clock,
+                    rand=self._rand,
+                    reachability=self.reachability,
+                )
+            )
+        return informer
+
+    def _informers_of(self, resource: Resource) -> builtins.list[Informer]:
+        return list(self._informers.get(resource, {}).values())
+
+    def _all_informers(self) -> builtins.list[Informer]:
+        return [informer for by_selector in self._informers.values() for informer in by_selector.values()]
+
+    def informer_for(self, resource: Resource, selector: Selector | None = None) -> Informer:
+        """The informer that serves a read of ``resource`` filtered by ``selector``.
+
+        The one informer of the resource; or, when it has several, the one whose label
+        selector ``selector`` implies (every requirement of the informer's is one of the
+        read's), so it holds every object the read can return. ValueError when none or more
+        than one does: the read would silently miss objects.
+        """
+        informers = self._informers_of(resource)
+        if len(informers) == 1:
+            return informers[0]
+        if not informers:
+            return self.informer(resource)
+        wanted = set(selector.requirements) if selector is not None else set()
+        covering = [
+            i for i in informers if i.label_selector is None or set(i.label_selector.requirements) <= wanted
+        ]
+        if len(covering) > 1:
+            # The narrowest: an unselected informer covers everything but holds more.
+            covering = [i for i in covering if i.label_selector is not None] or covering
+        if len(covering) != 1:
+            raise ValueError(_ambiguous(resource, informers, selector))
+        return covering[0]
+
+    def in_scope(self, namespace: str | None) -> bool:
+        """Whether objects in ``namespace`` are watched by this cache."""
+        return not self.namespaces or not namespace or namespace in self.namespaces
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj | None:
+        """The cached object or None. Read-only: copy before changing it. A resource with
+        several informers must be read with :meth:`list` and a selector."""
+        return self.informer_for(resource).store.get(name, namespace)
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        selector: Selector | str | None = None,
+        owner_uid: str | None = None,
+    ) -> list[Obj]:
+        """Cached objects matching the filters. Read-only: copy before changing them."""
+        if isinstance(selector, str):
+            selector = Selector.parse(selector)
+        store = self.informer_for(resource, selector).store
+        return store.list(namespace, selector=selector, owner_uid=owner_uid)
+
+    def record_write(self, resource: Resource, obj: Obj) -> bool:
+        """Store the object a write of ours returned, so the next reconcile reads its own write.
+
+        Without this, a reconcile that runs before the watch delivers our own write sees the
+        old object and writes again (a 409 or a duplicate create). The object is stored only
+        when its resourceVersion is newer than everything the covering reflector's stream has
+        delivered: the stream is ordered, so anything at or below that point (including a later
+        deletion) is already in the store and must not be overwritten. resourceVersions are
+        compared as integers, which they are on every etcd-backed server; when either is not an
+        integer nothing is stored (we fall back to waiting for the watch).
+
+        The handlers are told of the change, as of a watch event: the answer may carry changes
+        of others' that the stream has not delivered yet (a deletion started just before our
+        status write), and the stream's events up to this version are then skipped, so this
+        is the only time they can see them. Returns whether the object was stored.
+        """
+        stored_any = False
+        labels = (obj.get("metadata") or {}).get("labels")
+        for informer in self._informers_of(resource):
+            selector = informer.label_selector
+            if selector is not None and not selector.matches(labels if isinstance(labels, dict) else None):
+                continue
+            stored_any = _record(informer, obj) or stored_any
+        return stored_any
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every reflector (and those of informers created later). Returns at once."""
+        if self._started:
+            return
+        self._started = True
+        for informer in self._all_informers():
+            self._start_informer(informer)
+        if self._resync_period:
+            self._tasks.append(asyncio.create_task(self._resync_loop(), name="cache-resync"))
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Wait until every informer has stored its first LIST; False if ``timeout`` passes first."""
+        waits = [r.synced.wait() for i in self._all_informers() for r in i.reflectors]
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*waits)
+        except TimeoutError:
+            return False
+        return True
+
+    @property
+    def has_synced(self) -> bool:
+        return self._started and all(i.has_synced for i in self._all_informers())
+
+    def unsynced(self) -> builtins.list[str]:
+        """Names of the reflectors still waiting for their first LIST (for readiness messages)."""
+        return [repr(r) for i in self._all_informers() for r in i.reflectors if not r.synced.is_set()]
+
+    async def stop(self) -> None:
+        """Cancel every reflector and wait for them to end."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._started = False
+
+    def _start_informer(self, informer: Informer) -> None:
+        for reflector in informer.reflectors:
+            self._tasks.append(asyncio.create_task(reflector.run(), name=f"reflector {reflector!r}"))
+
+    async def _resync_loop(self) -> None:
+        assert self._resync_period is not None
+        while True:
+            await self._clock.sleep(self._resync_period * self._rand.uniform(0.9, 1.1))
+            for informer in self._all_informers():
+                informer.resync()
+
+
+def _record(informer: Informer, obj: Obj) -> bool:
+    """:meth:`Cache.record_write` for one informer."""
+    if not informer.reflectors:
+        return False
+    namespace = (obj.get("metadata") or {}).get("namespace") or None
+    reflector = next(
+        (r for r in informer.reflectors if r.namespace is None or r.namespace == namespace), None
+    )
+    if reflector is None or not reflector.synced.is_set():
+        return False
+    try:
+        written = int(resource_version(obj))
+        seen = int(reflector.last_resource_version or "0")
+    except ValueError:
+        return False
+    current = informer.store.get((obj.get("metadata") or {}).get("name", ""), namespace)
+    try:
+        if written <= seen or (current is not None and written <= int(resource_version(current) or "0")):
+            return False
+    except ValueError:
+        return False
+    stored = informer.store.prepare_copy(obj)  # the caller keeps using obj
+    old = informer.store.upsert(stored)
+    informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
+    return True
+
+
+def _ambiguous(resource: Resource, informers: Iterable[Informer], selector: Selector | None = None) -> str:
+    selectors = ", ".join(repr(str(i.label_selector or "")) for i in informers)
+    read = f" for selector {str(selector)!r}" if selector is not None else ""
+    return (
+        f"{resource.kind} has informers with label selectors {selectors}: name the one to use"
+        f"{read} (pass its label_selector)"
+    )

@@ -1,0 +1,118 @@
+"""Equal parts of cached objects held once: the pod template of every Deployment of one spec.
+
+Interning strings (:func:`memop.runtime.cache.store.compact`) leaves the containers: a Deployment's
+``spec.template.spec`` is some twenty dicts and lists, the same in every Deployment made from
+the same spec, and a third of the Deployment's memory. A :class:`SubtreeSharer` hands back one
+canonical instance for every subtree equal to one it has seen, so ten thousand such subtrees
+cost one. It applies only at the paths a resource declares (:func:`share_paths`): subtrees
+that repeat across objects. Sharing a subtree that carries an identity (a uid, a name) would
+save nothing and keep a table entry per object.
+
+Shared subtrees are referenced by many cached objects, which is safe because cached objects
+are read-only (see :mod:`memop.runtime.cache.store`); the store's mutation check in tests
+(``MEMOP_CHECK_CACHE=1``) catches a caller that writes into one.
+
+The table holds each canonical subtree under its canonical JSON, or, for a flat dict or list of
+strings and integers (the common case), under an equivalent and cheaper tuple. It is purged of
+subtrees no cached object uses any more (their only references are the table's) whenever it has
+doubled since the last purge, so it stays proportional to the distinct subtrees in use, however
+long the process runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+# A path into an object: keys of nested dicts; "*" stands for every item of a list.
+Path = tuple[str, ...]
+EVERY_ITEM = "*"
+
+_MIN_PURGE_AT = 256
+
+
+class SubtreeSharer:
+    """One canonical instance per distinct JSON subtree (dicts and lists) given to :meth:`share`."""
+
+    def __init__(self, *, purge_at: int = _MIN_PURGE_AT) -> None:
+        self._table: dict[Hashable, Any] = {}
+        self._min_purge_at = purge_at
+        self._purge_at = purge_at
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def share(self, value: Any) -> Any:
+        """``value``, or the equal subtree seen before (then ``value`` is left to be freed).
+        Values other than dicts and lists are returned as they are (strings are interned by
+        compaction already)."""
+        if not isinstance(value, dict | list):
+            return value
+        key = _flat_key(value)
+        if key is None:
+            try:
+                key = json.dumps(value, sort_keys=True, separators=(",", ":"))
+            except (TypeError, ValueError):  # not JSON (cannot come from the API): keep it apart
+                return value
+        canonical = self._table.get(key)
+        if canonical is not None:
+            return canonical
+        self._table[key] = value
+        if len(self._table) >= self._purge_at:
+            self.purge()
+        return value
+
+    def purge(self) -> None:
+        """Forget the subtrees nothing but this table references."""
+        table = self._table
+        # getrefcount counts the table's reference and its own argument: 2 means unused.
+        for key in [key for key in table if sys.getrefcount(table[key]) <= 2]:
+            del table[key]
+        self._purge_at = max(self._min_purge_at, 2 * len(self._table))
+
+
+def _flat_key(value: dict[Any, Any] | list[Any]) -> Hashable | None:
+    """A table key for a dict or list of strings and integers (labels, finalizers, a pod's
+    status): a tuple, five times cheaper than the canonical JSON. None for anything else.
+
+    Only ``str`` and ``int`` values qualify, by exact type: ``True == 1`` and ``1.0 == 1`` in
+    Python, so booleans and floats would make unequal JSON values equal keys. A string and an
+    integer never compare equal, and the leading type keeps a dict apart from a list.
+    """
+    if type(value) is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) is not str and type(v) is not int):
+                return None
+        # Keys are unique, so sorting the pairs never compares values (of mixed types).
+        return (dict, tuple(sorted(value.items())))
+    for item in value:
+        if type(item) is not str and type(item) is not int:
+            return None
+    return (list, tuple(value))
+
+
+def share_paths(obj: dict[str, Any], paths: Sequence[Path], sharer: SubtreeSharer) -> None:
+    """Replace, in place, each subtree of ``obj`` at one of ``paths`` by its shared instance.
+    Missing paths and values of unexpected types are skipped."""
+    for path in paths:
+        _share_at(obj, path, sharer)
+
+
+def _share_at(container: Any, path: Path, sharer: SubtreeSharer) -> None:
+    head, rest = path[0], path[1:]
+    if head == EVERY_ITEM:
+        if isinstance(container, list):
+            for index, item in enumerate(container):
+                if rest:
+                    _share_at(item, rest, sharer)
+                else:
+                    container[index] = sharer.share(item)
+        return
+    if not isinstance(container, dict) or head not in container:
+        return
+    if rest:
+        _share_at(container[head], rest, sharer)
+    else:
+        container[head] = sharer.share(container[head])

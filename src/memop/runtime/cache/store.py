@@ -1,0 +1,428 @@
+"""The in-memory objects of one resource, with the indexes reconcilers read through.
+
+Objects are the plain dicts ``json.loads`` produced, with ``metadata.managedFields`` removed
+and the resource's transform applied on the way in (:meth:`ObjectStore.prepare`), then
+compacted: rebuilt with every string interned (but the values no two objects share). They are
+shared, not copied, on the way out: **callers must treat what ``get``/``list`` return as
+read-only** (copy before changing), because copying every object on every read would cost more
+than the reads themselves.
+
+Why compact: the cache is most of an operator's memory, and most of an object's bytes are
+strings that every object of the kind repeats — field names (``json.loads`` shares them only
+within one document, so every watch event brings its own copies), and values such as image
+names, label values, condition types and reasons. Interned, each is held once. A prepared
+object is also made of fresh containers only, so it keeps nothing of the parsed input alive
+and the input (managedFields, fields the transform dropped) is freed whole. It costs about
+as much CPU as parsing the prepared object again (a few microseconds for a pod).
+
+Equal subtrees at the paths a resource declares (``shared``: a Deployment's pod template, a
+pod's labels) are held once, through a :class:`memop.runtime.cache.sharing.SubtreeSharer` per store:
+another reason the objects must never be changed in place. With ``MEMOP_CHECK_CACHE=1`` in the
+environment (the test suite sets it) the store verifies that: it keeps each object's JSON and
+compares it when the object is replaced or removed, logging an error and recording the key in
+:data:`MUTATIONS_DETECTED` when a caller changed it.
+
+Invariants: every key in ``_objects`` appears in exactly the index entries its object implies
+(namespace, controller owner uid, each label pair) and in no other; an index entry with no
+keys left is removed, so the indexes never grow with churn (see :class:`KeyIndex`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
+from typing import Any
+
+from memop.runtime.cache.labels import Selector
+from memop.runtime.cache.sharing import Path, SubtreeSharer, share_paths
+from memop.runtime.client.resources import Resource
+
+log = logging.getLogger("memop.store")
+
+Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace or "" when cluster-scoped, name)
+Transform = Callable[[Obj], Obj]
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+RESYNC = "RESYNC"
+
+CHECK_ENV = "MEMOP_CHECK_CACHE"
+# (resource, key) of every cached object found changed in place (with MEMOP_CHECK_CACHE=1).
+MUTATIONS_DETECTED: list[tuple[str, tuple[str, str]]] = []
+MUTATION_MARK = "changed in place by its reader"  # in the error logged (tests look for it)
+
+
+def object_key(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def resource_version(obj: Obj | None) -> str:
+    if not obj:
+        return ""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def dig(obj: Any, *path: str) -> Any:
+    """The value at ``path`` in nested mappings, or None where a step is missing or is not a
+    mapping (an object as read may be malformed: a reconciler must not crash on it)."""
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def controller_reference(owner: Mapping[str, Any], resource: Resource) -> dict[str, Any]:
+    """The controller ownerReference from a child to ``owner`` (of ``resource``): garbage
+    collection deletes the child when the owner goes, the child's events map back to the owner
+    (see controller_owner_uid), and blockOwnerDeletion makes a foreground deletion of the owner
+    wait for the child."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def controller_owner_uid(obj: Obj) -> str | None:
+    """The uid of the ownerReference marked ``controller: true``, if any."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    if type(refs) is not list:
+        return None  # absent, or malformed (a watch can bring anything): it names no owner
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None
+
+
+def _labels(obj: Obj) -> dict[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def _label_pairs(obj: Obj) -> list[tuple[str, str]]:
+    # Only string pairs can be indexed; anything else is a malformed object we still store.
+    return [(k, v) for k, v in _labels(obj).items() if isinstance(k, str) and isinstance(v, str)]
+
+
+class ObjectStore:
+    """One resource's objects by (namespace, name), indexed by namespace, owner and label."""
+
+    def __init__(
+        self,
+        resource: Resource,
+        transform: Transform | None = None,
+        shared: tuple[Path, ...] = (),
+        *,
+        implied_labels: Mapping[str, str] | None = None,
+    ) -> None:
+        """``implied_labels``: label pairs every object carries (those the watch's label
+        selector requires). They are not indexed: their entries would hold every key."""
+        self.resource = resource
+        self._implied_labels = frozenset((implied_labels or {}).items())
+        self._transform = transform
+        self._shared = shared
+        self._sharer = SubtreeSharer()
+        # MEMOP_CHECK_CACHE=1: key -> the JSON of the object as stored, to catch mutations.
+        self._fingerprints: dict[Key, str] | None = {} if os.environ.get(CHECK_ENV) == "1" else None
+        self._objects: dict[Key, Obj] = {}
+        self._by_namespace = KeyIndex()
+        self._by_owner = KeyIndex()
+        self._by_label = KeyIndex()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def get(self, name: str, namespace: str | None = None) -> Obj | None:
+        """The cached object, or None. Read-only."""
+        return self._objects.get((namespace or "", name))
+
+    def list(
+        self,
+        namespace: str | None = None,
+        *,
+        selector: Selector | str | None = None,
+        owner_uid: str | None = None,
+    ) -> list[Obj]:
+        """Objects matching every given filter, in no particular order. Read-only.
+
+        The narrowest index among namespace, owner and the selector's exact label pairs picks
+        the candidates; the remaining filters are checked on those only.
+        """
+        if isinstance(selector, str):
+            selector = Selector.parse(selector)
+        candidate_sets: builtins.list[Collection[Key]] = []
+        if namespace:
+            candidate_sets.append(self._by_namespace.members(namespace))
+        if owner_uid is not None:
+            candidate_sets.append(self._by_owner.members(owner_uid))
+        if selector is not None and not selector.is_empty():
+            for pair in selector.exact_pairs().items():
+                if pair not in self._implied_labels:  # else: every key; matches() still checks
+                    candidate_sets.append(self._by_label.members(pair))
+        keys: Iterable[Key] = self._objects.keys()
+        if candidate_sets:
+            smallest: Collection[Key] = min(candidate_sets, key=len)
+            keys = smallest
+        result = []
+        for key in keys:
+            obj = self._objects[key]
+            if namespace and key[0] != namespace:
+                continue
+            if owner_uid is not None and controller_owner_uid(obj) != owner_uid:
+                continue
+            if selector is not None and not selector.matches(_labels(obj)):
+                continue
+            result.append(obj)
+        return result
+
+    def keys(self, namespace: str | None = None) -> builtins.list[Key]:
+        if namespace is None:
+            return list(self._objects)
+        return list(self._by_namespace.members(namespace))
+
+    # -- writes (the reflector's) ------------------------------------------------------------
+
+    def prepare(self, obj: Obj) -> Obj:
+        """The object to store for ``obj`` as read from the API: without managedFields (nobody
+        reads them; they are often half an object), transformed, and compacted (see the
+        module docstring). ``obj`` may be changed in the process and must not be used after.
+        """
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
+        return self._transformed_copy(obj)
+
+    def prepare_copy(self, obj: Obj) -> Obj:
+        """:meth:`prepare` for an object its caller keeps using (a write's answer): ``obj`` is
+        left as it is. Transforms never change their input; compaction copies the rest."""
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and "managedFields" in meta:
+            obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+        return self._transformed_copy(obj)
+
+    def _transformed_copy(self, obj: Obj) -> Obj:
+        if self._transform is not None:
+            obj = self._transform(obj)
+        obj = compact(obj)
+        if self._shared:
+            share_paths(obj, self._shared, self._sharer)
+        return obj
+
+    def upsert(self, obj: Obj) -> Obj | None:
+        """Store ``obj`` (already prepared); return the object it replaced, if any."""
+        key = object_key(obj)
+        old = self._objects.get(key)
+        if old is not None:
+            self._check_unchanged(key, old)
+            self._unindex(key, old)
+        self._objects[key] = obj
+        self._index(key, obj)
+        if self._fingerprints is not None:
+            self._fingerprints[key] = _fingerprint(obj)
+        return old
+
+    def remove(self, key: Key) -> Obj | None:
+        """Drop the object at ``key``; return it, or None if it was not there."""
+        old = self._objects.pop(key, None)
+        if old is not None:
+            self._check_unchanged(key, old)
+            self._unindex(key, old)
+            if self._fingerprints is not None:
+                del self._fingerprints[key]
+        return old
+
+    def _check_unchanged(self, key: Key, obj: Obj) -> None:
+        if self._fingerprints is None or self._fingerprints.get(key) == _fingerprint(obj):
+            return
+        MUTATIONS_DETECTED.append((self.resource.plural, key))
+        log.error(
+            "a cached %s was " + MUTATION_MARK + ": cached objects are read-only",
+            self.resource.plural,
+            extra={"object": f"{key[0]}/{key[1]}" if key[0] else key[1]},
+        )
+
+    def replace(
+        self, objects: Iterable[Obj], namespace: str | None = None, *, list_version: str | None = None
+    ) -> builtins.list[tuple[str, Obj, Obj | None]]:
+        """Make the store (or the part of it in ``namespace``) hold exactly ``objects``.
+
+        Returns the changes that takes, as (type, object, old object) in the order a watcher
+        would have seen them: ADDED for new keys, MODIFIED where the resourceVersion differs,
+        DELETED (carrying the last known state) for keys that are gone. Objects must be prepared.
+
+        ``list_version``: the resourceVersion of the list ``objects`` come from. A stored object
+        newer than it was written by us after the list's snapshot (``Cache.record_write``
+        while the list was under way): it is kept as it is, not taken back to the list's older
+        state or deleted, since the watch from ``list_version`` brings whatever follows. Without
+        this a relist would forget a pod we just created, and a reconcile create it again.
+        """
+        snapshot = _as_int(list_version)
+        changes: builtins.list[tuple[str, Obj, Obj | None]] = []
+        seen: set[Key] = set()
+        for obj in objects:
+            key = object_key(obj)
+            seen.add(key)
+            old = self._objects.get(key)
+            if old is not None and (resource_version(old) == resource_version(obj) or _newer(old, snapshot)):
+                continue
+            self.upsert(obj)
+            changes.append((ADDED if old is None else MODIFIED, obj, old))
+        in_scope = self.keys(namespace) if namespace else list(self._objects)
+        for key in in_scope:
+            if key not in seen and not _newer(self._objects[key], snapshot):
+                gone = self.remove(key)
+                if gone is not None:
+                    changes.append((DELETED, gone, gone))
+        return changes
+
+    # -- indexes -----------------------------------------------------------------------------
+
+    def _index(self, key: Key, obj: Obj) -> None:
+        self._by_namespace.add(key[0], key)
+        owner = controller_owner_uid(obj)
+        if owner is not None:
+            self._by_owner.add(owner, key)
+        for pair in self._indexed_label_pairs(obj):
+            self._by_label.add(pair, key)
+
+    def _indexed_label_pairs(self, obj: Obj) -> builtins.list[tuple[str, str]]:
+        return [pair for pair in _label_pairs(obj) if pair not in self._implied_labels]
+
+    def _unindex(self, key: Key, obj: Obj) -> None:
+        self._by_namespace.discard(key[0], key)
+        owner = controller_owner_uid(obj)
+        if owner is not None:
+            self._by_owner.discard(owner, key)
+        for pair in self._indexed_label_pairs(obj):
+            self._by_label.discard(pair, key)
+
+
+def _as_int(version: str | None) -> int | None:
+    try:
+        return int(version) if version else None
+    except ValueError:
+        return None  # not an etcd revision: nothing can be compared
+
+
+def _newer(obj: Obj, snapshot: int | None) -> bool:
+    """Whether ``obj`` was stored at a resourceVersion after ``snapshot``."""
+    if snapshot is None:
+        return False
+    version = _as_int(resource_version(obj))
+    return version is not None and version > snapshot
+
+
+def _fingerprint(obj: Obj) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)
+
+
+_intern = sys.intern
+# Values of these keys are never interned: no two objects share a resourceVersion, and a uid
+# appears in its object and at most in a few owner references. Interning them saved nothing and
+# grew the interpreter's table of interned strings by an entry each (about 2 MB at 30,000 pods).
+_NOT_INTERNED = frozenset(("resourceVersion", "uid"))
+
+
+def compact(obj: Obj) -> Obj:
+    """A copy of the JSON object ``obj``: every dict and list rebuilt, every string (key or
+    value) interned but the values of :data:`_NOT_INTERNED` keys, other values (numbers,
+    booleans, None) as they are."""
+    return _compact_dict(obj)
+
+
+def _compact_dict(source: dict[Any, Any]) -> dict[Any, Any]:
+    # Two mutually recursive loops rather than one generic function: most values are strings,
+    # and testing for them inline saves a call per value (a third of the cost).
+    out = {}
+    value: Any
+    for key, item in source.items():
+        kind = type(item)
+        if kind is str:
+            value = item if key in _NOT_INTERNED else _intern(item)
+        elif kind is dict:
+            value = _compact_dict(item)
+        elif kind is list:
+            value = _compact_list(item)
+        else:
+            value = item
+        out[_intern(key) if type(key) is str else key] = value
+    return out
+
+
+def _compact_list(source: builtins.list[Any]) -> builtins.list[Any]:
+    out = []
+    value: Any
+    for item in source:
+        kind = type(item)
+        if kind is str:
+            value = _intern(item)
+        elif kind is dict:
+            value = _compact_dict(item)
+        elif kind is list:
+            value = _compact_list(item)
+        else:
+            value = item
+        out.append(value)
+    return out
+
+
+class KeyIndex:
+    """Index entry (a namespace, an owner uid, a label pair) -> the keys of the objects that
+    have it; an entry with no keys left is removed.
+
+    An entry with a single key holds that key, not a set of one. Most owner and label entries
+    have one key (each Deployment has its own owner uid and instance label), and the smallest
+    set costs 216 bytes: at 10,000 Deployments that was 4 MiB of sets of one.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, Key | set[Key]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, entry: Hashable, key: Key) -> None:
+        held = self._entries.get(entry)
+        if held is None:
+            self._entries[entry] = key
+        elif type(held) is set:
+            held.add(key)
+        elif held != key:
+            self._entries[entry] = {held, key}  # type: ignore[arg-type]
+
+    def discard(self, entry: Hashable, key: Key) -> None:
+        held = self._entries.get(entry)
+        if held is None:
+            return
+        if type(held) is set:
+            held.discard(key)
+            if len(held) == 1:
+                (self._entries[entry],) = held
+        elif held == key:
+            del self._entries[entry]
+
+    def members(self, entry: Hashable) -> Collection[Key]:
+        """The keys under ``entry`` (read-only; valid until the index next changes)."""
+        held = self._entries.get(entry)
+        if held is None:
+            return ()
+        if type(held) is set:
+            return held
+        return (held,)  # type: ignore[return-value]

@@ -1,0 +1,376 @@
+"""A controller: watch events become requests in a workqueue that N workers reconcile.
+
+Built with :class:`ControllerBuilder`, which reads like a sentence::
+
+    ControllerBuilder(cache, "memcached")
+        .for_(MEMCACHEDS, predicates.generation_changed)
+        .owns(DEPLOYMENTS)
+        .watches(PODS, pods_to_memcached)
+        .with_options(max_concurrent_reconciles=4)
+        .build(reconciler)
+
+Guarantees (from the workqueue): a request is never reconciled by two workers at once; any
+number of events for a request that is queued or being reconciled cause exactly one more
+reconcile after the current one. How each outcome is handled is in ``memop.runtime.controller.reconcile``.
+
+Priorities (after controller-runtime's priority queue): a request is queued at low priority,
+behind every other, when its event only reports state: an object of an owned or watched kind
+appeared or changed without a new ``metadata.generation`` or deletion (a pod became ready, a
+Deployment's status moved), or a periodic resync replays it. So when many objects change at
+once, the changes users made are reconciled first and the status refreshes they cause follow;
+a refresh queued low is moved up by any normal event for the same request.
+
+Handlers are attached when the controller starts (after leader election, in a manager), and
+the informers replay the objects they already hold, so a standby that becomes leader starts
+with every object queued exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memop.runtime import metrics
+from memop.runtime.cache.cache import Cache, EventHandler, Informer
+from memop.runtime.cache.labels import Selector
+from memop.runtime.cache.store import RESYNC, Obj
+from memop.runtime.client.errors import ApiError, Conflict, TransportError
+from memop.runtime.client.resources import Resource
+from memop.runtime.controller.handlers import (
+    MapFunc,
+    Mapper,
+    enqueue_controller_owner,
+    enqueue_mapped,
+    enqueue_object,
+    reports_state_only,
+)
+from memop.runtime.controller.predicates import Predicate
+from memop.runtime.controller.reconcile import Reconciler, Request, Result, TerminalError
+from memop.runtime.logs import log_context
+from memop.runtime.util.clock import Clock, RealClock, first_of
+from memop.runtime.workqueue.ratelimiter import RateLimiter
+from memop.runtime.workqueue.workqueue import ShutDown, WorkQueue
+
+log = logging.getLogger("memop.controller")
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """Events of ``resource`` that pass every predicate are mapped to requests by ``mapper``."""
+
+    resource: Resource
+    mapper: Mapper
+    predicates: tuple[Predicate, ...] = ()
+    # Another kind than the controller's own (owns/watches): events that only report its
+    # state are queued at low priority.
+    secondary: bool = False
+    # Which of the resource's informers (see memop.runtime.cache.cache): None for its only one.
+    label_selector: Selector | None = None
+
+    def informer(self, cache: Cache) -> Informer:
+        return cache.informer(self.resource, label_selector=self.label_selector)
+
+
+@dataclass
+class ControllerOptions:
+    """How a controller runs.
+
+    max_concurrent_reconciles: workers reconciling different requests at once. Default 1,
+        as controller-runtime: safe for reconcilers that were never written for concurrency.
+    reconcile_timeout: seconds after which a reconcile is cancelled and counted as an error
+        (retried with backoff). None (default) waits as long as it takes.
+    rate_limiter: per-request backoff for retries. Default: the controller-runtime default,
+        max(5 ms·2^n capped at 1000 s, 10 qps with burst 100).
+    """
+
+    max_concurrent_reconciles: int = 1
+    reconcile_timeout: float | None = None
+    rate_limiter: RateLimiter[Request] | None = None
+
+
+@dataclass
+class _Stats:
+    reconciles: int = 0
+    errors: int = 0
+    in_flight: set[Request] = field(default_factory=set)
+
+
+class Controller:
+    """Runs a reconciler over the requests its watches produce. Use ControllerBuilder."""
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        cache: Cache,
+        watches: Sequence[WatchSpec],
+        options: ControllerOptions | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        options = options or ControllerOptions()
+        if options.max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self.name = name
+        self.reconciler = reconciler
+        self.cache = cache
+        self.watches = tuple(watches)
+        self.options = options
+        self._clock = clock or RealClock()
+        self.queue: WorkQueue[Request] = WorkQueue(
+            name, controller=name, rate_limiter=options.rate_limiter, clock=self._clock
+        )
+        self.stats = _Stats()
+        self._handlers: list[tuple[Informer, EventHandler]] = []
+        self._workers: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._stop = asyncio.Event()  # set with _stopping, for workers waiting on the server
+        metrics.init_controller_series(name, options.max_concurrent_reconciles)
+        self._m_active = metrics.ACTIVE_WORKERS.labels(name)
+        self._m_time = metrics.RECONCILE_TIME.labels(name)
+        self._m_total = {r: metrics.RECONCILE_TOTAL.labels(name, r) for r in _RESULTS}
+        self._m_errors = metrics.RECONCILE_ERRORS.labels(name)
+        self._m_terminal = metrics.TERMINAL_RECONCILE_ERRORS.labels(name)
+        self._m_panics = metrics.RECONCILE_PANICS.labels(name)
+        # Informers must exist before the cache starts so that it syncs them.
+        for spec in self.watches:
+            spec.informer(cache)
+
+    async def start(self, sync_timeout: float | None = None) -> None:
+        """Attach the watch handlers, wait for the cache to sync, start the workers.
+
+        After ``sync_timeout`` seconds without a synced cache the workers start anyway (the
+        reflectors keep retrying and their objects are queued as they arrive).
+        """
+        for spec in self.watches:
+            handler = self._handler_for(spec)
+            informer = spec.informer(self.cache)
+            informer.add_handler(handler)
+            self._handlers.append((informer, handler))
+        if not await self.cache.wait_for_sync(sync_timeout):
+            log.warning(
+                "starting workers before the cache synced: %s",
+                ", ".join(self.cache.unsynced()),
+                extra={"controller": self.name},
+            )
+        for index in range(self.options.max_concurrent_reconciles):
+            self._workers.append(asyncio.create_task(self._worker(), name=f"{self.name}-worker-{index}"))
+        log.info(
+            "controller started",
+            extra={"controller": self.name, "workers": self.options.max_concurrent_reconciles},
+        )
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Stop taking new work and let in-flight reconciles finish.
+
+        Workers still reconciling after ``timeout`` seconds are cancelled. Queued requests are
+        dropped: the next leader relists and queues everything anyway.
+        """
+        self._stopping = True
+        self._stop.set()
+        for informer, handler in self._handlers:
+            informer.remove_handler(handler)
+        self._handlers.clear()
+        self.queue.shutdown()
+        workers, self._workers = self._workers, []
+        if not workers:
+            return
+        try:
+            _, pending = await asyncio.wait(workers, timeout=timeout)
+        except asyncio.CancelledError:
+            # Stopping was itself cut short (leadership lost mid-shutdown): no reconcile may
+            # outlive it.
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        if pending:
+            log.warning(
+                "cancelling %d reconciles still running after the graceful shutdown timeout",
+                len(pending),
+                extra={"controller": self.name},
+            )
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    def _handler_for(self, spec: WatchSpec) -> EventHandler:
+        queue, predicates, mapper, secondary = self.queue, spec.predicates, spec.mapper, spec.secondary
+
+        def handle(event_type: str, obj: Obj, old: Obj | None) -> None:
+            for predicate in predicates:
+                if not predicate(event_type, obj, old):
+                    return
+            low = event_type == RESYNC or (secondary and reports_state_only(event_type, obj, old))
+            for request in mapper(event_type, obj, old):
+                if request.name:
+                    queue.add(request, low_priority=low)
+
+        return handle
+
+    async def _worker(self) -> None:
+        while not self._stopping:
+            try:
+                request = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                if not self._stopping and await self._server_answers():
+                    await self._reconcile(request)
+            finally:
+                self.queue.done(request)
+
+    async def _server_answers(self) -> bool:
+        """Whether to reconcile now. While the API server cannot be reached every call would
+        fail, so the worker waits for it (holding its request, which stays deduplicated)
+        rather than fail reconcile after reconcile into a growing backoff and an error line
+        each: the request is reconciled the moment the server answers. False when the
+        controller stops meanwhile (its queued requests are dropped anyway)."""
+        reachability = self.cache.reachability
+        if reachability.reachable:
+            return True
+        await first_of(reachability.wait(), self._stop.wait())
+        return not self._stopping
+
+    async def _reconcile(self, request: Request) -> None:
+        reconcile_id = str(uuid.uuid4())
+        context = {
+            "controller": self.name,
+            "namespace": request.namespace,
+            "name": request.name,
+            "reconcileID": reconcile_id,
+        }
+        with log_context(**context):
+            self._m_active.inc()
+            self.stats.in_flight.add(request)
+            self.stats.reconciles += 1
+            started = self._clock.monotonic()
+            try:
+                outcome = await self._call_reconciler(request)
+            finally:
+                self._m_time.observe(self._clock.monotonic() - started)
+                self.stats.in_flight.discard(request)
+                self._m_active.dec()
+            self._m_total[outcome].inc()
+
+    async def _call_reconciler(self, request: Request) -> str:
+        """Run the reconciler once and turn its outcome into queue operations; returns the label."""
+        try:
+            if self.options.reconcile_timeout is not None:
+                async with asyncio.timeout(self.options.reconcile_timeout):
+                    result = await self.reconciler.reconcile(request)
+            else:
+                result = await self.reconciler.reconcile(request)
+        except asyncio.CancelledError:
+            raise
+        except TerminalError as error:
+            self.stats.errors += 1
+            self._m_errors.inc()
+            self._m_terminal.inc()
+            self.queue.forget(request)
+            log.error("reconcile failed and will not be retried until the object changes: %s", error)
+            return "error"
+        except Conflict as error:
+            # Someone else wrote first; the watch brings their version. Not worth an error.
+            self.queue.add_rate_limited(request)
+            log.info("conflict, will retry: %s", error.message)
+            return "requeue"
+        except (ApiError, TransportError, TimeoutError) as error:
+            self.stats.errors += 1
+            self._m_errors.inc()
+            self.queue.add_rate_limited(request)
+            if isinstance(error, TimeoutError):
+                log.error("reconcile timed out after %ss, will retry", self.options.reconcile_timeout)
+            else:
+                log.error("reconcile failed, will retry: %s", error)
+            return "error"
+        except Exception:
+            # A bug in the reconciler (controller-runtime's "panic"): keep the worker alive.
+            self.stats.errors += 1
+            self._m_errors.inc()
+            self._m_panics.inc()
+            self.queue.add_rate_limited(request)
+            log.exception("reconcile raised an unexpected exception, will retry")
+            return "error"
+        if result is None:
+            result = Result()
+        if result.requeue_after > 0:
+            self.queue.forget(request)
+            self.queue.add_after(request, result.requeue_after)
+            return "requeue_after"
+        if result.requeue:
+            self.queue.add_rate_limited(request)
+            return "requeue"
+        self.queue.forget(request)
+        return "success"
+
+
+_RESULTS = ("success", "error", "requeue", "requeue_after")
+
+
+class ControllerBuilder:
+    """Declares a controller: the kind it is for, what it owns, what else it watches."""
+
+    def __init__(self, cache: Cache, name: str, *, clock: Clock | None = None) -> None:
+        self._cache = cache
+        self._name = name
+        self._clock = clock
+        self._for: Resource | None = None
+        self._watches: list[WatchSpec] = []
+        self._options = ControllerOptions()
+
+    def for_(self, resource: Resource, *predicates: Predicate) -> ControllerBuilder:
+        """Reconcile objects of ``resource``; their events enqueue themselves."""
+        if self._for is not None:
+            raise ValueError("a controller is for exactly one kind")
+        self._for = resource
+        self._watches.insert(0, WatchSpec(resource, enqueue_object, predicates))
+        return self
+
+    def owns(
+        self, resource: Resource, *predicates: Predicate, label_selector: Selector | None = None
+    ) -> ControllerBuilder:
+        """Objects of ``resource`` controlled by a ``for`` object enqueue their owner.
+        ``label_selector`` names the informer, when the resource has several."""
+        if self._for is None:
+            raise ValueError("call for_() before owns()")
+        mapper = enqueue_controller_owner(self._for.group, self._for.kind)
+        self._watches.append(WatchSpec(resource, mapper, predicates, True, label_selector))
+        return self
+
+    def watches(
+        self,
+        resource: Resource,
+        map_fn: MapFunc,
+        *predicates: Predicate,
+        label_selector: Selector | None = None,
+    ) -> ControllerBuilder:
+        """Objects of ``resource`` enqueue whatever ``map_fn`` returns for them.
+        ``label_selector`` names the informer, when the resource has several."""
+        self._watches.append(WatchSpec(resource, enqueue_mapped(map_fn), predicates, True, label_selector))
+        return self
+
+    def with_options(
+        self,
+        *,
+        max_concurrent_reconciles: int | None = None,
+        reconcile_timeout: float | None = None,
+        rate_limiter: RateLimiter[Request] | None = None,
+    ) -> ControllerBuilder:
+        if max_concurrent_reconciles is not None:
+            self._options.max_concurrent_reconciles = max_concurrent_reconciles
+        if reconcile_timeout is not None:
+            self._options.reconcile_timeout = reconcile_timeout
+        if rate_limiter is not None:
+            self._options.rate_limiter = rate_limiter
+        return self
+
+    def build(self, reconciler: Reconciler) -> Controller:
+        if self._for is None:
+            raise ValueError("a controller needs for_()")
+        return Controller(
+            self._name, reconciler, self._cache, self._watches, self._options, clock=self._clock
+        )

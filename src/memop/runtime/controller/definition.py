@@ -1,0 +1,56 @@
+"""What a controller package gives the manager: :class:`ControllerDefinition`.
+
+A memop process runs the controllers ``--controllers`` names; each is a package exposing one
+definition. The definition says everything the rest of memop needs to know about it without
+importing its internals: its name (the ``--controllers`` entry, the ``controller`` label of its
+metrics, its Events' source), how to set it up on a manager's cache, the CRDs it serves (for
+``manifests/crd`` and the start-up check), the permissions it needs (``manifests/rbac``) and
+its sample objects (``manifests/samples``, ``memop demo``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memop.runtime.api.permissions import Rule
+from memop.runtime.cache.cache import Cache
+from memop.runtime.client.client import Client
+from memop.runtime.controller.controller import Controller
+from memop.runtime.manager.events import EventRecorder
+
+
+@dataclass(frozen=True)
+class SetupContext:
+    """What a controller's setup gets from the manager that will run it.
+
+    ``recorder`` records Events as ``<name>-controller``; ``max_concurrent_reconciles`` is the
+    ``--max-concurrent-reconciles`` flag.
+    """
+
+    cache: Cache
+    client: Client
+    recorder: EventRecorder
+    max_concurrent_reconciles: int = 1
+
+
+@dataclass(frozen=True)
+class ControllerDefinition:
+    """One controller, as the manager, the manifests and the demo see it.
+
+    name: lower-case, the ``--controllers`` entry and the ``controller`` metrics label.
+    description: one line for ``--help`` and the README.
+    setup: declares the controller's informers on ``context.cache`` and returns the
+        controller, not started (the manager starts it once leading).
+    crds: the CustomResourceDefinitions it serves, fresh dicts on each call.
+    rules: every permission its code sends, in the scope it sends it (see memop.runtime.api.permissions).
+    samples: file name under ``manifests/samples`` -> sample object, fresh on each call.
+    """
+
+    name: str
+    description: str
+    setup: Callable[[SetupContext], Controller]
+    crds: Callable[[], Sequence[dict[str, Any]]]
+    rules: tuple[Rule, ...]
+    samples: Callable[[], Mapping[str, dict[str, Any]]]

@@ -1,0 +1,3 @@
+"""The manager: runs controllers once caches are synced and this replica leads; health and
+metrics server (with authentication), Events, process tuning.
+"""

@@ -1,0 +1,310 @@
+"""Kubernetes Events (core/v1), recorded in the background so reconciles never wait for them.
+
+``EventRecorder.record`` only queues; one sender task writes. As client-go's event
+correlator does, an event identical to one already sent (same object, type, reason, message
+and source) bumps ``count`` and ``lastTimestamp`` on the existing Event with a patch instead
+of creating another, and each object gets a spam budget (burst 25, then one every 5 minutes)
+so a hot error loop cannot flood the API server.
+
+Events describe work and must never delay the writes they describe: when a thousand objects
+change at once, their thousand Events would otherwise take API server capacity (each is an
+etcd write) from the writes that do the work. So, given the reconcile ``workload`` (the
+manager's work queues), an Event waits while there is reconcile work, and goes out once the
+queues have been idle for ``quiet`` seconds (1 s: a burst of a thousand creations leaves the
+queues empty for milliseconds at a time while it lasts), with nothing to compete with, at full
+speed, it and every Event after it for as long as no new work arrives. An Event that has waited
+``max_defer`` seconds (under work that never pauses) goes out anyway, at the rate limit
+(``qps`` and ``burst``, a token bucket), so Events trail a long burst instead of waiting for
+its end. Without a workload, every Event goes at the rate limit; the limit only defers, it
+never drops: once the queue is :data:`FULL_SPEED_AT` full, Events go out as fast as the API
+server takes them until it is not.
+
+Events are best effort: failures are logged, never raised into a reconcile. When the queue is
+full (``max_queued``: the API server is slow or down), events are dropped and counted, as
+client-go's broadcaster drops them; the warning about it is aggregated, at most one every
+``QUEUE_FULL_REPORT_INTERVAL`` seconds with the number dropped since the previous one, plus a
+last one on stop, so a stalled sender cannot flood the log either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from memop.runtime.client.errors import ApiError, Forbidden, NotFound, TransportError
+from memop.runtime.client.reachability import Reachability
+from memop.runtime.client.resources import EVENTS, Resource
+from memop.runtime.util.clock import Clock, RealClock, first_of, rfc3339
+from memop.runtime.util.tokenbucket import TokenBucket
+
+log = logging.getLogger("memop.events")
+
+NORMAL = "Normal"
+WARNING = "Warning"
+# At most one "event queue full" warning per this many seconds (the drops in between are counted).
+QUEUE_FULL_REPORT_INTERVAL = 60.0
+# From this fraction of the queue's capacity on, the rate limit is set aside (it must not
+# turn into drops).
+FULL_SPEED_AT = 0.9
+
+
+class Workload(Protocol):
+    """The reconcile work Events yield to (memop.runtime.workqueue.workqueue.AllQueues)."""
+
+    @property
+    def idle(self) -> bool: ...
+
+    @property
+    def adds(self) -> int: ...
+
+    async def wait_idle(self) -> None: ...
+
+
+class EventWriter(Protocol):
+    @property
+    def reachability(self) -> Reachability: ...
+
+    async def create(
+        self, res: Resource, obj: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    async def patch(
+        self, res: Resource, name: str, patch: Any, namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+
+@dataclass
+class _Sent:
+    name: str
+    namespace: str
+    count: int
+
+
+@dataclass(frozen=True)
+class _Pending:
+    key: tuple[str, ...]
+    involved: dict[str, Any]
+    namespace: str
+    type: str
+    reason: str
+    message: str
+    timestamp: str
+    recorded_at: float  # monotonic
+
+
+class EventRecorder:
+    """Records Events about objects for ``component`` (e.g. "memcached-controller")."""
+
+    def __init__(
+        self,
+        client: EventWriter,
+        component: str,
+        *,
+        host: str = "",
+        clock: Clock | None = None,
+        max_queued: int = 10_000,
+        remembered: int = 4096,
+        spam_burst: int = 25,
+        spam_qps: float = 1 / 300,
+        qps: float | None = None,
+        burst: int = 1,
+        workload: Workload | None = None,
+        max_defer: float = 60.0,
+        quiet: float = 1.0,
+    ) -> None:
+        """``qps``/``burst``: the most Events sent per second, and at once, while they cannot
+        wait for ``workload`` to be idle; None: no limit. ``max_defer``: the longest an Event
+        waits for the workload to be idle, ``quiet`` how long it must have been idle (see
+        the module docstring)."""
+        self._client = client
+        self.component = component
+        self.host = host
+        self._clock = clock or RealClock()
+        self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=max_queued)
+        self._sent: OrderedDict[tuple[str, ...], _Sent] = OrderedDict()
+        self._remembered = remembered
+        self._spam: OrderedDict[str, TokenBucket] = OrderedDict()
+        self._spam_settings = (spam_qps, spam_burst)
+        self._rate = TokenBucket(qps, burst, self._clock) if qps else None
+        self._full_speed_at = max(1, int(max_queued * FULL_SPEED_AT))
+        self._workload = workload
+        self._max_defer = max_defer
+        self._quiet = quiet
+        # The workload's add count when it was last found quiet: while it has not moved and
+        # the queues are idle, it is still quiet (Events after the first go without waiting).
+        self._quiet_at_adds: int | None = None
+        self._task: asyncio.Task[None] | None = None
+        # Every event not recorded (spam filter or full queue), for tests and debugging.
+        self.dropped = 0
+        # Events dropped on a full queue since the last warning about it, and when that was.
+        self._unreported_full = 0
+        self._full_reported_at: float | None = None
+
+    def record(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        """Queue an Event about ``obj``; returns at once. ``reason`` is CamelCase, e.g. Created."""
+        meta = obj.get("metadata") or {}
+        involved = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", ""),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
+        involved = {k: v for k, v in involved.items() if v}
+        object_id = "/".join(str(involved.get(k, "")) for k in ("kind", "namespace", "name", "uid"))
+        if not self._allow(object_id):
+            self.dropped += 1
+            log.debug("event about %s dropped by the spam filter: %s %s", object_id, reason, message)
+            return
+        key = (object_id, event_type, reason, message, self.component)
+        pending = _Pending(
+            key, involved, meta.get("namespace") or "default", event_type, reason, message[:1024],
+            rfc3339(self._clock.time()), self._clock.monotonic(),
+        )  # fmt: skip
+        try:
+            self._queue.put_nowait(pending)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            self._unreported_full += 1
+            now = self._clock.monotonic()
+            if self._full_reported_at is None or now - self._full_reported_at >= QUEUE_FULL_REPORT_INTERVAL:
+                self._full_reported_at = now
+                self._report_full(f"{reason} on {object_id}")
+
+    def _report_full(self, latest: str | None) -> None:
+        count, self._unreported_full = self._unreported_full, 0
+        log.warning(
+            "event queue full (%d waiting to be sent): dropped %d event%s since the last report%s",
+            self._queue.qsize(),
+            count,
+            "" if count == 1 else "s",
+            f", the latest {latest}" if latest else "",
+            extra={"component": self.component, "droppedEvents": count},
+        )
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._send_loop(), name=f"events-{self.component}")
+
+    async def stop(self, timeout: float = 2.0) -> None:
+        """Send what is queued (for at most ``timeout`` seconds), then stop."""
+        if self._unreported_full:
+            self._report_full(None)
+        if self._task is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._queue.join()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def flush(self) -> None:
+        """Wait until every queued event has been written (or failed)."""
+        await self._queue.join()
+
+    def _allow(self, object_id: str) -> bool:
+        bucket = self._spam.get(object_id)
+        if bucket is None:
+            qps, burst = self._spam_settings
+            bucket = self._spam[object_id] = TokenBucket(qps, burst, self._clock)
+            if len(self._spam) > self._remembered:
+                self._spam.popitem(last=False)
+        else:
+            self._spam.move_to_end(object_id)
+        return bucket.try_take()
+
+    async def _send_loop(self) -> None:
+        while True:
+            pending = await self._queue.get()
+            try:
+                await self._wait_turn(pending)
+                # While the API server is down, wait for it rather than fail the Event.
+                await self._client.reachability.wait()
+                await self._send(pending)
+            except asyncio.CancelledError:
+                raise
+            except Forbidden as error:
+                log.error(
+                    "cannot record events: %s (memop needs create and patch on events in %s)",
+                    error.message,
+                    pending.namespace,
+                )
+            except (ApiError, TransportError) as error:
+                log.warning("failed to record event %s: %s", pending.reason, error)
+            except Exception:
+                log.exception("failed to record event %s", pending.reason)
+            finally:
+                self._queue.task_done()
+
+    async def _wait_turn(self, pending: _Pending) -> None:
+        """Wait until ``pending`` may go: once the workload is idle, or after ``max_defer``
+        at the rate limit (see the module docstring)."""
+        workload = self._workload
+        if workload is not None and await self._wait_quiet(workload, pending.recorded_at + self._max_defer):
+            return
+        # qsize() counts the events behind this one.
+        if self._rate is not None and self._queue.qsize() + 1 < self._full_speed_at:
+            await self._rate.acquire()
+
+    async def _wait_quiet(self, workload: Workload, until: float) -> bool:
+        """Until the workload has been idle for ``quiet`` seconds with nothing added (True),
+        or the monotonic time ``until`` (False)."""
+        while True:
+            if workload.idle and workload.adds == self._quiet_at_adds:
+                return True
+            self._quiet_at_adds = None
+            remaining = until - self._clock.monotonic()
+            if remaining <= 0:
+                return False
+            if not workload.idle:
+                await first_of(workload.wait_idle(), self._clock.sleep(remaining))
+                continue
+            adds = workload.adds
+            await self._clock.sleep(min(self._quiet, remaining))
+            if workload.idle and workload.adds == adds and self._quiet <= remaining:
+                self._quiet_at_adds = adds
+
+    async def _send(self, pending: _Pending) -> None:
+        sent = self._sent.get(pending.key)
+        if sent is not None:
+            try:
+                await self._client.patch(
+                    EVENTS,
+                    sent.name,
+                    {"count": sent.count + 1, "lastTimestamp": pending.timestamp},
+                    sent.namespace,
+                )
+                sent.count += 1
+                self._sent.move_to_end(pending.key)
+                return
+            except NotFound:
+                # The Event expired (the API server keeps them about an hour): start a new one.
+                del self._sent[pending.key]
+        name = f"{pending.involved.get('name', 'unknown')}.{secrets.token_hex(8)}"
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": pending.namespace},
+            "involvedObject": pending.involved,
+            "reason": pending.reason,
+            "message": pending.message,
+            "type": pending.type,
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "reportingComponent": self.component,
+            "reportingInstance": self.host,
+            "firstTimestamp": pending.timestamp,
+            "lastTimestamp": pending.timestamp,
+            "count": 1,
+        }
+        await self._client.create(EVENTS, event, pending.namespace)
+        self._sent[pending.key] = _Sent(name, pending.namespace, 1)
+        if len(self._sent) > self._remembered:
+            self._sent.popitem(last=False)

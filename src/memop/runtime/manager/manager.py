@@ -1,0 +1,313 @@
+"""The manager: one process's client, cache, controllers, leader election and probe server.
+
+Start order, as controller-runtime: probe/metrics server → cache (every replica, so a standby
+is warm and ready) → leader election → controllers (leader only) → until stopped. Stop order is
+the reverse: controllers finish in-flight reconciles within the graceful timeout, the lease is
+released (so a standby takes over within one retry period), event recorders flush, the cache
+and server stop.
+
+Losing the lease is different from being asked to stop: reconciling stops at once (in-flight
+reconciles are cancelled, never finished, since another replica may already lead) and
+:meth:`Manager.run` returns a non-zero exit code so the container restarts as a standby. That
+holds during a graceful shutdown too: in-flight reconciles get the graceful timeout only for
+as long as the lease is still ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from memop.runtime.cache.cache import Cache
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import ApiError, Forbidden, NotFound, TransportError
+from memop.runtime.client.resources import Resource
+from memop.runtime.controller.controller import Controller
+from memop.runtime.leaderelection.leaderforlife import LeaderForLife, LeaderForLifeConfig
+from memop.runtime.leaderelection.lease import LeaderElectionConfig, LeaderElector
+from memop.runtime.manager.authn import MetricsAuthorizer
+from memop.runtime.manager.events import EventRecorder
+from memop.runtime.manager.server import Address, ProbeServer
+from memop.runtime.workqueue.workqueue import AllQueues
+
+log = logging.getLogger("memop.manager")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+
+
+@dataclass
+class ManagerOptions:
+    """Everything a manager is configured with; the CLI fills it from flags and environment.
+
+    namespaces: the namespaces to watch; empty means all (cluster-wide watches).
+    leader_election: a Lease config, a leader-for-life config (a ConfigMap lock owned by the
+        replica's Pod), or None to reconcile without electing a leader (one replica only!).
+    probe_address / metrics_address: where /healthz+/readyz and /metrics listen; None
+        disables. Equal addresses share one server.
+    metrics_tls: serve /metrics over HTTPS with this context (``--metrics-secure``).
+    metrics_auth: let only callers a TokenReview + SubjectAccessReview allow read /metrics.
+    graceful_shutdown_timeout: seconds in-flight reconciles get to finish on SIGTERM (30 s,
+        controller-runtime's default), shorter than the pod's terminationGracePeriodSeconds.
+    sync_period: seconds between replays of every cached object to the controllers (10 h,
+        controller-runtime's default); None disables.
+    cache_sync_timeout: seconds to wait for the first LIST of every watch before the
+        controllers start anyway (reflectors keep retrying); 120 s like controller-runtime.
+    event_qps / event_burst: the most Events its recorders send per second, and at once
+        (None: no limit), once an Event has waited a minute for the controllers' queues to be
+        idle; while they are idle Events go at once. See :mod:`memop.runtime.manager.events`.
+    """
+
+    namespaces: tuple[str, ...] = ()
+    leader_election: LeaderElectionConfig | LeaderForLifeConfig | None = None
+    probe_address: Address | None = None
+    metrics_address: Address | None = None
+    metrics_tls: ssl.SSLContext | None = None
+    metrics_auth: bool = False
+    graceful_shutdown_timeout: float = 30.0
+    sync_period: float | None = 10 * 3600.0
+    event_qps: float | None = 20.0
+    event_burst: int = 100
+    cache_sync_timeout: float = 120.0
+    watch_read_timeout: float = 150.0
+    extra: dict[str, object] = field(default_factory=dict)
+    # How to run without a controller (the CLI's flag), named when its resources are not
+    # served: controller name -> advice, appended to the start-up error.
+    leave_out_hint: Callable[[str], str] | None = None
+
+
+class StartupError(Exception):
+    """The manager cannot start; the message says why in one line."""
+
+
+class Manager:
+    """Owns the shared machinery and runs controllers added with :meth:`add`."""
+
+    def __init__(self, client: Client, options: ManagerOptions) -> None:
+        self.client = client
+        self.options = options
+        self.cache = Cache(
+            client,
+            namespaces=options.namespaces,
+            resync_period=options.sync_period,
+            watch_read_timeout=options.watch_read_timeout,
+        )
+        self.server = ProbeServer(
+            probe_address=options.probe_address,
+            metrics_address=options.metrics_address,
+            metrics_tls=options.metrics_tls,
+            metrics_authorizer=MetricsAuthorizer(client) if options.metrics_auth else None,
+        )
+        self.controllers: list[Controller] = []
+        self.recorders: list[EventRecorder] = []
+        self.elector: LeaderElector | LeaderForLife | None = None
+        self._elector_task: asyncio.Task[None] | None = None
+        self.leading = asyncio.Event()
+        self.server.add_liveness_check("ping", lambda: None)
+        self.server.add_readiness_check("informers", self._informers_synced)
+
+    def add(self, controller: Controller) -> None:
+        self.controllers.append(controller)
+
+    def event_recorder(self, component: str, host: str = "") -> EventRecorder:
+        recorder = EventRecorder(
+            self.client,
+            component,
+            host=host,
+            qps=self.options.event_qps,
+            burst=self.options.event_burst,
+            # Events wait while any controller has reconcile work: they must not delay the
+            # writes they describe (memop.runtime.manager.events).
+            workload=AllQueues(lambda: [controller.queue for controller in self.controllers]),
+        )
+        self.recorders.append(recorder)
+        return recorder
+
+    def _informers_synced(self) -> str | None:
+        if self.cache.has_synced:
+            return None
+        waiting = self.cache.unsynced()
+        return "waiting for the first list of " + ", ".join(waiting) if waiting else "cache not started"
+
+    async def check_resources_served(self) -> None:
+        """Fail fast, with a clear line, when a watched resource is not served (CRD missing).
+
+        One LIST with limit=1 per resource, in a watched namespace when scoped, so the check
+        needs no permission beyond what the watches need anyway. The line names the
+        controller that needs the resource and, with ``leave_out_hint``, how to run without it.
+        """
+        namespace = self.options.namespaces[0] if self.options.namespaces else None
+        checked: set[Resource] = set()
+        for controller in self.controllers:
+            for spec in controller.watches:
+                res = spec.resource
+                if res in checked:
+                    continue
+                try:
+                    await self.client.list(res, namespace if res.namespaced else None, limit=1)
+                except NotFound as error:
+                    raise StartupError(self._not_served(controller.name, res, error.message)) from error
+                except Forbidden as error:
+                    raise StartupError(
+                        f"not allowed to list {res}: {error.message}. Check memop's RBAC (manifests/rbac)."
+                    ) from error
+                checked.add(res)
+
+    def _not_served(self, controller: str, res: Resource, detail: str) -> str:
+        served = f"{res.plural}.{res.group}/{res.version}" if res.group else f"{res.plural}/{res.version}"
+        message = (
+            f"the {controller} controller needs {served} ({res.kind}), which the API server does not serve"
+        )
+        if not _is_builtin_group(res.group):
+            message += f": install the CustomResourceDefinition {res.plural}.{res.group} (manifests/crd)"
+            if self.options.leave_out_hint is not None:
+                message += f", {self.options.leave_out_hint(controller)}"
+        return f"{message} ({detail})"
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Run until ``stop`` is set (exit 0) or leadership is lost (exit 1).
+
+        ``stop`` is honoured at every stage, also while the API server is still being
+        checked or the cache is still syncing, so a SIGTERM never waits for a slow start.
+        A startup failure (listen address taken, API server unreachable, resource not
+        served) is logged as one line and returns exit 1. Leadership lost while in-flight
+        reconciles are finishing after ``stop`` cuts them short at once, and exits 1 too.
+        """
+        try:
+            await self.server.start()
+        except OSError as error:
+            log.error("cannot listen for probes and metrics: %s", error)
+            await self.server.stop()
+            return EXIT_FAILED
+        stop_task = asyncio.create_task(stop.wait(), name="manager-stop")
+        try:
+            exit_code = await self._run(stop_task)
+        finally:
+            lost = await self._shutdown(self._elector_task, stop_task)
+        return EXIT_FAILED if lost else exit_code
+
+    async def _run(self, stop_task: asyncio.Task[bool]) -> int:
+        try:
+            if not await _unless(self.check_resources_served(), stop_task):
+                return EXIT_OK
+        except StartupError as error:
+            log.error("%s", error)
+            return EXIT_FAILED
+        except (ApiError, TransportError) as error:
+            log.error("cannot reach the API server: %s", error)
+            return EXIT_FAILED
+        await self.cache.start()
+        for recorder in self.recorders:
+            recorder.start()
+        interrupts: list[asyncio.Task[Any]] = [stop_task]
+        elector_task: asyncio.Task[None] | None = None
+        election = self.options.leader_election
+        if election is not None:
+            self.elector = (
+                LeaderForLife(self.client, election)
+                if isinstance(election, LeaderForLifeConfig)
+                else LeaderElector(self.client, election)
+            )
+            elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
+            self._elector_task = elector_task
+            interrupts.append(elector_task)
+            if not await _unless(self.elector.leader_elected.wait(), *interrupts):
+                if stop_task.done():
+                    return EXIT_OK
+                log.error("leader election ended before this replica led: %s", _task_error(elector_task))
+                return EXIT_FAILED
+        # Raced against the interrupts too: workers must not start after leadership ended
+        # while the cache was still syncing.
+        if await _unless(self._start_controllers(), *interrupts):
+            await asyncio.wait(interrupts, return_when=asyncio.FIRST_COMPLETED)
+        if elector_task is not None and elector_task.done() and not stop_task.done():
+            log.error("leader election lost, stopping at once: %s", _task_error(elector_task) or "lease lost")
+            await self._stop_controllers(timeout=0)
+            return EXIT_FAILED
+        return EXIT_OK
+
+    async def _start_controllers(self) -> None:
+        self.leading.set()
+        for controller in self.controllers:
+            await controller.start(self.options.cache_sync_timeout)
+
+    async def _stop_controllers(self, timeout: float) -> None:
+        try:
+            await asyncio.gather(*(c.stop(timeout) for c in self.controllers))
+        finally:
+            self.leading.clear()
+
+    async def _shutdown(self, elector_task: asyncio.Task[None] | None, stop_task: asyncio.Task[bool]) -> bool:
+        """Stop everything in order; True when leadership was lost while in-flight reconciles
+        were still finishing (they are then cancelled at once, not given the graceful timeout:
+        another replica may lead as soon as our lease expires)."""
+        log.info("shutting down")
+        # Leadership may have ended between the stop request and now, workers still running.
+        lost = elector_task is not None and elector_task.done() and self.leading.is_set()
+        if lost and elector_task is not None:
+            _log_lost_while_stopping(elector_task)
+        timeout = 0 if lost else self.options.graceful_shutdown_timeout
+        stopping = asyncio.create_task(self._stop_controllers(timeout), name="stop-controllers")
+        try:
+            if not lost and elector_task is not None and not elector_task.done():
+                await asyncio.wait({stopping, elector_task}, return_when=asyncio.FIRST_COMPLETED)
+                if not stopping.done():
+                    _log_lost_while_stopping(elector_task)
+                    lost = True
+                    stopping.cancel()
+            await asyncio.gather(stopping, return_exceptions=True)
+        except asyncio.CancelledError:
+            stopping.cancel()  # this shutdown is itself cancelled: no reconcile may outlive it
+            await asyncio.gather(stopping, return_exceptions=True)
+            raise
+        if not stopping.cancelled() and (error := stopping.exception()) is not None:
+            raise error
+        if elector_task is not None and not elector_task.done():
+            elector_task.cancel()  # releases the lease when configured to
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await elector_task
+        stop_task.cancel()
+        for recorder in self.recorders:
+            await recorder.stop()
+        await self.cache.stop()
+        await self.server.stop()
+        return lost
+
+
+async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future[Any]) -> bool:
+    """Run ``work`` until it finishes (True) or one of ``interrupts`` is done first (False:
+    ``work`` is cancelled and awaited). Exceptions from ``work`` propagate."""
+    task = asyncio.create_task(work)
+    try:
+        await asyncio.wait({task, *interrupts}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled():
+        return False
+    task.result()
+    return True
+
+
+def _is_builtin_group(group: str) -> bool:
+    return group in ("", "apps", "batch", "policy", "autoscaling") or group.endswith(".k8s.io")
+
+
+def _log_lost_while_stopping(elector_task: asyncio.Task[None]) -> None:
+    log.error(
+        "leader election lost while shutting down, cancelling in-flight reconciles: %s",
+        _task_error(elector_task) or "lease lost",
+    )
+
+
+def _task_error(task: asyncio.Task[None]) -> str:
+    if task.cancelled():
+        return "cancelled"
+    error = task.exception()
+    return f"{type(error).__name__}: {error}" if error else ""

@@ -1,0 +1,2 @@
+"""Small building blocks with no Kubernetes in them: clocks, backoff, token buckets.
+"""
