@@ -11,7 +11,7 @@ from typing import Any
 from memop.memcached import controller
 from memop.memcached.api import GROUP, PLURAL
 from memop.memcached.crd import crd
-from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
+from memop.runtime.api.permissions import Rule, own_kind, watched
 from memop.runtime.controller.controller import Controller
 from memop.runtime.controller.definition import ControllerDefinition, SetupContext
 
@@ -31,10 +31,7 @@ SAMPLE: dict[str, Any] = {
 }
 
 RULES: tuple[Rule, ...] = (
-    *own_kind(GROUP, PLURAL, "Deployment's"),
-    Rule(
-        GROUP, PLURAL, "patch", Scope.WATCHED, "reconciler: add the finalizer (merge), remove it (JSON patch)"
-    ),
+    *own_kind(GROUP, PLURAL, finalizers=True, owner_references=True),
     *watched("apps", "deployments", "cache; start-up check", "list"),
     *watched("apps", "deployments", "cache", "watch"),
     *watched("apps", "deployments", "reconciler: the Memcached's Deployment", "create"),

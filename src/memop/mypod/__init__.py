@@ -45,7 +45,7 @@ SAMPLE: dict[str, Any] = {
 }
 
 RULES: tuple[Rule, ...] = (
-    *own_kind(GROUP, PLURAL, "pod's"),
+    *own_kind(GROUP, PLURAL, owner_references=True),
     *watched("", "pods", "cache (pods labelled harryyann.github.io/mypod); start-up check", "list"),
     *watched("", "pods", "cache", "watch"),
     *watched("", "pods", "reconciler: the MyPod's pod", "create"),

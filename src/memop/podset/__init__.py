@@ -63,7 +63,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
 }
 
 RULES: tuple[Rule, ...] = (
-    *own_kind(GROUP, PLURAL, "pods"),
+    *own_kind(GROUP, PLURAL, owner_references=True),
     *watched("", "pods", "cache (the PodSets' pods); start-up check", "list"),
     *watched("", "pods", "cache", "watch"),
     *watched("", "pods", "reconciler: scale up, replace pods gone or finished", "create"),

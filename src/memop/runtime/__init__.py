@@ -34,11 +34,15 @@ Reading and writing:
 - :mod:`conditions <memop.runtime.api.conditions>`: ``set_condition`` (transition times move
   only when the status flips), ``find_condition``, ``conditions_schema``.
 - :class:`EventRecorder` with :data:`NORMAL` and :data:`WARNING`: Events, sent in the background.
-- :class:`Resource` names a kind (group, version, plural, kind); :data:`PODS`,
-  :data:`DEPLOYMENTS` and others are predefined. :class:`Selector` parses label selectors.
-  Cached objects are plain dicts (:data:`Obj`; :func:`dig` reads a nested field safely);
-  :func:`controller_reference` builds a child's controller ownerReference and
-  :func:`controller_owner_uid` reads it.
+- :class:`Resource` names a kind (group, version, plural, kind, scope); the common built-in
+  ones are predefined: :data:`NAMESPACES`, :data:`PODS`, :data:`CONFIGMAPS`, :data:`SECRETS`,
+  :data:`SERVICES`, :data:`SERVICE_ACCOUNTS`, :data:`PERSISTENT_VOLUME_CLAIMS`,
+  :data:`EVENTS`, :data:`DEPLOYMENTS`, :data:`REPLICASETS`, :data:`STATEFULSETS`,
+  :data:`DAEMONSETS`, :data:`JOBS`, :data:`CRONJOBS`, :data:`INGRESSES`, :data:`LEASES`,
+  :data:`ROLES`, :data:`ROLE_BINDINGS`, :data:`CLUSTER_ROLES`, :data:`CLUSTER_ROLE_BINDINGS`.
+  :class:`Selector` parses label selectors. Cached objects are plain dicts (:data:`Obj`;
+  :func:`dig` reads a nested field safely); :func:`controller_reference` builds a child's
+  controller ownerReference and :func:`controller_owner_uid` reads it.
 - :class:`Clock` (:class:`RealClock`, :class:`FakeClock` for tests) and :func:`rfc3339`:
   time-based logic takes a clock, so tests never sleep.
 
@@ -75,7 +79,29 @@ if TYPE_CHECKING:
         NotFound,
         TransportError,
     )
-    from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, Resource
+    from memop.runtime.client.resources import (
+        CLUSTER_ROLE_BINDINGS,
+        CLUSTER_ROLES,
+        CONFIGMAPS,
+        CRONJOBS,
+        DAEMONSETS,
+        DEPLOYMENTS,
+        EVENTS,
+        INGRESSES,
+        JOBS,
+        LEASES,
+        NAMESPACES,
+        PERSISTENT_VOLUME_CLAIMS,
+        PODS,
+        REPLICASETS,
+        ROLE_BINDINGS,
+        ROLES,
+        SECRETS,
+        SERVICE_ACCOUNTS,
+        SERVICES,
+        STATEFULSETS,
+        Resource,
+    )
     from memop.runtime.controller import predicates
     from memop.runtime.controller.controller import Controller, ControllerBuilder
     from memop.runtime.controller.definition import ControllerDefinition, SetupContext
@@ -92,6 +118,10 @@ _EXPORTS: dict[str, str] = {
     "AlreadyExists": "memop.runtime.client.errors",
     "ApiError": "memop.runtime.client.errors",
     "BadRequest": "memop.runtime.client.errors",
+    "CLUSTER_ROLES": "memop.runtime.client.resources",
+    "CLUSTER_ROLE_BINDINGS": "memop.runtime.client.resources",
+    "CONFIGMAPS": "memop.runtime.client.resources",
+    "CRONJOBS": "memop.runtime.client.resources",
     "Cache": "memop.runtime.cache.cache",
     "Client": "memop.runtime.client.client",
     "Clock": "memop.runtime.util.clock",
@@ -100,26 +130,38 @@ _EXPORTS: dict[str, str] = {
     "ControllerBuilder": "memop.runtime.controller.controller",
     "ControllerDefinition": "memop.runtime.controller.definition",
     "CrdNames": "memop.runtime.api.crdgen",
+    "DAEMONSETS": "memop.runtime.client.resources",
     "DEPLOYMENTS": "memop.runtime.client.resources",
     "EVENTS": "memop.runtime.client.resources",
     "EventRecorder": "memop.runtime.manager.events",
     "Expectations": "memop.runtime.controller.expectations",
     "FakeClock": "memop.runtime.util.clock",
     "Forbidden": "memop.runtime.client.errors",
+    "INGRESSES": "memop.runtime.client.resources",
     "Invalid": "memop.runtime.client.errors",
+    "JOBS": "memop.runtime.client.resources",
+    "LEASES": "memop.runtime.client.resources",
     "Manager": "memop.runtime.manager.manager",
     "ManagerOptions": "memop.runtime.manager.manager",
     "NAMESPACES": "memop.runtime.client.resources",
     "NORMAL": "memop.runtime.manager.events",
     "NotFound": "memop.runtime.client.errors",
     "Obj": "memop.runtime.cache.store",
+    "PERSISTENT_VOLUME_CLAIMS": "memop.runtime.client.resources",
     "PODS": "memop.runtime.client.resources",
+    "REPLICASETS": "memop.runtime.client.resources",
+    "ROLES": "memop.runtime.client.resources",
+    "ROLE_BINDINGS": "memop.runtime.client.resources",
     "RealClock": "memop.runtime.util.clock",
     "Reconciler": "memop.runtime.controller.reconcile",
     "Request": "memop.runtime.controller.reconcile",
     "Resource": "memop.runtime.client.resources",
     "Result": "memop.runtime.controller.reconcile",
     "Rule": "memop.runtime.api.permissions",
+    "SECRETS": "memop.runtime.client.resources",
+    "SERVICES": "memop.runtime.client.resources",
+    "SERVICE_ACCOUNTS": "memop.runtime.client.resources",
+    "STATEFULSETS": "memop.runtime.client.resources",
     "Scope": "memop.runtime.api.permissions",
     "Selector": "memop.runtime.cache.labels",
     "SetupContext": "memop.runtime.controller.definition",
@@ -153,11 +195,27 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CLUSTER_ROLES",
+    "CLUSTER_ROLE_BINDINGS",
+    "CONFIGMAPS",
+    "CRONJOBS",
+    "DAEMONSETS",
     "DEPLOYMENTS",
     "EVENTS",
+    "INGRESSES",
+    "JOBS",
+    "LEASES",
     "NAMESPACES",
     "NORMAL",
+    "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
+    "REPLICASETS",
+    "ROLES",
+    "ROLE_BINDINGS",
+    "SECRETS",
+    "SERVICES",
+    "SERVICE_ACCOUNTS",
+    "STATEFULSETS",
     "WARNING",
     "AlreadyExists",
     "ApiError",

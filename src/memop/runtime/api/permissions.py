@@ -43,13 +43,32 @@ def watched(group: str, resource: str, why: str, *verbs: str) -> tuple[Rule, ...
     return tuple(Rule(group, resource, verb, Scope.WATCHED, why) for verb in verbs)
 
 
-def own_kind(group: str, plural: str, children: str) -> tuple[Rule, ...]:
-    """What every controller of a custom resource needs on its own kind: list and watch (its
-    cache; the start-up check lists with limit=1), patch of the status subresource, and update
-    of ``<plural>/finalizers``, which no request sends: the API server checks it
-    (OwnerReferencesPermissionEnforcement) before it lets the controller set
-    blockOwnerDeletion in its ``children``'s ownerReference."""
-    return (
+def own_kind(
+    group: str,
+    plural: str,
+    *,
+    status: bool = True,
+    finalizers: bool = False,
+    owner_references: bool = False,
+) -> tuple[Rule, ...]:
+    """What a controller of a custom resource needs on its own kind, each rule only when its code
+    does what needs it:
+
+    - always ``list`` and ``watch``: its cache (list then watch; the manager's start-up check
+      lists with ``limit=1``);
+    - ``status`` (default True): ``patch`` of ``<plural>/status``, the merge patch
+      :func:`memop.runtime.controller.status.update_status` sends;
+    - ``finalizers``: ``patch`` of the kind itself, which
+      :func:`memop.runtime.controller.finalizers.add_finalizer` and ``remove_finalizer`` send
+      (a finalizer is in the object's metadata, not in a subresource);
+    - ``owner_references``: ``update`` of ``<plural>/finalizers``, which no request sends: the
+      API server's OwnerReferencesPermissionEnforcement admission checks it before it lets a
+      controller create a child whose ownerReference to this kind sets ``blockOwnerDeletion``
+      (as :func:`memop.runtime.cache.store.controller_reference` does). A controller whose
+      children carry no ownerReference (children in another namespace, or cluster-scoped, mapped
+      back through :func:`memop.runtime.controller.handlers.owner_annotations`) leaves it out.
+    """
+    rules = [
         Rule(
             group,
             plural,
@@ -58,14 +77,31 @@ def own_kind(group: str, plural: str, children: str) -> tuple[Rule, ...]:
             "cache (list then watch); the start-up check lists with limit=1",
         ),
         Rule(group, plural, "watch", Scope.WATCHED, "cache"),
-        Rule(group, f"{plural}/status", "patch", Scope.WATCHED, "reconciler: status (merge patch)"),
-        Rule(
-            group,
-            f"{plural}/finalizers",
-            "update",
-            Scope.WATCHED,
-            f"admission, not a request: blockOwnerDeletion in the {children}' ownerReference needs it "
-            "(OwnerReferencesPermissionEnforcement)",
-            sent=False,
-        ),
-    )
+    ]
+    if status:
+        rules.append(
+            Rule(group, f"{plural}/status", "patch", Scope.WATCHED, "reconciler: status (merge patch)")
+        )
+    if finalizers:
+        rules.append(
+            Rule(
+                group,
+                plural,
+                "patch",
+                Scope.WATCHED,
+                "reconciler: add its finalizer (merge patch), remove it (JSON patch)",
+            )
+        )
+    if owner_references:
+        rules.append(
+            Rule(
+                group,
+                f"{plural}/finalizers",
+                "update",
+                Scope.WATCHED,
+                "admission, not a request: blockOwnerDeletion in its children's ownerReference needs it "
+                "(OwnerReferencesPermissionEnforcement)",
+                sent=False,
+            )
+        )
+    return tuple(rules)

@@ -37,13 +37,38 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
+# The built-in resources controllers most often read or write, by the names controller-runtime
+# users know from client-go's typed clients. Anything else: Resource(group, version, plural, kind).
+
+# core/v1
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+SECRETS = Resource("", "v1", "secrets", "Secret")
+SERVICES = Resource("", "v1", "services", "Service")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 EVENTS = Resource("", "v1", "events", "Event")
+# apps/v1
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet")
+STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
+DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet")
+# batch/v1
+JOBS = Resource("batch", "v1", "jobs", "Job")
+CRONJOBS = Resource("batch", "v1", "cronjobs", "CronJob")
+# networking.k8s.io/v1
+INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress")
+# coordination.k8s.io/v1
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+# rbac.authorization.k8s.io/v1
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDINGS = Resource(
+    "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False
+)
+# apiextensions.k8s.io/v1
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
 )
