@@ -113,6 +113,8 @@ def test_the_table_covers_every_flag() -> None:
         "--metrics-cert-dir",
         "--leader-election-mode",  # test_leader_for_life_flags: they need --leader-elect
         "--leader-for-life-outside-cluster",
+        "--project",  # tests/test_project.py: they select the project
+        "--controller-module",
     }
     assert covered == set(long_flags())
 

@@ -1,4 +1,4 @@
-"""``python -m memop``: the operator process."""
+"""``python -m memop``: the ``memop`` command line (:func:`memop.cli.main.main`)."""
 
 import sys
 

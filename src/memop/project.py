@@ -10,8 +10,9 @@ plugins, through the entry-point group ``memop.controllers``::
 An entry point's value is a :class:`Project`, or a
 :class:`~memop.runtime.controller.definition.ControllerDefinition`: the definitions a
 distribution exposes without a Project make a project named after the distribution. A module
-that is not installed is named with ``--controller-module MODULE[:ATTRIBUTE]`` instead; without
-an attribute, the module's ``PROJECT``, else its ``DEFINITION``, else its ``DEFINITIONS``.
+that is not installed is named with ``--controller-module MODULE[:ATTRIBUTE]`` instead (imported
+from the current directory or ``PYTHONPATH``); without an attribute, the module's ``PROJECT``,
+else its ``DEFINITION``, else its ``DEFINITIONS``.
 
 Which project a process runs (:func:`select_project`): the one ``--controller-module`` names;
 else the installed one ``--project`` names; else the only installed project that is not
@@ -24,7 +25,9 @@ Everything wrong here is a :class:`ProjectError` whose message is the one line t
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -173,17 +176,26 @@ def _with_origin(project: Project, origin: str) -> Project:
     return dataclasses.replace(project, origin=origin)
 
 
-def load_module(spec: str) -> Project:
-    """The project of ``--controller-module MODULE[:ATTRIBUTE]``."""
+def load_module(spec: str, origin: str | None = None) -> Project:
+    """The project of ``--controller-module MODULE[:ATTRIBUTE]``. ``origin`` is how messages
+    name the setting (default ``--controller-module SPEC``)."""
     module_name, _, attribute = spec.strip().partition(":")
-    origin = f"--controller-module {spec}"
+    origin = origin or f"--controller-module {spec}"
     if not module_name or not all(part.isidentifier() for part in module_name.split(".")):
         raise ProjectError(f"{origin}: expected MODULE[:ATTRIBUTE], such as myoperator.project:PROJECT")
+    # The current directory first, as uvicorn and gunicorn do for their app modules: the
+    # ``memop`` console script does not put it on sys.path (``python -m memop`` does).
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
+    except ProjectError as error:  # the module's own Project(...) refused: already one line
+        raise ProjectError(f"{origin}: {error}") from None
     except ModuleNotFoundError as error:
         if error.name and (module_name == error.name or module_name.startswith(error.name + ".")):
-            raise ProjectError(f"{origin}: no module named {error.name!r} (is it on PYTHONPATH?)") from None
+            raise ProjectError(
+                f"{origin}: no module named {error.name!r} (not in the current directory nor on PYTHONPATH)"
+            ) from None
         raise ProjectError(f"{origin}: importing {module_name} failed: {error}") from None
     except Exception as error:  # the user's module raised while importing: one line, no traceback
         raise ProjectError(
@@ -220,6 +232,8 @@ def _distribution_project(dist: str, entry_points: Iterable[metadata.EntryPoint]
         origin = f"entry point {entry_point.name} = {entry_point.value} ({dist})"
         try:
             values.append((origin, entry_point.load()))
+        except ProjectError as error:
+            raise ProjectError(f"{origin}: {error}") from None
         except Exception as error:  # a broken plugin: one line naming it
             raise ProjectError(f"{origin}: loading failed: {type(error).__name__}: {error}") from None
     projects = [(origin, value) for origin, value in values if isinstance(value, Project)]
@@ -241,16 +255,25 @@ def _distribution_project(dist: str, entry_points: Iterable[metadata.EntryPoint]
 
 
 def select_project(
-    name: str | None = None, module: str | None = None, installed: dict[str, Project] | None = None
+    name: str | None = None,
+    module: str | None = None,
+    installed: dict[str, Project] | None = None,
+    *,
+    name_origin: str = "--project",
+    module_origin: str | None = None,
 ) -> Project:
-    """The project to run or describe: see the module's docstring for the rule."""
+    """The project to run or describe: see the module's docstring for the rule.
+
+    ``installed`` defaults to :func:`installed_projects`; ``name_origin`` and ``module_origin``
+    are how messages name the two settings (a flag, or the variable it came from).
+    """
     if module:
-        return load_module(module)
+        return load_module(module, module_origin)
     projects = installed_projects() if installed is None else installed
     if name:
         if name not in projects:
             known = ", ".join(sorted(projects)) or "none"
-            raise ProjectError(f"--project: no installed project {name!r} (installed: {known})")
+            raise ProjectError(f"{name_origin}: no installed project {name!r} (installed: {known})")
         return projects[name]
     others = sorted(n for n in projects if n != BUILTIN)
     if len(others) == 1:

@@ -147,7 +147,7 @@ async def test_openmetrics_by_accept_header(client: Client, memops: MemopProcess
     assert {s.labels["result"] for s in reconciles.samples if s.name.endswith("_total")} == {
         "success", "error", "requeue", "requeue_after"
     }  # fmt: skip
-    assert families["memop_build_info"].samples[0].labels == {"version": __version__}
+    assert families["memop_build_info"].samples[0].labels == {"name": "memop", "version": __version__}
 
 
 async def test_probes_and_metrics_share_one_server_when_the_addresses_are_equal(

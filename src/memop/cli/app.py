@@ -1,5 +1,11 @@
 """``python -m memop``: configuration → Kubernetes client → manager with the chosen controllers.
 
+Everything that names the process comes from its project (``RunConfig.project``), never from
+memop: the start line ``starting NAME VERSION``, the logger ``NAME``, the user agent
+``NAME/VERSION (identity)``, the default Lease, ``memop_build_info{name, version}``; each
+controller's Events come from ``<controller>-controller`` and its metrics carry
+``controller=<controller>``.
+
 Signals: the first SIGTERM/SIGINT starts a graceful shutdown (in-flight reconciles finish
 within the graceful timeout, the lease is released); a second one exits at once.
 """
@@ -19,7 +25,7 @@ from pathlib import Path
 from kubernetes_asyncio.client import ApiClient
 
 from memop import __version__
-from memop.cli.controllers import ALL, without
+from memop.cli.controllers import leave_out_hint
 from memop.cli.options import LEADER_FOR_LIFE, RunConfig
 from memop.runtime import logs, metrics
 from memop.runtime.client.client import Client
@@ -34,8 +40,6 @@ from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
 from memop.runtime.leaderelection.lease import LeaderElectionConfig, default_identity
 from memop.runtime.manager.authn import tls_context
 from memop.runtime.manager.manager import EXIT_FAILED, Manager, ManagerOptions
-
-log = logging.getLogger("memop")
 
 EXIT_USAGE = 2
 # Informers per controller at most (its own kind and two it owns or watches): each holds a
@@ -106,7 +110,7 @@ def _leader_for_life_config(config: RunConfig, namespace: str) -> LeaderForLifeC
     return election
 
 
-def _install_signal_handlers(stop: asyncio.Event) -> None:
+def _install_signal_handlers(stop: asyncio.Event, log: logging.Logger) -> None:
     loop = asyncio.get_running_loop()
 
     def on_signal(signum: int) -> None:
@@ -120,24 +124,19 @@ def _install_signal_handlers(stop: asyncio.Event) -> None:
         loop.add_signal_handler(signum, on_signal, signum)
 
 
-def _leave_out_hint(controllers: tuple[str, ...], name: str) -> str:
-    rest = without(controllers, name)
-    if not rest:
-        return "or run memop with --controllers naming the controllers whose CRDs are installed"
-    return f"or leave the {name} controller out: --controllers={rest}"
-
-
 async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     """Run the operator until stopped; returns the process exit code."""
+    project = config.project
+    log = logging.getLogger(project.name)
     identity = default_identity()
     try:
         election = leader_election_config(config, identity)
     except ValueError as error:
         # A usage error like those of memop.cli.options: one plain line, whatever the log format.
-        print(f"memop: error: {error}", file=sys.stderr)
+        print(f"{config.prog}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     logs.configure(config.log_level, config.log_format)
-    metrics.set_build_info(__version__)
+    metrics.set_build_info(project.version, name=project.name)
     if config.leader_elect and election is None:
         log.info(
             "not running in a cluster and no POD_NAME: leader-for-life election skipped "
@@ -155,11 +154,13 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, watches + 64)
     if stop is None:
         stop = asyncio.Event()
-        _install_signal_handlers(stop)
+        _install_signal_handlers(stop, log)
     log.info(
-        "starting memop %s",
-        __version__,
+        "starting %s %s",
+        project.name,
+        project.version,
         extra={
+            "memop": __version__,
             "identity": identity,
             "namespaces": ",".join(config.namespaces) or "<all>",
             "controllers": ",".join(controllers),
@@ -172,7 +173,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
         try:
             metrics_tls = tls_context(
                 Path(config.metrics_cert_dir) if config.metrics_cert_dir else None,
-                scratch_dir=Path(tempfile.gettempdir()) / "memop-metrics-cert",
+                scratch_dir=Path(tempfile.gettempdir()) / f"{project.name}-metrics-cert",
             )
         except (OSError, ssl.SSLError) as error:
             log.error("cannot serve metrics over HTTPS: %s", error)
@@ -180,7 +181,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     async with ApiClient(configuration) as api_client:
         client = Client(
             api_client,
-            user_agent=f"memop/{__version__} ({identity})",
+            user_agent=f"{project.name}/{project.version} ({identity})",
             qps=config.kube_api_qps,
             burst=config.kube_api_burst,
         )
@@ -197,11 +198,16 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 sync_period=config.sync_period,
                 event_qps=config.event_qps,
                 event_burst=config.event_burst,
-                leave_out_hint=lambda name: _leave_out_hint(controllers, name),
+                # A project of one controller cannot leave it out: installing its CRD is the advice.
+                leave_out_hint=(
+                    (lambda name: leave_out_hint(config.prog, controllers, name))
+                    if len(project.controllers) > 1
+                    else None
+                ),
             ),
         )
         for name in controllers:
-            definition = ALL[name]
+            definition = project.controller(name)
             context = SetupContext(
                 manager.cache,
                 client,

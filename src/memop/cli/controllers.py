@@ -1,34 +1,34 @@
-"""The controllers memop can run, and ``--controllers``: which of them this process runs.
+"""``--controllers``: which of the selected project's controllers this process runs.
 
-Every controller package contributes one :class:`~memop.runtime.controller.definition.ControllerDefinition`;
-:data:`ALL` lists them in the order they are set up. A new controller is a package and one
-line here.
-
-``--controllers`` takes kube-controller-manager's syntax: a comma-separated list where ``*``
-means every controller, ``name`` enables one and ``-name`` disables one (``*,-podset``: all but
-PodSet). The default is ``*``.
+A project (:class:`memop.project.Project`) lists its controllers in the order they are set
+up; memop's own are :data:`memop.builtin.PROJECT`'s. ``--controllers`` takes
+kube-controller-manager's syntax: a comma-separated list where ``*`` means every controller,
+``name`` enables one and ``-name`` disables one (``*,-podset``: all but PodSet). The default
+is ``*``.
 """
 
 from __future__ import annotations
 
-from memop import memcached, mypod, podset
+from memop.builtin import PROJECT as _BUILTIN
+from memop.project import Project
 from memop.runtime.controller.definition import ControllerDefinition
-
-ALL: dict[str, ControllerDefinition] = {
-    definition.name: definition for definition in (memcached.DEFINITION, podset.DEFINITION, mypod.DEFINITION)
-}
 
 EVERY = "*"
 
+# Retiring: memop's own controllers by name. Use memop.builtin.PROJECT (or the selected
+# project) instead; kept, derived from it, while other modules still import it.
+ALL: dict[str, ControllerDefinition] = {definition.name: definition for definition in _BUILTIN.controllers}
 
-def parse_controllers(text: str) -> tuple[str, ...]:
-    """The names ``text`` (``--controllers``) enables, in :data:`ALL` order. ValueError names
-    an unknown controller, or says when nothing is left enabled."""
+
+def parse_controllers(text: str, project: Project) -> tuple[str, ...]:
+    """The names of ``project``'s controllers ``text`` (``--controllers``) enables, in the
+    project's order. ValueError names an unknown controller, or says when nothing is left
+    enabled."""
+    names = project.controller_names
     items = [item.strip() for item in text.split(",")]
     if not text.strip() or any(not item for item in items):
-        raise ValueError(
-            f"--controllers: empty entry in {text!r}; use {EVERY!r} or names like memcached,podset"
-        )
+        example = ",".join(names[:2])
+        raise ValueError(f"--controllers: empty entry in {text!r}; use {EVERY!r} or names like {example}")
     enabled: set[str] = set()
     disabled: set[str] = set()
     every = False
@@ -37,13 +37,13 @@ def parse_controllers(text: str) -> tuple[str, ...]:
         if item == EVERY:
             every = True
             continue
-        if name not in ALL:
-            known = ", ".join(ALL)
+        if name not in names:
+            known = ", ".join(names)
             raise ValueError(
                 f"--controllers: unknown controller {name!r} (known: {known}; {EVERY!r} for all)"
             )
         (disabled if item.startswith("-") else enabled).add(name)
-    chosen = tuple(name for name in ALL if (every or name in enabled) and name not in disabled)
+    chosen = tuple(name for name in names if (every or name in enabled) and name not in disabled)
     if not chosen:
         raise ValueError(f"--controllers: {text!r} enables no controller")
     return chosen
@@ -54,3 +54,13 @@ def without(names: tuple[str, ...], name: str) -> str:
     is missing."""
     rest = [n for n in names if n != name]
     return ",".join(rest) if rest else ""
+
+
+def leave_out_hint(prog: str, running: tuple[str, ...], name: str) -> str:
+    """How to run ``prog`` (the command as the user types it: ``memop``, ``python -m mypkg``)
+    without the controller ``name``, one of ``running``: the advice after "install the
+    CustomResourceDefinition ..." when its resource is not served."""
+    rest = without(running, name)
+    if not rest:
+        return f"or run {prog} with --controllers naming the controllers whose CRDs are installed"
+    return f"or leave the {name} controller out: --controllers={rest}"

@@ -1,5 +1,10 @@
 """Flags and environment variables of ``python -m memop``, validated into one RunConfig.
 
+The process runs one project (:mod:`memop.project`): the one ``--controller-module`` or
+``--project`` selects, else the only installed one besides memop's, else memop's own; or the
+one a program passes to :func:`memop.run`, which then offers neither flag. The project sets
+the defaults that name it (``--leader-election-id``) and what ``--controllers`` accepts.
+
 Every flag has an environment variable (its name upper-cased, dashes to underscores, e.g.
 ``--watch-namespace`` / ``WATCH_NAMESPACE``) so a Deployment can set it; a flag given on the
 command line wins over the environment. Names follow Kubebuilder / controller-runtime, and
@@ -19,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memop import __version__
-from memop.cli.controllers import ALL, parse_controllers
+from memop.cli.controllers import parse_controllers
+from memop.project import BUILTIN, Project, ProjectError, select_project
 from memop.runtime.manager.server import Address
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -35,6 +41,12 @@ LEADER_ELECTION_MODES = (LEASE, LEADER_FOR_LIFE)
 
 class UsageError(Exception):
     """A flag or environment value is invalid; the message is the one line to print."""
+
+
+def _builtin_project() -> Project:
+    from memop.builtin import PROJECT  # noqa: PLC0415 - memop's controllers, only when asked for
+
+    return PROJECT
 
 
 def parse_duration(text: str) -> float:
@@ -73,6 +85,8 @@ def parse_namespaces(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RunConfig:
+    """One run of the operator, validated: what :func:`memop.cli.app.run` needs."""
+
     kubeconfig: str | None
     namespaces: tuple[str, ...]
     max_concurrent_reconciles: int
@@ -97,8 +111,8 @@ class RunConfig:
     metrics_cert_dir: str | None = None
     # Where the kubeconfig path came from, for error messages: the flag or its variable.
     kubeconfig_origin: str = "--kubeconfig"
-    # The controllers to run: memop.cli.controllers.ALL names, in its order.
-    controllers: tuple[str, ...] = field(default_factory=lambda: tuple(ALL))
+    # The controllers to run: names of project's controllers, in its order; empty means all.
+    controllers: tuple[str, ...] = ()
     # With leader_elect: "lease" (coordination.k8s.io Lease) or "leader-for-life" (a ConfigMap
     # lock owned by the replica's Pod, memop.runtime.leaderelection.leaderforlife).
     leader_election_mode: str = "lease"
@@ -108,6 +122,17 @@ class RunConfig:
     # Leader for life outside a cluster (no POD_NAME, no service account): run without
     # election instead of refusing to start.
     leader_for_life_outside_cluster: bool = False
+    # The operator this process runs (memop's own by default), and the command as the user
+    # types it (``memop``, ``python -m mypkg``), for error lines and hints.
+    project: Project = field(default_factory=_builtin_project)
+    prog: str = "memop"
+
+    def __post_init__(self) -> None:
+        if not self.controllers:
+            object.__setattr__(self, "controllers", self.project.controller_names)
+        unknown = [name for name in self.controllers if name not in self.project.controller_names]
+        if unknown:
+            raise ValueError(f"project {self.project.name} has no controller {unknown[0]!r}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,30 +145,74 @@ def env_name(flag: str) -> str:
     return flag.lstrip("-").upper().replace("-", "_")
 
 
-def build_parser() -> argparse.ArgumentParser:
+PROJECT_FLAG = "--project"
+MODULE_FLAG = "--controller-module"
+
+
+def version_line(project: Project) -> str:
+    """What ``--version`` prints: ``memop 0.1.0``, or ``NAME VERSION (memop 0.1.0)``."""
+    if project.name == BUILTIN:
+        return f"memop {__version__}"
+    return f"{project.name} {project.version} (memop {__version__})"
+
+
+def _description(project: Project, selectable: bool) -> str:
+    controllers = "; ".join(f"{d.name}: {d.description}" for d in project.controllers)
+    if project.name == BUILTIN:
+        what = f"memop's operators: {controllers}."
+    else:
+        about = f" ({project.description})" if project.description else ""
+        what = f"The {project.name} operator{about}, on memop: {controllers}."
+    text = f"{what} Every flag can also be set by the environment variable shown in brackets."
+    if selectable:
+        text += (
+            f" {PROJECT_FLAG} and {MODULE_FLAG} choose another project's controllers. Subcommands: "
+            "'memop manifests' writes the project's manifests, 'memop demo' runs memop on an in-memory "
+            "API server."
+        )
+    return text
+
+
+def build_parser(
+    project: Project | None = None, *, prog: str = "memop", selectable: bool = True
+) -> argparse.ArgumentParser:
+    """The parser of a run of ``project`` (memop's own by default). ``selectable``: offer
+    ``--project`` and ``--controller-module`` (the ``memop`` command does; a program that
+    passes its project to :func:`memop.run` does not)."""
+    project = _builtin_project() if project is None else project
     parser = _Parser(
-        prog="memop",
+        prog=prog,
         # Go's flag package has no abbreviations: "--watch" must not silently mean
         # "--watch-namespace" (nor an unknown flag be taken for a known one).
         allow_abbrev=False,
-        description=(
-            "memop's operators: "
-            + "; ".join(f"{name}: {definition.description}" for name, definition in ALL.items())
-            + ". Every flag can also be set by the environment variable shown in brackets. "
-            "Subcommands: 'memop manifests {crd,rbac,bundle}' writes or prints generated manifests, "
-            "'memop demo' runs memop on an in-memory API server."
-        ),
+        description=_description(project, selectable),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"memop {__version__}")
+    parser.add_argument("--version", action="version", version=version_line(project))
 
     def flag(name: str, help_text: str, **kwargs: object) -> None:
         parser.add_argument(name, help=f"{help_text} [{env_name(name)}]", **kwargs)  # type: ignore[arg-type]
 
+    if selectable:
+        flag(
+            PROJECT_FLAG,
+            "run this installed project (entry-point group memop.controllers); default: the only one "
+            "installed besides memop's own, else memop",
+            default=None,
+            metavar="NAME",
+        )
+        flag(
+            MODULE_FLAG,
+            "run the project in MODULE, installed or not (from the current directory or PYTHONPATH): "
+            "its ATTRIBUTE, else its PROJECT, DEFINITION or DEFINITIONS",
+            default=None,
+            metavar="MODULE[:ATTRIBUTE]",
+        )
+    names = project.controller_names
     flag(
         "--controllers",
-        "controllers to run: '*' for all, or a list such as memcached,podset; '-name' leaves one out"
-        f" (known: {', '.join(ALL)})",
+        f"controllers to run: '*' for all, or a list such as {','.join(names[:2])}; '-name' leaves one out"
+        f" (known: {', '.join(names)})",
         default="*",
     )
     flag("--kubeconfig", "kubeconfig file; default: in-cluster config, else ~/.kube/config", default=None)
@@ -159,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     flag(
         "--leader-election-id",
         "name of the Lease (or of the leader-for-life ConfigMap)",
-        default="memop-leader.cache.example.com",
+        default=project.leader_election_id,
     )
     flag(
         "--leader-election-namespace",
@@ -255,14 +324,55 @@ def _check_host(host: str) -> None:
             raise ValueError(f"invalid host {host!r}: expected an IP address or a host name") from None
 
 
-def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> RunConfig:
+def select(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Project:
+    """The project ``--project`` / ``--controller-module`` (or PROJECT / CONTROLLER_MODULE)
+    select (see :func:`memop.project.select_project`), or UsageError saying why there is none."""
+    env = os.environ if env is None else env
+    chooser = _Parser(add_help=False, allow_abbrev=False)
+    chooser.add_argument(PROJECT_FLAG, dest="project", default=None)
+    chooser.add_argument(MODULE_FLAG, dest="controller_module", default=None)
+    given, _ = chooser.parse_known_args(list(argv))
+
+    def setting(flag_name: str, value: str | None) -> tuple[str | None, str]:
+        """The value (flag first, then its variable) and how messages name where it came from."""
+        if value is None:
+            variable = env_name(flag_name)
+            value = env.get(variable)
+            if value is not None and value.strip():
+                return value.strip(), f"{flag_name} (from {variable})"
+            return None, flag_name
+        return value.strip() or None, flag_name
+
+    name, name_label = setting(PROJECT_FLAG, given.project)
+    module, module_label = setting(MODULE_FLAG, given.controller_module)
+    if name and module:
+        raise UsageError(f"{name_label} and {module_label} exclude each other: give one")
+    module_origin = f"{MODULE_FLAG} {module}" + module_label.removeprefix(MODULE_FLAG)
+    try:
+        return select_project(name, module, name_origin=name_label, module_origin=module_origin)
+    except ProjectError as error:
+        raise UsageError(str(error)) from None
+
+
+def parse_run_args(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    *,
+    project: Project | None = None,
+    prog: str = "memop",
+) -> RunConfig:
     """Validate flags (and environment) into a RunConfig, or raise UsageError.
 
     ``env`` defaults to ``os.environ``. An error about a value that came from the environment
-    names the variable as well as the flag.
+    names the variable as well as the flag. Without ``project``, the flags and environment
+    select it (:func:`select`); with it, ``--project`` and ``--controller-module`` are unknown
+    flags. ``prog`` is the command as the user types it, for ``--help`` and messages.
     """
-    parser = build_parser()
     env = os.environ if env is None else env
+    selectable = project is None
+    if project is None:
+        project = select(argv, env)
+    parser = build_parser(project, prog=prog, selectable=selectable)
     full_argv, from_env = _with_env(list(argv), env, parser)
     args = parser.parse_args(full_argv)
 
@@ -302,7 +412,7 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         return parsed
 
     try:
-        controllers = parse_controllers(args.controllers)
+        controllers = parse_controllers(args.controllers, project)
     except ValueError as error:
         raise UsageError(f"{label('controllers')}: {str(error).removeprefix('--controllers: ')}") from None
     try:
@@ -419,4 +529,6 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         pod_name=pod_name,
         leader_for_life_max_backoff=max_backoff,
         leader_for_life_outside_cluster=bool(args.leader_for_life_outside_cluster),
+        project=project,
+        prog=prog,
     )

@@ -53,7 +53,20 @@ Describing the API and its permissions:
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
   for what every controller needs on its own kind): each permission the code sends, and why.
 
-Running: :class:`Manager` / :class:`ManagerOptions` (``python -m memop`` builds one from flags).
+Running a manager (``memop`` and :func:`memop.run` build one from flags; a program of one's own
+may build it from these alone):
+
+- :class:`Manager` / :class:`ManagerOptions`: one process's client, cache, controllers,
+  leader election and probe/metrics server, started in that order and stopped gracefully.
+- :func:`load_configuration`: the Kubernetes connection, from a kubeconfig, the in-cluster
+  service account or ``~/.kube/config``, else :class:`KubeConfigError` naming what was tried;
+  :func:`running_in_cluster` and :func:`in_cluster_namespace` (the Pod's namespace).
+- ``ManagerOptions.leader_election``: a :class:`LeaderElectionConfig` (a renewed Lease, its
+  candidate named by :func:`default_identity`) or a :class:`LeaderForLifeConfig` (a ConfigMap
+  lock owned by the replica's Pod).
+- :class:`Address`: where probes and metrics listen (``host:port``); :func:`tls_context`
+  for ``ManagerOptions.metrics_tls``.
+- :func:`configure_logging`: JSON (or console) log lines carrying the reconcile context.
 """
 
 from __future__ import annotations
@@ -78,6 +91,12 @@ if TYPE_CHECKING:
         Invalid,
         NotFound,
         TransportError,
+    )
+    from memop.runtime.client.kubeconfig import (
+        KubeConfigError,
+        in_cluster_namespace,
+        load_configuration,
+        running_in_cluster,
     )
     from memop.runtime.client.resources import (
         CLUSTER_ROLE_BINDINGS,
@@ -108,13 +127,20 @@ if TYPE_CHECKING:
     from memop.runtime.controller.expectations import Expectations
     from memop.runtime.controller.reconcile import Reconciler, Request, Result, TerminalError
     from memop.runtime.controller.status import update_status
+    from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
+    from memop.runtime.leaderelection.lease import LeaderElectionConfig, default_identity
+    from memop.runtime.logs import configure as configure_logging
+    from memop.runtime.manager.authn import tls_context
     from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
     from memop.runtime.manager.manager import Manager, ManagerOptions
+    from memop.runtime.manager.server import Address
     from memop.runtime.util.clock import Clock, FakeClock, RealClock, rfc3339
 
 # Loaded on first use (PEP 562), so that importing one submodule (memop.runtime.client.k8simport,
-# which must run before kubernetes_asyncio is imported) does not import them all.
+# which must run before kubernetes_asyncio is imported) does not import them all. A value
+# "module:attribute" exports the attribute under another name.
 _EXPORTS: dict[str, str] = {
+    "Address": "memop.runtime.manager.server",
     "AlreadyExists": "memop.runtime.client.errors",
     "ApiError": "memop.runtime.client.errors",
     "BadRequest": "memop.runtime.client.errors",
@@ -140,7 +166,10 @@ _EXPORTS: dict[str, str] = {
     "INGRESSES": "memop.runtime.client.resources",
     "Invalid": "memop.runtime.client.errors",
     "JOBS": "memop.runtime.client.resources",
+    "KubeConfigError": "memop.runtime.client.kubeconfig",
     "LEASES": "memop.runtime.client.resources",
+    "LeaderElectionConfig": "memop.runtime.leaderelection.lease",
+    "LeaderForLifeConfig": "memop.runtime.leaderelection.leaderforlife",
     "Manager": "memop.runtime.manager.manager",
     "ManagerOptions": "memop.runtime.manager.manager",
     "NAMESPACES": "memop.runtime.client.resources",
@@ -168,10 +197,16 @@ _EXPORTS: dict[str, str] = {
     "TerminalError": "memop.runtime.controller.reconcile",
     "TransportError": "memop.runtime.client.errors",
     "WARNING": "memop.runtime.manager.events",
+    "configure_logging": "memop.runtime.logs:configure",
     "controller_owner_uid": "memop.runtime.cache.store",
     "controller_reference": "memop.runtime.cache.store",
+    "default_identity": "memop.runtime.leaderelection.lease",
     "dig": "memop.runtime.cache.store",
+    "in_cluster_namespace": "memop.runtime.client.kubeconfig",
+    "load_configuration": "memop.runtime.client.kubeconfig",
     "rfc3339": "memop.runtime.util.clock",
+    "running_in_cluster": "memop.runtime.client.kubeconfig",
+    "tls_context": "memop.runtime.manager.authn",
     "update_status": "memop.runtime.controller.status",
     "watched": "memop.runtime.api.permissions",
     "own_kind": "memop.runtime.api.permissions",
@@ -183,13 +218,14 @@ _EXPORTS: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    where = _EXPORTS.get(name)
+    if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if module.rsplit(".", 1)[1] == name:  # a submodule
+    module, _, attribute = where.partition(":")
+    if not attribute and module.rsplit(".", 1)[1] == name:  # a submodule
         value = importlib.import_module(module)
     else:  # a name defined in that module
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 
@@ -217,6 +253,7 @@ __all__ = [
     "SERVICE_ACCOUNTS",
     "STATEFULSETS",
     "WARNING",
+    "Address",
     "AlreadyExists",
     "ApiError",
     "BadRequest",
@@ -233,6 +270,9 @@ __all__ = [
     "FakeClock",
     "Forbidden",
     "Invalid",
+    "KubeConfigError",
+    "LeaderElectionConfig",
+    "LeaderForLifeConfig",
     "Manager",
     "ManagerOptions",
     "NotFound",
@@ -249,13 +289,19 @@ __all__ = [
     "TerminalError",
     "TransportError",
     "conditions",
+    "configure_logging",
     "controller_owner_uid",
     "controller_reference",
     "crdgen",
+    "default_identity",
     "dig",
+    "in_cluster_namespace",
+    "load_configuration",
     "own_kind",
     "predicates",
     "rfc3339",
+    "running_in_cluster",
+    "tls_context",
     "update_status",
     "validation",
     "watched",

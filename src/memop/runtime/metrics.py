@@ -172,11 +172,12 @@ def init_controller_series(controller: str, max_concurrent_reconciles: int) -> N
 
 BUILD_INFO = Gauge(
     "memop_build_info",
-    "A metric with a constant '1' value labeled by the version of memop that is running.",
-    ["version"],
+    "A metric with a constant '1' value labeled by the operator running on memop and its version.",
+    ["name", "version"],
 )
 
 
-def set_build_info(version: str) -> None:
-    """Publish ``memop_build_info{version}`` = 1, for joins in queries and dashboards."""
-    BUILD_INFO.labels(version).set(1)
+def set_build_info(version: str, name: str = "memop") -> None:
+    """Publish ``memop_build_info{name, version}`` = 1, for joins in queries and dashboards:
+    ``name`` is the operator's project (``memop`` for memop's own), ``version`` its version."""
+    BUILD_INFO.labels(name, version).set(1)

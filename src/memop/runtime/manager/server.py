@@ -35,6 +35,9 @@ class Authorizer(Protocol):
 
 @dataclass(frozen=True)
 class Address:
+    """Where a server listens: ``host`` (an IP address or name; ``0.0.0.0`` for every
+    interface) and ``port`` (0: a free one, the bound port is logged)."""
+
     host: str
     port: int
 
