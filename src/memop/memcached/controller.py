@@ -34,6 +34,7 @@ from memop.runtime.client.errors import AlreadyExists, ApiError, Conflict, Forbi
 from memop.runtime.client.resources import DEPLOYMENTS, PODS, Resource
 from memop.runtime.controller import predicates
 from memop.runtime.controller.controller import Controller, ControllerBuilder
+from memop.runtime.controller.finalizers import add_finalizer, finalizers_of, has_finalizer, remove_finalizer
 from memop.runtime.controller.reconcile import Request, Result
 from memop.runtime.controller.status import update_status
 from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
@@ -73,7 +74,7 @@ class MemcachedReconciler:
         if memcached is None:
             return None  # gone; its Deployment is garbage-collected through the ownerReference
         meta = memcached["metadata"]
-        finalizers = _finalizers(memcached)
+        finalizers = finalizers_of(memcached)
         if finalizers is None:
             # No conforming API server stores this (it validates metadata); a proxy could send
             # it. Whatever we wrote in its place could drop someone else's finalizer.
@@ -86,7 +87,9 @@ class MemcachedReconciler:
             return await self._finalize(memcached)
         if finalizers is not None and FINALIZER not in finalizers:
             try:
-                memcached = await self._add_finalizer(memcached)
+                memcached = await add_finalizer(
+                    self.client, MEMCACHEDS, memcached, FINALIZER, cache=self.cache
+                )
             except NotFound:
                 # Deleted (it had no finalizer of ours to wait for) after our cache read it:
                 # nothing is left to reconcile, and its watch event is on the way.
@@ -153,20 +156,6 @@ class MemcachedReconciler:
             await self._write_status(memcached, spec, deployment, error=message, finalizing=finalizing)
         except (ApiError, TransportError) as error:
             log.warning("could not record the failure in status either: %s", error)
-
-    async def _add_finalizer(self, memcached: Obj) -> Obj:
-        meta = memcached["metadata"]
-        finalizers = [*(_finalizers(memcached) or []), FINALIZER]
-        # The resourceVersion makes this merge patch conditional: a concurrent change to the
-        # finalizers (or anything) gets a 409 instead of being overwritten by our list.
-        patched = await self.client.patch(
-            MEMCACHEDS,
-            meta["name"],
-            {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}},
-            meta["namespace"],
-        )
-        self.cache.record_write(MEMCACHEDS, patched)
-        return patched
 
     async def _ensure_deployment(self, memcached: Obj, spec: MemcachedSpec) -> Obj | None:
         """The Deployment as it now is on the server (after any write); None to retry soon."""
@@ -267,9 +256,11 @@ class MemcachedReconciler:
 
     async def _finalize(self, memcached: Obj) -> Result | None:
         meta = memcached["metadata"]
-        finalizers = _finalizers(memcached)
-        if finalizers is None or FINALIZER not in finalizers:
+        if not has_finalizer(memcached, FINALIZER):
             return None  # not ours to finish (or unreadable: see reconcile); their owners will
+        # The finalizer is removed at its index in the object as the cache holds it: the
+        # removal's test fails (and we retry) if the list moved since.
+        cached = memcached
         memcached = await self._write_status(memcached, None, None, finalizing=True)
         self.recorder.record(
             memcached,
@@ -279,25 +270,16 @@ class MemcachedReconciler:
         )
         # Cleanup: the Deployment is controlled by this Memcached, so the garbage collector
         # deletes it (and its pods) once the Memcached is gone. Nothing is left to orphan.
-        index = finalizers.index(FINALIZER)
-        meta = memcached["metadata"]
-        patch = [
-            # Fails (422) instead of removing someone else's finalizer if the list moved.
-            {"op": "test", "path": f"/metadata/finalizers/{index}", "value": FINALIZER},
-            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-        ]
         try:
-            await self.client.patch(MEMCACHEDS, meta["name"], patch, meta["namespace"], patch_type="json")
+            await remove_finalizer(self.client, MEMCACHEDS, cached, FINALIZER)
         except NotFound:
             return None
         except Forbidden as error:
             message = f"memop is not allowed to remove its finalizer from Memcacheds here: {error.message}"
             await self._report_failure(memcached, None, "Forbidden", message, finalizing=True)
             raise
-        except ApiError as error:
-            if error.code == 422:
-                return Result(requeue=True)  # the finalizer list changed under us: re-read and retry
-            raise
+        except Conflict:
+            return Result(requeue=True)  # the finalizer list changed under us: re-read and retry
         log.info("finalizer removed")
         return None
 
@@ -309,17 +291,6 @@ class _Blocked(Exception):
         super().__init__(message)
         self.reason = reason
         self.message = message
-
-
-def _finalizers(memcached: Obj) -> list[str] | None:
-    """``metadata.finalizers`` ([] when absent), or None when it is not a list of strings: a
-    string would pass ``in`` as a substring test and spread into a list of characters."""
-    finalizers = memcached["metadata"].get("finalizers")
-    if finalizers is None:
-        return []
-    if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
-        return None
-    return finalizers
 
 
 def pod_transform(pod: Obj) -> Obj:
