@@ -8,6 +8,7 @@ namespace can go).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -41,10 +42,8 @@ async def made(client: Client, namespace: str) -> AsyncIterator[list[str]]:
     names: list[str] = []
     yield names
     for name in names:
-        try:
+        with contextlib.suppress(NotFound):
             await client.patch(CONFIGMAPS, name, {"metadata": {"finalizers": None}}, namespace)
-        except NotFound:
-            pass
 
 
 def sent(client: Client) -> float:
@@ -142,7 +141,7 @@ async def test_removing_from_a_stale_read_is_a_conflict_and_removes_nothing(
     index 1 blindly would take "third": the patch's test fails instead, raised as Conflict."""
     stale = await configmap(client, namespace, made, "stale-remove", [OTHER, MINE, THIRD])
     await client.patch(CONFIGMAPS, "stale-remove", {"metadata": {"finalizers": [MINE, THIRD]}}, namespace)
-    with pytest.raises(Conflict, match="finalizers of ConfigMap .*/stale-remove changed"):
+    with pytest.raises(Conflict, match=r"finalizers of ConfigMap .*/stale-remove changed"):
         await remove_finalizer(client, CONFIGMAPS, stale, MINE)
     fresh = await client.get(CONFIGMAPS, "stale-remove", namespace)
     assert fresh["metadata"]["finalizers"] == [MINE, THIRD]
