@@ -31,7 +31,7 @@ from kubernetes_asyncio.client import Configuration
 from multidict import CIMultiDict
 
 from memop.runtime.util.clock import Clock, RealClock
-from memop.testing import discovery, openapi, tables
+from memop.testing import discovery, openapi, protobuf, tables
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
 from memop.testing.errors import (
     ApiError,
@@ -389,13 +389,20 @@ class ApiServer:
 
     async def _body(self, request: web.Request) -> Any:
         content_type = request.content_type
-        if content_type not in ("application/json", "application/yaml"):
-            # Protobuf and CBOR bodies are not decoded (kubectl create of a built-in kind sends
-            # protobuf and gets this 415; kubectl apply sends JSON).
-            raise unsupported_media_type(["application/json", "application/yaml"])
+        if content_type not in ("application/json", "application/yaml", protobuf.MEDIA_TYPE):
+            # CBOR is not decoded (no client sends it unasked).
+            raise unsupported_media_type(["application/json", "application/yaml", protobuf.MEDIA_TYPE])
         raw = await request.read()
         if not raw:
             raise bad_request("the body of the request was empty")
+        if content_type == protobuf.MEDIA_TYPE:
+            # kubectl create of a built-in kind sends protobuf: read as the JSON it stands for.
+            try:
+                return protobuf.decode(raw)
+            except protobuf.UndecodableProtobuf as error:
+                raise ApiError(415, "UnsupportedMediaType", str(error)) from None
+            except protobuf.MalformedProtobuf as error:
+                raise bad_request(str(error)) from None
         try:
             if content_type == "application/yaml":
                 return yaml.safe_load(raw)
