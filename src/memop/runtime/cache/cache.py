@@ -12,6 +12,10 @@ to informers. When the cache is scoped to namespaces, a namespaced resource gets
 per namespace and objects elsewhere never enter the store; cluster-scoped resources always get
 one cluster-wide reflector.
 
+Custom indexes (:meth:`Cache.add_index`, controller-runtime's ``FieldIndexer``) are declared per
+resource before the cache starts and kept by every informer of that resource, so a map function
+can find the objects that refer to another (``by_index``) without scanning them all.
+
 Invariants: an informer's handlers see every change to its store exactly once and in store
 order; a handler added after objects are stored is first replayed the current objects as
 ADDED (as client-go's shared informer does), so no subscriber misses state.
@@ -29,7 +33,16 @@ from collections.abc import Callable, Iterable, Sequence
 from memop.runtime.cache.labels import Selector
 from memop.runtime.cache.reflector import ListWatcher, Reflector
 from memop.runtime.cache.sharing import Path
-from memop.runtime.cache.store import ADDED, MODIFIED, RESYNC, Obj, ObjectStore, Transform, resource_version
+from memop.runtime.cache.store import (
+    ADDED,
+    MODIFIED,
+    RESYNC,
+    IndexFunc,
+    Obj,
+    ObjectStore,
+    Transform,
+    resource_version,
+)
 from memop.runtime.client.resources import Resource
 from memop.runtime.util.clock import Clock, RealClock
 
@@ -112,6 +125,9 @@ class Cache:
         # resource -> label selector (None: all objects) -> informer. By resource first: every
         # read looks up the informers of one resource.
         self._informers: dict[Resource, dict[Selector | None, Informer]] = {}
+        # resource -> index name -> function: every informer of the resource, present or
+        # future, keeps these indexes.
+        self._indexers: dict[Resource, dict[str, IndexFunc]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -162,11 +178,10 @@ class Cache:
         label_selector: Selector | None,
     ) -> Informer:
         implied = label_selector.exact_pairs() if label_selector is not None else None
-        informer = Informer(
-            resource,
-            ObjectStore(resource, transform, shared, implied_labels=implied),
-            label_selector=label_selector,
-        )
+        store = ObjectStore(resource, transform, shared, implied_labels=implied)
+        for name, fn in self._indexers.get(resource, {}).items():
+            store.add_index(name, fn)
+        informer = Informer(resource, store, label_selector=label_selector)
         scopes: Iterable[str | None] = self.namespaces if resource.namespaced and self.namespaces else [None]
         for namespace in scopes:
             informer.reflectors.append(
@@ -216,6 +231,36 @@ class Cache:
             raise ValueError(_ambiguous(resource, informers, selector))
         return covering[0]
 
+    def add_index(self, resource: Resource, name: str, fn: IndexFunc) -> None:
+        """Index the cached objects of ``resource`` under the values ``fn`` gives each, for
+        :meth:`by_index` and ``list(..., index=(name, value))``.
+
+        Declare it before the cache starts (a controller's setup), as controller-runtime's
+        ``IndexField``: every informer of ``resource``, declared before or after, keeps the
+        index through adds, updates, deletes and relists. ``fn`` sees each object as stored
+        (after the informer's transform: keep what it reads), must not change it, and returns
+        the values (strings) to find it under; an exception is logged and leaves that object
+        out of the index. RuntimeError once the cache has started; ValueError for a name the
+        resource already has.
+        """
+        if self._started:
+            raise RuntimeError(
+                f"index {name!r} of {resource.kind}: indexes must be added before the cache starts"
+            )
+        indexers = self._indexers.setdefault(resource, {})
+        if name in indexers:
+            raise ValueError(f"{resource.kind} already has an index named {name!r}")
+        indexers[name] = fn
+        for informer in self._informers_of(resource):
+            informer.store.add_index(name, fn)
+
+    def by_index(self, resource: Resource, name: str, value: str) -> builtins.list[Obj]:
+        """The cached objects of ``resource`` that the index ``name`` holds under ``value``.
+        Read-only: copy before changing them. KeyError for an index never added."""
+        if name not in self._indexers.get(resource, {}):
+            raise KeyError(f"{resource.kind} has no index named {name!r}: add_index declares one")
+        return self.informer_for(resource).store.by_index(name, value)
+
     def in_scope(self, namespace: str | None) -> bool:
         """Whether objects in ``namespace`` are watched by this cache."""
         return not self.namespaces or not namespace or namespace in self.namespaces
@@ -234,12 +279,17 @@ class Cache:
         *,
         selector: Selector | str | None = None,
         owner_uid: str | None = None,
+        index: tuple[str, str] | None = None,
     ) -> list[Obj]:
-        """Cached objects matching the filters. Read-only: copy before changing them."""
+        """Cached objects matching every filter given: ``namespace``, label ``selector``,
+        controller ``owner_uid``, and ``index`` = (name, value) of an index :meth:`add_index`
+        declared. Read-only: copy before changing them."""
         if isinstance(selector, str):
             selector = Selector.parse(selector)
+        if index is not None and index[0] not in self._indexers.get(resource, {}):
+            raise KeyError(f"{resource.kind} has no index named {index[0]!r}: add_index declares one")
         store = self.informer_for(resource, selector).store
-        return store.list(namespace, selector=selector, owner_uid=owner_uid)
+        return store.list(namespace, selector=selector, owner_uid=owner_uid, index=index)
 
     def record_write(self, resource: Resource, obj: Obj) -> bool:
         """Store the object a write of ours returned, so the next reconcile reads its own write.

@@ -22,9 +22,15 @@ environment (the test suite sets it) the store verifies that: it keeps each obje
 compares it when the object is replaced or removed, logging an error and recording the key in
 :data:`MUTATIONS_DETECTED` when a caller changed it.
 
+Custom indexes (:meth:`ObjectStore.add_index`, controller-runtime's field indexers): a named
+function from a stored object to the values it is found under (a ConfigMapSync under the
+``namespace/name`` of its source ConfigMap), kept current through every add, update, delete and
+relist, so a read by value (:meth:`ObjectStore.by_index`) costs a lookup, not a scan.
+
 Invariants: every key in ``_objects`` appears in exactly the index entries its object implies
-(namespace, controller owner uid, each label pair) and in no other; an index entry with no
-keys left is removed, so the indexes never grow with churn (see :class:`KeyIndex`).
+(namespace, controller owner uid, each label pair, the values each custom index function gave
+for it when it was stored) and in no other; an index entry with no keys left is removed, so the
+indexes never grow with churn (see :class:`KeyIndex`).
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ log = logging.getLogger("memop.store")
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "" when cluster-scoped, name)
 Transform = Callable[[Obj], Obj]
+# A custom index: the values a stored object is found under (none: it is not indexed).
+IndexFunc = Callable[[Obj], Iterable[str]]
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -141,6 +149,10 @@ class ObjectStore:
         self._by_namespace = KeyIndex()
         self._by_owner = KeyIndex()
         self._by_label = KeyIndex()
+        # Custom indexes by name: the function, its index, and the values it gave each stored
+        # key (kept, so an object is unindexed from exactly where it went in, whatever the
+        # function would say now). Keys with no values are not in the last dict.
+        self._custom: dict[str, tuple[IndexFunc, KeyIndex, dict[Key, tuple[str, ...]]]] = {}
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -157,15 +169,23 @@ class ObjectStore:
         *,
         selector: Selector | str | None = None,
         owner_uid: str | None = None,
+        index: tuple[str, str] | None = None,
     ) -> list[Obj]:
         """Objects matching every given filter, in no particular order. Read-only.
 
-        The narrowest index among namespace, owner and the selector's exact label pairs picks
-        the candidates; the remaining filters are checked on those only.
+        ``index``: (name, value) of a custom index (:meth:`add_index`); only the objects its
+        function put under ``value``. KeyError for an index never added.
+
+        The narrowest index among namespace, owner, custom index and the selector's exact
+        label pairs picks the candidates; the remaining filters are checked on those only.
         """
         if isinstance(selector, str):
             selector = Selector.parse(selector)
         candidate_sets: builtins.list[Collection[Key]] = []
+        indexed: Collection[Key] | None = None
+        if index is not None:
+            indexed = self._index_members(*index)
+            candidate_sets.append(indexed)
         if namespace:
             candidate_sets.append(self._by_namespace.members(namespace))
         if owner_uid is not None:
@@ -185,10 +205,45 @@ class ObjectStore:
                 continue
             if owner_uid is not None and controller_owner_uid(obj) != owner_uid:
                 continue
+            if indexed is not None and indexed is not keys and key not in indexed:
+                continue
             if selector is not None and not selector.matches(_labels(obj)):
                 continue
             result.append(obj)
         return result
+
+    def by_index(self, name: str, value: str) -> builtins.list[Obj]:
+        """The objects the custom index ``name`` holds under ``value``. Read-only. KeyError for
+        an index never added."""
+        return [self._objects[key] for key in self._index_members(name, value)]
+
+    def index_values(self, name: str) -> builtins.list[str]:
+        """Every value the custom index ``name`` holds at least one object under."""
+        return [value for value in self._custom_entry(name)[1].entries() if isinstance(value, str)]
+
+    def _index_members(self, name: str, value: str) -> Collection[Key]:
+        return self._custom_entry(name)[1].members(value)
+
+    def _custom_entry(self, name: str) -> tuple[IndexFunc, KeyIndex, dict[Key, tuple[str, ...]]]:
+        entry = self._custom.get(name)
+        if entry is None:
+            raise KeyError(f"{self.resource.kind} has no index named {name!r} (add_index declares one)")
+        return entry
+
+    def add_index(self, name: str, fn: IndexFunc) -> None:
+        """Index every object, now stored and to come, under the values ``fn`` gives it.
+
+        ``fn`` sees the object as stored (after the transform) and must treat it as
+        read-only; it returns the values (strings) to find the object under, none to leave it
+        out. It runs once each time an object is stored. An exception it raises is logged and
+        the object left out of that index (the object itself is stored). ValueError when an
+        index of that name exists.
+        """
+        if name in self._custom:
+            raise ValueError(f"{self.resource.kind} already has an index named {name!r}")
+        self._custom[name] = (fn, KeyIndex(), {})
+        for key, obj in self._objects.items():
+            self._index_custom(name, key, obj)
 
     def keys(self, namespace: str | None = None) -> builtins.list[Key]:
         if namespace is None:
@@ -299,6 +354,22 @@ class ObjectStore:
             self._by_owner.add(owner, key)
         for pair in self._indexed_label_pairs(obj):
             self._by_label.add(pair, key)
+        for name in self._custom:
+            self._index_custom(name, key, obj)
+
+    def _index_custom(self, name: str, key: Key, obj: Obj) -> None:
+        fn, index, values_of = self._custom[name]
+        try:
+            values = tuple(dict.fromkeys(v for v in fn(obj) if isinstance(v, str)))
+        except Exception:
+            # A user's function failing on one (perhaps malformed) object must not stop the
+            # reflector that stores it, nor leave the other indexes half-updated.
+            log.exception("index %r of %s failed on %s/%s", name, self.resource.kind, key[0], key[1])
+            return
+        if values:
+            values_of[key] = values
+            for value in values:
+                index.add(value, key)
 
     def _indexed_label_pairs(self, obj: Obj) -> builtins.list[tuple[str, str]]:
         return [pair for pair in _label_pairs(obj) if pair not in self._implied_labels]
@@ -310,6 +381,9 @@ class ObjectStore:
             self._by_owner.discard(owner, key)
         for pair in self._indexed_label_pairs(obj):
             self._by_label.discard(pair, key)
+        for _, index, values_of in self._custom.values():
+            for value in values_of.pop(key, ()):
+                index.discard(value, key)
 
 
 def _as_int(version: str | None) -> int | None:
@@ -417,6 +491,10 @@ class KeyIndex:
                 (self._entries[entry],) = held
         elif held == key:
             del self._entries[entry]
+
+    def entries(self) -> Collection[Hashable]:
+        """Every entry that holds at least one key (read-only; valid until the index next changes)."""
+        return self._entries.keys()
 
     def members(self, entry: Hashable) -> Collection[Key]:
         """The keys under ``entry`` (read-only; valid until the index next changes)."""
