@@ -161,13 +161,16 @@ def _as_project(value: Any, origin: str, default_name: str, version: str = "0.1.
             raise ProjectError(
                 f"{origin}: {type(definition).__name__} is not a memop.runtime.ControllerDefinition"
             )
-    return Project(
-        name=project_name(default_name),
-        domain="example.com",
-        controllers=tuple(definitions),
-        version=version,
-        origin=origin,
-    )
+    try:
+        made = Project(
+            name=project_name(default_name),
+            domain="example.com",
+            controllers=tuple(definitions),
+            version=version,
+        )
+    except ProjectError as error:  # two controllers with one name, a name Kubernetes refuses...
+        raise ProjectError(f"{origin}: {error}") from None
+    return _with_origin(made, origin)
 
 
 def _with_origin(project: Project, origin: str) -> Project:

@@ -108,6 +108,137 @@ async def test_usage_errors_exit_2_with_one_line_on_stderr(tmp_path: Path) -> No
         assert expected in lines[0], f"{case}: {err}"
 
 
+# Modules a user might name with --controller-module, each wrong in one way: (file -> source).
+_DEFINITION = """\
+from memop.runtime import ControllerDefinition
+
+def definition(name):
+    def setup(context):
+        raise AssertionError("never set up: the process stops at the bad input")
+
+    return ControllerDefinition(
+        name=name, description="a controller", setup=setup, crds=lambda: [], rules=(), samples=lambda: {}
+    )
+"""
+USER_MODULES = {
+    "notadefinition.py": "DEFINITION = {'name': 'copier'}\n",
+    "twonames.py": _DEFINITION + "DEFINITIONS = [definition('copier'), definition('copier')]\n",
+    "badname.py": _DEFINITION + "DEFINITION = definition('Copier_1')\n",
+    "raising.py": "raise RuntimeError('no configuration for this environment')\n",
+    "needsdep.py": "import a_dependency_nobody_installed\n",
+    "badproject.py": _DEFINITION
+    + "from memop import Project\nPROJECT = Project(name='My_Operator', domain='example.org', "
+    "controllers=(definition('copier'),))\n",
+    "alpha.py": _DEFINITION + "DEFINITION = definition('alpha')\n",
+    "beta.py": _DEFINITION + "DEFINITION = definition('beta')\n",
+}
+# Two distributions installed besides memop, as pip lays them out: memop cannot guess which to run.
+DISTRIBUTIONS = {"alpha-op": "alpha:DEFINITION", "beta-op": "beta:DEFINITION"}
+
+# (argv, environment, what the one line says); PYTHONPATH holds USER_MODULES.
+PROJECT_ERRORS: list[tuple[list[str], dict[str, str], str]] = [
+    (
+        ["--controller-module", "no_such_operator"],
+        {},
+        "--controller-module no_such_operator: no module named",
+    ),
+    (["--controller-module", "my-operator.project"], {}, "expected MODULE[:ATTRIBUTE]"),
+    (
+        ["--controller-module", "notadefinition"],
+        {},
+        "--controller-module notadefinition: dict is neither a memop.Project nor a "
+        "memop.runtime.ControllerDefinition",
+    ),
+    (["--controller-module", "twonames"], {}, "two controllers are named 'copier'"),
+    (["--controller-module", "badname"], {}, "controller name 'Copier_1' is not a DNS-1123 label"),
+    (["--controller-module", "badproject"], {}, "project name 'My_Operator' is not a DNS-1123 label"),
+    (
+        ["--controller-module", "alpha:MISSING"],
+        {},
+        "--controller-module alpha:MISSING: module alpha has no MISSING",
+    ),
+    (
+        ["--controller-module", "raising"],
+        {},
+        "importing raising failed: RuntimeError: no configuration for this environment",
+    ),
+    (["--controller-module", "needsdep"], {}, "No module named 'a_dependency_nobody_installed'"),
+    ([], {"CONTROLLER_MODULE": "twonames"}, "--controller-module twonames (from CONTROLLER_MODULE): "),
+    (
+        ["--project", "gamma"],
+        {},
+        "--project: no installed project 'gamma' (installed: alpha-op, beta-op, memop)",
+    ),
+    ([], {}, "several projects are installed (alpha-op, beta-op): choose one with --project"),
+    (["--project", "memop", "--controller-module", "alpha"], {}, "exclude each other"),
+    (
+        ["--controller-module", "alpha", "--controllers", "memcached"],
+        {},
+        "unknown controller 'memcached' (known: alpha;",
+    ),
+]
+
+
+async def test_a_project_memop_cannot_run_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    for name, source in USER_MODULES.items():
+        (modules / name).write_text(source)
+    for dist, value in DISTRIBUTIONS.items():
+        info = modules / f"{dist.replace('-', '_')}-0.1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
+        (info / "entry_points.txt").write_text(f"[memop.controllers]\n{dist} = {value}\n")
+    results = await asyncio.gather(
+        *(
+            run_memop(*argv, env={"PYTHONPATH": str(modules), **env}, home=tmp_path)
+            for argv, env, _ in PROJECT_ERRORS
+        )
+    )
+    for (argv, env, expected), (code, out, err) in zip(PROJECT_ERRORS, results, strict=True):
+        case = f"{argv} {env}"
+        assert (code, out) == (2, ""), f"{case}: exit {code}\n{err}"
+        lines = err.splitlines()
+        assert len(lines) == 1, f"{case}: {err}"
+        assert lines[0].startswith("memop: error: "), f"{case}: {err}"
+        assert expected in lines[0], f"{case}: {err}"
+    # With both installed, either one runs when named, and memop's own when asked for.
+    code, out, _ = await run_memop(
+        "--project", "beta-op", "--help", env={"PYTHONPATH": str(modules)}, home=tmp_path
+    )
+    assert code == 0
+    assert "(known: beta)" in " ".join(out.split())
+    code, out, _ = await run_memop(
+        "--project", "memop", "--help", env={"PYTHONPATH": str(modules)}, home=tmp_path
+    )
+    assert "(known: memcached, podset, mypod)" in " ".join(out.split())
+
+
+async def test_help_and_version_describe_the_selected_project(tmp_path: Path) -> None:
+    (tmp_path / "cmsync.py").write_text(
+        _DEFINITION
+        + "from memop import Project\nPROJECT = Project(name='cmsync', domain='example.org', "
+        "version='0.3.0', description='copies ConfigMaps', "
+        "controllers=(definition('copier'), definition('pruner')))\n"
+    )
+    env = {"PYTHONPATH": str(tmp_path)}
+    code, out, err = await run_memop("--controller-module", "cmsync", "--help", env=env, home=tmp_path)
+    assert (code, err) == (0, "")
+    text = " ".join(out.split())
+    assert (
+        "The cmsync operator (copies ConfigMaps), on memop: copier: a controller; pruner: a controller."
+        in text
+    )
+    assert "(known: copier, pruner)" in text
+    assert "[CONTROLLER_MODULE]" in text
+    assert "[PROJECT]" in text
+    assert await run_memop("--controller-module", "cmsync", "--version", env=env, home=tmp_path) == (
+        0,
+        f"cmsync 0.3.0 (memop {__version__})\n",
+        "",
+    )
+
+
 @pytest.mark.skipif(
     (SERVICE_ACCOUNT_DIR / "namespace").exists(), reason="running in a cluster: the pod's namespace is used"
 )
