@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, RESYNC
+from memop.runtime.client.resources import NAMESPACES, Resource
 from memop.runtime.controller import predicates
 from memop.runtime.controller.handlers import (
+    PRIMARY_RESOURCE_ANNOTATION,
+    PRIMARY_RESOURCE_TYPE_ANNOTATION,
+    annotated_owner,
     enqueue_controller_owner,
     enqueue_mapped,
     enqueue_object,
+    map_to_annotated_owner,
+    owner_annotations,
     request_for,
 )
 from memop.runtime.controller.reconcile import Request
@@ -135,3 +143,89 @@ def test_enqueue_mapped_maps_the_new_and_the_old_object() -> None:
     same = obj(labels={"target": "a"})
     assert mapper(RESYNC, same, same) == [Request("ns", "a")]
     assert mapper(ADDED, obj(), None) == []
+
+
+SYNCS = Resource("example.com", "v1", "configmapsyncs", "ConfigMapSync")
+CLUSTER_SYNCS = Resource(
+    "example.com", "v1", "clusterconfigmapsyncs", "ClusterConfigMapSync", namespaced=False
+)
+
+
+def annotated(annotations: dict[str, Any], ns: str = "elsewhere") -> dict[str, Any]:
+    return obj("copy", ns=ns, annotations=annotations)
+
+
+def test_owner_annotations_follow_operator_libs_convention() -> None:
+    owner = {"metadata": {"name": "sync", "namespace": "team-a", "uid": "u1"}}
+    assert owner_annotations(owner, SYNCS) == {
+        "operator-sdk/primary-resource": "team-a/sync",
+        "operator-sdk/primary-resource-type": "ConfigMapSync.example.com",
+    }
+    assert owner_annotations({"metadata": {"name": "all"}}, CLUSTER_SYNCS) == {
+        PRIMARY_RESOURCE_ANNOTATION: "/all",
+        PRIMARY_RESOURCE_TYPE_ANNOTATION: "ClusterConfigMapSync.example.com",
+    }
+    assert owner_annotations({"metadata": {"name": "n"}}, NAMESPACES)[PRIMARY_RESOURCE_TYPE_ANNOTATION] == (
+        "Namespace"
+    )
+    with pytest.raises(ValueError, match="namespaced"):
+        owner_annotations({"metadata": {"name": "sync"}}, SYNCS)
+
+
+def test_a_child_anywhere_maps_back_to_the_owner_its_annotations_name() -> None:
+    owner = {"metadata": {"name": "sync", "namespace": "team-a"}}
+    child = annotated(owner_annotations(owner, SYNCS))
+    assert annotated_owner(child, SYNCS) == Request("team-a", "sync")
+    assert map_to_annotated_owner(SYNCS)(child) == [Request("team-a", "sync")]
+    cluster_child = annotated(owner_annotations({"metadata": {"name": "all"}}, CLUSTER_SYNCS), ns="")
+    assert annotated_owner(cluster_child, CLUSTER_SYNCS) == Request("", "all")
+    # What operator-lib itself writes for a cluster-scoped owner, and for a core-group kind.
+    assert annotated_owner(
+        annotated(
+            {
+                PRIMARY_RESOURCE_ANNOTATION: "all",
+                PRIMARY_RESOURCE_TYPE_ANNOTATION: "ClusterConfigMapSync.example.com",
+            }
+        ),
+        CLUSTER_SYNCS,
+    ) == Request("", "all")
+    assert annotated_owner(
+        annotated({PRIMARY_RESOURCE_ANNOTATION: "/n", PRIMARY_RESOURCE_TYPE_ANNOTATION: "Namespace."}),
+        NAMESPACES,
+    ) == Request("", "n")
+
+
+@pytest.mark.parametrize(
+    "annotations",
+    [
+        {},
+        {PRIMARY_RESOURCE_ANNOTATION: "team-a/sync"},  # no type
+        {PRIMARY_RESOURCE_ANNOTATION: "team-a/sync", PRIMARY_RESOURCE_TYPE_ANNOTATION: "Other.example.com"},
+        {
+            PRIMARY_RESOURCE_ANNOTATION: "team-a/sync",
+            PRIMARY_RESOURCE_TYPE_ANNOTATION: "ConfigMapSync.other.io",
+        },
+        {PRIMARY_RESOURCE_ANNOTATION: "team-a/sync", PRIMARY_RESOURCE_TYPE_ANNOTATION: "ConfigMapSync"},
+        {PRIMARY_RESOURCE_ANNOTATION: "sync", PRIMARY_RESOURCE_TYPE_ANNOTATION: "ConfigMapSync.example.com"},
+        {
+            PRIMARY_RESOURCE_ANNOTATION: "team-a/",
+            PRIMARY_RESOURCE_TYPE_ANNOTATION: "ConfigMapSync.example.com",
+        },
+        {PRIMARY_RESOURCE_ANNOTATION: "a/b/c", PRIMARY_RESOURCE_TYPE_ANNOTATION: "ConfigMapSync.example.com"},
+        {PRIMARY_RESOURCE_ANNOTATION: 3, PRIMARY_RESOURCE_TYPE_ANNOTATION: "ConfigMapSync.example.com"},
+    ],
+)
+def test_annotations_that_name_no_owner_of_the_kind_map_to_nothing(annotations: dict[str, Any]) -> None:
+    assert annotated_owner(annotated(annotations), SYNCS) is None
+    assert map_to_annotated_owner(SYNCS)(annotated(annotations)) == []
+
+
+def test_moving_a_child_to_another_owner_enqueues_both() -> None:
+    old = annotated(owner_annotations({"metadata": {"name": "one", "namespace": "a"}}, SYNCS))
+    new = annotated(owner_annotations({"metadata": {"name": "two", "namespace": "b"}}, SYNCS))
+    mapper = enqueue_mapped(map_to_annotated_owner(SYNCS))
+    assert sorted(mapper(MODIFIED, new, old), key=str) == sorted(
+        [Request("a", "one"), Request("b", "two")], key=str
+    )
+    assert annotated_owner({"metadata": {"annotations": "not a map"}}, SYNCS) is None
+    assert annotated_owner(None, SYNCS) is None
