@@ -487,7 +487,7 @@ def test_a_kind_it_does_not_read_is_undecodable() -> None:
 
 def test_a_field_it_does_not_know_is_undecodable() -> None:
     # PodSpec field 18 is affinity, not in memop's tables: refused, not dropped.
-    pod_spec = ld(2, ld(1, "c")) + ld(18, b"")
+    pod_spec = ld(2, ld(1, "c")) + ld(18, ld(1, b""))
     body = envelope("apps/v1", "Deployment", ld(2, ld(3, ld(2, pod_spec))))
     with pytest.raises(protobuf.UndecodableProtobuf) as caught:
         protobuf.decode(body)
@@ -496,6 +496,17 @@ def test_a_field_it_does_not_know_is_undecodable() -> None:
     assert "spec.template.spec" in message
     assert "Deployment (apps/v1)" in message
     assert "application/json" in message
+
+
+def test_an_unknown_field_set_to_its_zero_value_is_ignored() -> None:
+    # A newer kubectl writes the non-pointer fields added since (as Go's encoder writes every
+    # one), unset: an empty string or a 0. They mean nothing was set, so they cannot be lost.
+    pod_spec = ld(2, ld(1, "c") + ld(99, b"") + num(98, 0)) + ld(97, b"")
+    body = envelope("apps/v1", "Deployment", ld(2, ld(3, ld(2, pod_spec))))
+    spec = protobuf.decode(body)["spec"]["template"]["spec"]
+    assert spec == {"containers": [{"name": "c", "resources": {}}]}
+    with pytest.raises(protobuf.UndecodableProtobuf, match="field 98 of Container"):
+        protobuf.decode(envelope("apps/v1", "Deployment", ld(2, ld(3, ld(2, ld(2, num(98, 1)))))))
 
 
 def test_content_encoding_is_undecodable() -> None:

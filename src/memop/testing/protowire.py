@@ -13,8 +13,9 @@ struct tag the field has in k8s.io/api:
 Kubernetes' Go encoder (gogo-protobuf, proto2) writes every non-pointer field, so a decoded object
 has the same keys, in the Go struct's order, as the JSON kubectl would have sent for it.
 
-Invariants: a field number the message does not declare raises :class:`UnknownField` (a body is
-never decoded partially); bytes that are not valid protobuf raise :class:`WireError`.
+Invariants: a field number the message does not declare raises :class:`UnknownField` unless its
+value is the zero value (what Go's encoder writes for a newer API's unset field): a body is never
+decoded partially. Bytes that are not valid protobuf raise :class:`WireError`.
 """
 
 from __future__ import annotations
@@ -173,6 +174,10 @@ def decode(msg: Message, data: bytes, path: str = "") -> dict[str, Any]:
     for number, wire, raw in read_fields(data):
         spec = msg.by_number.get(number)
         if spec is None:
+            # Go's encoder writes every non-pointer field, so a newer client sends fields added
+            # since these tables were written even when unset: a zero value means "not set".
+            if raw in (0, b""):
+                continue
             raise UnknownField(msg.name, number, path)
         where = f"{path}.{spec.name}" if path else spec.name
         if spec.flags & LIST:
