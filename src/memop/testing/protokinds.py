@@ -3,7 +3,7 @@
 Field numbers are those of k8s.io/api's and k8s.io/apimachinery's ``generated.proto``; the order,
 JSON names and presence flags follow the Go structs' fields and ``json`` tags (see
 :mod:`memop.testing.protowire`). Each message lists what kubectl's generators set and the fields a
-hand-written object of that kind commonly has; a body using a field not listed here is refused
+hand-written object of that kind commonly has; a body setting a field not listed here is refused
 with a 415 naming it (:class:`memop.testing.protowire.UnknownField`), never decoded in part.
 
 :data:`KINDS` maps ``(apiVersion, kind)`` to the object's message.
