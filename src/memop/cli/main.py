@@ -41,7 +41,7 @@ def _tools_parser() -> argparse.ArgumentParser:
     return parser
 
 
-SUBCOMMANDS = frozenset({"manifests", "demo"})
+SUBCOMMANDS = frozenset({"manifests", "demo", "init", "create"})
 
 
 def program_name() -> str:
@@ -91,6 +91,10 @@ def _tool(args: list[str]) -> int:
         from memop.cli import demo  # noqa: PLC0415
 
         return demo.main(args[1:])
+    if args[0] in ("init", "create"):
+        from memop import scaffold  # noqa: PLC0415
+
+        return scaffold.main(args)
     tool_args = _tools_parser().parse_args(args)
     from memop.manifests import command as manifests  # noqa: PLC0415
 

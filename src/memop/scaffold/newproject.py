@@ -1,0 +1,140 @@
+"""``memop init``: a new operator project in a folder.
+
+It writes (never over an existing file: it refuses, naming the file, before writing any) a
+``pyproject.toml`` depending on memop, with the project registered in the ``memop.controllers``
+entry-point group and its settings for pytest, mypy and ruff; the package ``src/PKG`` with its
+``project.py`` (the :class:`memop.Project`, whose controllers ``memop create api`` adds), its
+``__main__`` (``python -m PKG`` runs the operator) and ``py.typed``; ``tests/``; a
+``Dockerfile``; a README with the project's own run and test commands; a CI script
+(``.ci/run``) and ``.gitignore``/``.dockerignore``.
+
+Whatever else the folder holds (``.git``, a LICENSE, notes) is left alone: a folder that is
+already a Python project (``setup.py``, ``setup.cfg``) is refused. ``[tool.memop]`` in
+``pyproject.toml`` records the project's name, domain and package for ``memop create api``, as
+Kubebuilder's PROJECT file does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from memop import __version__
+from memop.scaffold import names
+from memop.scaffold.files import NewFile
+from memop.scaffold.names import ScaffoldError
+from memop.scaffold.render import render, template_text
+
+DEFAULT_DOMAIN = "example.com"
+# Another project's build files: init would make a second project over it.
+FOREIGN_PROJECT_FILES = ("setup.py", "setup.cfg")
+
+# template (under templates/init) -> path in the project ({{package}} filled in).
+_FILES: tuple[tuple[str, str, bool], ...] = (
+    ("pyproject.toml", "pyproject.toml", False),
+    ("README.md", "README.md", False),
+    ("Dockerfile", "Dockerfile", False),
+    ("dockerignore", ".dockerignore", False),
+    ("gitignore", ".gitignore", False),
+    ("ci-run", ".ci/run", True),
+    ("package/__init__.py", "src/{package}/__init__.py", False),
+    ("package/__main__.py", "src/{package}/__main__.py", False),
+    ("package/project.py", "src/{package}/project.py", False),
+    ("package/py.typed", "src/{package}/py.typed", False),
+    ("tests/test_project.py", "tests/test_project.py", False),
+)
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    """What ``memop init`` was asked for; None: the default (see :func:`resolve`)."""
+
+    project: str | None = None
+    domain: str = DEFAULT_DOMAIN
+    package: str | None = None
+    owner: str = ""
+
+
+@dataclass(frozen=True)
+class ProjectNames:
+    """The checked names of a new project."""
+
+    name: str
+    domain: str
+    package: str
+    owner: str
+
+
+def resolve(root: Path, options: InitOptions) -> ProjectNames:
+    """The project's names: ``--project`` or the folder's name; ``--package`` or the name with
+    ``_`` for ``-``. Raises ScaffoldError naming what Kubernetes or Python would refuse."""
+    if options.project is None:
+        name = names.default_project_name(root.resolve().name)
+        if not name:
+            raise ScaffoldError(
+                f"the folder's name {root.resolve().name!r} makes no project name: give --project"
+            )
+        try:
+            names.check_project_name(name)
+        except ScaffoldError:
+            raise ScaffoldError(
+                f"the folder's name makes the project name {name!r}, which is not a DNS-1123 label of at "
+                f"most {names.LABEL_MAX - len('-system')} characters: give --project"
+            ) from None
+    else:
+        name = names.check_project_name(options.project)
+    domain = names.check_domain(options.domain)
+    package = names.check_package(options.package or names.default_package(name))
+    lease = f"{name}-leader.{domain}"
+    if not names.is_dns1123_subdomain(lease):
+        raise ScaffoldError(
+            f"the project's Lease name {lease!r} would be over 253 characters: shorten --domain"
+        )
+    return ProjectNames(name, domain, package, names.check_owner(options.owner))
+
+
+def _operator(name: str) -> str:
+    """``widget`` → ``widget operator``; ``widget-operator`` stays as it is."""
+    return name if name.endswith("operator") else f"{name} operator"
+
+
+def memop_requirement(version: str = __version__) -> str:
+    """The dependency on memop a new project declares: this version up to the next one that may
+    break it (the next minor before 1.0, the next major after)."""
+    parts = [int(p) for p in re.findall(r"\d+", version)[:3]] + [0, 0, 0]
+    major, minor, patch = parts[:3]
+    upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
+    return f"memop>={major}.{minor}.{patch},<{upper}"
+
+
+def plan(root: Path, options: InitOptions) -> tuple[ProjectNames, list[NewFile]]:
+    """The project's names and the files ``memop init`` writes under ``root`` (nothing written)."""
+    for foreign in FOREIGN_PROJECT_FILES:
+        if (root / foreign).exists():
+            raise ScaffoldError(
+                f"{foreign} exists: this folder is a Python project already; run memop init in a new one"
+            )
+    project = resolve(root, options)
+    values = {
+        "name": project.name,
+        "domain": project.domain,
+        "package": project.package,
+        "operator": _operator(project.name),
+        "description": f"The {_operator(project.name)}, built on memop",
+        # A TOML basic string: JSON's escapes are TOML's, for text without control characters.
+        "owner_toml": json.dumps(project.owner, ensure_ascii=False),
+        "memop_requirement": memop_requirement(),
+        "memop_version": __version__,
+    }
+    flags = {"owner": bool(project.owner)}
+    files = [
+        NewFile(
+            path.format(package=project.package),
+            render(template_text(f"init/{template}"), values, flags),
+            executable,
+        )
+        for template, path, executable in _FILES
+    ]
+    return project, files
