@@ -1,5 +1,6 @@
-"""The Grafana dashboard and the PrometheusRule (memop.manifests.monitoring): generated files, the README's
-rules, promtool's parse of every expression, and a ``promtool test rules`` unit test.
+"""The Grafana dashboard and the PrometheusRule (memop.manifests.monitoring): the README's rules,
+the names a project gives them, promtool's parse of every expression, and a ``promtool test
+rules`` unit test (manifests/ holding the generated files is tests/test_manifests.py's).
 
 That every metric they name is one a running memop exports is checked against a real scrape in
 tests/e2e/test_manager_dashboards.py; :func:`metric_names` is the extraction both use.
@@ -11,15 +12,18 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from memop.builtin import PROJECT
 from memop.manifests import monitoring, rbac
-from tests.test_manifests import MANIFESTS, REPO, needs_kubectl, one, render
+from memop.manifests.target import Target
+from memop.memcached import DEFINITION as MEMCACHED
+from memop.project import Project
+from tests.test_manifests import MANIFESTS, MEMOP, REPO, needs_kubectl, one, render
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
@@ -62,48 +66,30 @@ def every_expression() -> list[str]:
     """The dashboard's panels and variable queries, and the alert rules, as Prometheus gets them."""
     variables = [
         re.fullmatch(r"label_values\((.+), \w+\)", v["definition"])
-        for v in monitoring.dashboard()["templating"]["list"]
+        for v in monitoring.dashboard(MEMOP)["templating"]["list"]
         if v["type"] == "query"
     ]
     queries = [m.group(1) for m in variables if m is not None]
-    return [grafana_to_promql(e) for e in [*monitoring.expressions(), *queries]] + [
-        rule["expr"] for rule in monitoring.ALERT_RULES
+    return [grafana_to_promql(e) for e in [*monitoring.expressions(MEMOP), *queries]] + [
+        rule["expr"] for rule in monitoring.alert_rules(MEMOP)
     ]
 
 
-# --- generated files ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("relative", sorted(monitoring.generated_files()))
-def test_committed_files_are_the_generated_ones(relative: str) -> None:
-    assert (REPO / relative).read_text() == monitoring.generated_files()[relative], (
-        f"regenerate: {monitoring.GENERATE_COMMAND} (from the repository root)"
-    )
-
-
-def test_the_command_writes_the_files_and_refuses_a_directory_without_manifests(tmp_path: Path) -> None:
-    (tmp_path / "manifests").mkdir()
-    command = [sys.executable, "-m", "memop.manifests.monitoring", "--root", str(tmp_path)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True)
-    assert out.stdout.count("wrote ") == len(monitoring.generated_files())
-    assert subprocess.run(command, capture_output=True, text=True, check=True).stdout == ""
-    bare = subprocess.run(
-        [*command[:-1], str(tmp_path / "manifests")], capture_output=True, text=True, check=False
-    )
-    assert bare.returncode == 2
-    assert "has no manifests/" in bare.stderr
+# --- the files' contents ---------------------------------------------------------------------------
 
 
 def test_the_readmes_example_alert_rules_are_the_manifests() -> None:
     readme = (REPO / "README.md").read_text()
     block = readme.split("Example alert rules", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
-    assert yaml.safe_load(block) == {"groups": monitoring.rule_groups()}
-    committed = list(yaml.safe_load_all((REPO / monitoring.RULES_FILE).read_text()))
-    assert committed == [monitoring.prometheus_rule()]
+    assert yaml.safe_load(block) == {"groups": monitoring.rule_groups(MEMOP)}
+    committed = list(yaml.safe_load_all((MANIFESTS / "prometheus/rules.yaml").read_text()))
+    assert committed == [monitoring.prometheus_rule(MEMOP)]
 
 
 def test_the_dashboard_has_the_panels_users_look_for() -> None:
-    dashboard = json.loads((REPO / monitoring.DASHBOARD_FILE).read_text())
+    dashboard = json.loads((MANIFESTS / "grafana/memop-dashboard.json").read_text())
+    assert dashboard == monitoring.dashboard(MEMOP)
+    assert (dashboard["title"], dashboard["uid"]) == ("memop", "memop-controller-runtime")
     panels = [p for p in dashboard["panels"] if p["type"] != "row"]
     titles = {p["title"] for p in panels}
     assert {
@@ -121,7 +107,7 @@ def test_the_dashboard_has_the_panels_users_look_for() -> None:
         "Memory (RSS)",
         "Open file descriptors",
     } <= titles
-    exprs = " ".join(monitoring.expressions())
+    exprs = " ".join(monitoring.expressions(MEMOP))
     for quantile in ("0.5", "0.9", "0.99"):
         assert (
             f"histogram_quantile({quantile}, sum by (controller, le) (rate(controller_runtime_reconcile_time"
@@ -163,7 +149,54 @@ def test_the_grafana_configmap_carries_the_dashboard_for_the_sidecar() -> None:
 def test_the_prometheus_overlay_ships_the_rules() -> None:
     rule = one(render("prometheus"), "PrometheusRule")
     assert rule["metadata"]["name"] == rbac.PREFIX + "controller-manager-rules"
-    assert rule["spec"] == monitoring.prometheus_rule()["spec"]
+    assert rule["spec"] == monitoring.prometheus_rule(MEMOP)["spec"]
+
+
+def test_a_projects_alerts_and_dashboard_carry_its_names() -> None:
+    project = Project(
+        name="config-sync",
+        domain="example.org",
+        controllers=(MEMCACHED,),
+        leader_election_id="config-sync-lock.example.org",
+    )
+    target = Target(project)
+    rules = monitoring.alert_rules(target)
+    assert [rule["alert"] for rule in rules] == [
+        "ConfigSyncReconcileErrors",
+        "ConfigSyncReconcilePanics",
+        "ConfigSyncNoLeader",
+        "ConfigSyncWorkqueueBacklog",
+        "ConfigSyncStuckWorker",
+    ]
+    # Only the names change: the same expressions, but for the project's Lease.
+    memops = {rule["alert"].removeprefix("Memop"): rule["expr"] for rule in monitoring.alert_rules(MEMOP)}
+    theirs = {rule["alert"].removeprefix("ConfigSync"): rule["expr"] for rule in rules}
+    assert (
+        theirs.pop("NoLeader")
+        == 'max(leader_election_master_status{name="config-sync-lock.example.org"}) < 1'
+    )
+    assert (
+        memops.pop("NoLeader")
+        == f'max(leader_election_master_status{{name="{PROJECT.leader_election_id}"}}) < 1'
+    )
+    assert theirs == memops
+    assert all("memop" not in str(rule["annotations"]).lower() for rule in rules)
+    assert monitoring.rule_groups(target)[0]["name"] == "config-sync"
+    rule = monitoring.prometheus_rule(target)
+    assert rule["metadata"]["namespace"] == "config-sync-system"
+    assert rule["metadata"]["labels"] == {"app.kubernetes.io/name": "config-sync"}
+    dashboard = monitoring.dashboard(target)
+    assert (dashboard["title"], dashboard["uid"]) == ("config-sync", "config-sync-controller-runtime")
+    assert "memop" not in json.dumps(dashboard).lower()
+    assert monitoring.expressions(target) == monitoring.expressions(MEMOP)
+
+
+def test_a_long_project_name_makes_a_dashboard_uid_grafana_accepts() -> None:
+    name = "a" * 20 + "-" + "b" * 40
+    project = Project(name=name, domain="example.org", controllers=(MEMCACHED,), namespace="operators")
+    uid = monitoring.dashboard_uid(Target(project))
+    assert len(uid) <= 40
+    assert uid == "a" * 20 + "-controller-runtime"
 
 
 def test_metric_names() -> None:
@@ -185,14 +218,14 @@ def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 @needs_promtool
 def test_every_expression_parses(tmp_path: Path) -> None:
     """The rules as they are, the dashboard's queries as recording rules (promtool parses both)."""
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": monitoring.rule_groups()}))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": monitoring.rule_groups(MEMOP)}))
     records = [{"record": f"memop:dashboard_query_{i}", "expr": e} for i, e in enumerate(every_expression())]
     (tmp_path / "dashboard.yaml").write_text(
         yaml.safe_dump({"groups": [{"name": "dashboard", "rules": records}]})
     )
     out = promtool("check", "rules", "rules.yaml", "dashboard.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"SUCCESS: {len(monitoring.ALERT_RULES)} rules found" in out.stdout
+    assert f"SUCCESS: {len(monitoring.alert_rules(MEMOP))} rules found" in out.stdout
     assert f"SUCCESS: {len(records)} rules found" in out.stdout
 
 
@@ -202,7 +235,7 @@ def series(selector: str, values: str) -> dict[str, str]:
 
 def fires(eval_time: str, alert: str, **labels: str) -> dict[str, Any]:
     """A promtool alert test: ``alert`` fires at ``eval_time`` with ``labels`` (and its severity)."""
-    [rule] = [rule for rule in monitoring.ALERT_RULES if rule["alert"] == alert]
+    [rule] = [rule for rule in monitoring.alert_rules(MEMOP) if rule["alert"] == alert]
     expected = {"exp_labels": {**labels, **rule["labels"]}, "exp_annotations": rule["annotations"]}
     return {"eval_time": eval_time, "alertname": alert, "exp_alerts": [expected]}
 
@@ -231,7 +264,7 @@ ALERT_TEST: dict[str, Any] = {
             "input_series": [
                 series('workqueue_depth{controller="memcached", name="memcached", instance="a"}', "100+5x40"),
                 series('workqueue_depth{controller="memcached", name="memcached", instance="b"}', "0x40"),
-                series(f'leader_election_master_status{{name="{monitoring.LEASE_NAME}"}}', "0x40"),
+                series(f'leader_election_master_status{{name="{PROJECT.leader_election_id}"}}', "0x40"),
             ],
             "alert_rule_test": [
                 fires("30m", "MemopWorkqueueBacklog", controller="memcached"),
@@ -244,7 +277,7 @@ ALERT_TEST: dict[str, Any] = {
 
 @needs_promtool
 def test_promtool_unit_test_fires_the_alerts_on_synthetic_series(tmp_path: Path) -> None:
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": monitoring.rule_groups()}))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": monitoring.rule_groups(MEMOP)}))
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(ALERT_TEST))
     out = promtool("test", "rules", "test.yaml", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr

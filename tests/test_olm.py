@@ -1,6 +1,14 @@
-"""``python -m memop manifests bundle``: the OLM bundle, its CSV, and upgrades through ``replaces``.
+"""``memop manifests bundle``: the OLM bundle, read as OLM's own tooling reads it, its CSV, and
+upgrades through ``replaces``; for memop's project and for one of a user's.
 
-The ClusterServiceVersions are created for real in the in-memory API server with OLM's own
+operator-registry (``opm``, ``operator-sdk run bundle``) decodes only the first YAML document of
+each file of a bundle's ``manifests/``, split as k8s.io/apimachinery's YAMLReader splits
+documents; then every CRD the CSV owns must be one of the bundle's (operator-registry's
+``AllProvidedAPIsInBundle``), and operator-framework/api's bundle validator
+(``operator-sdk bundle validate``) checks the owned CRDs against the bundle's CRDs the same way.
+:func:`registry_bundle` and :func:`validate_owned_crds` do what they do.
+
+The ClusterServiceVersions are also created for real in the in-memory API server with OLM's own
 ClusterServiceVersion and OperatorGroup CRDs installed (tests/olm, from operator-framework/api):
 the server validates custom resources against their CRD's schema and prunes unknown fields, so
 a CSV that reads back unchanged is one OLM's API accepts, field for field.
@@ -10,10 +18,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,75 +27,219 @@ import pytest
 import yaml
 from kubernetes_asyncio.client import ApiClient
 
-from memop.cli.controllers import ALL
+from memop.builtin import PROJECT
 from memop.cli.options import parse_run_args
 from memop.manifests import olm, rbac
-from memop.manifests.command import crd_files
+from memop.manifests.crds import crd_files
+from memop.manifests.manager import manager_deployment
+from memop.manifests.target import Target
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, Resource
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
-from tests.test_manifests import MANIFESTS, REPO, container, needs_kubectl, one, render
+from tests.project_cachely import PROJECT as CACHELY
+from tests.test_manifests import (
+    CONTROLLERS,
+    MANIFESTS,
+    MEMOP,
+    container,
+    memop_manifests,
+    needs_kubectl,
+    one,
+    render,
+)
 
 OLM_CRDS = Path(__file__).parent / "olm"
 CSVS = Resource("operators.coreos.com", "v1alpha1", "clusterserviceversions", "ClusterServiceVersion")
 OPERATOR_GROUPS = Resource("operators.coreos.com", "v1", "operatorgroups", "OperatorGroup")
 NAMESPACE = rbac.NAMESPACE
-
-
-def bundle(tmp_path: Path, *args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memop", "manifests", "bundle", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-    )
+CACHELY_MODULE = "tests.project_cachely"
+THEIRS = Target(CACHELY, f"--controller-module {CACHELY_MODULE}")
 
 
 def read_bundle(directory: Path) -> dict[str, str]:
     return {str(p.relative_to(directory)): p.read_text() for p in directory.rglob("*") if p.is_file()}
 
 
-def csv_of(files: dict[str, str]) -> dict[str, Any]:
-    csv: dict[str, Any] = yaml.safe_load(files[olm.CSV_FILE])
+def files_for(version: str, replaces: str | None = None, target: Target = MEMOP) -> dict[str, str]:
+    return olm.bundle_files(target, olm.BundleOptions(version=version, replaces=replaces))
+
+
+def csv_of(files: dict[str, str], target: Target = MEMOP) -> dict[str, Any]:
+    csv: dict[str, Any] = yaml.safe_load(files[olm.csv_file(target)])
     return csv
 
 
-def files_for(version: str, replaces: str | None = None) -> dict[str, str]:
-    options = olm.BundleOptions(version=version, replaces=replaces)
-    return olm.bundle_files(options, (REPO / olm.MANAGER_YAML).read_text(), crd_files())
+# --- reading a bundle as operator-registry does ---------------------------------------------------
+
+
+def go_yaml_documents(text: str) -> list[str]:
+    """The documents of a file as k8s.io/apimachinery's YAMLReader returns them: lines up to a
+    line starting with ``---`` (which may only carry a comment after it); a separator with
+    nothing read before it is skipped, but anything read, comments and blank lines included,
+    makes a document."""
+    documents: list[str] = []
+    buffer = ""
+    for line in text.splitlines(keepends=True):
+        if line.startswith("---"):
+            rest = line[3:].strip()
+            if rest and not rest.startswith("#"):
+                raise ValueError(f"invalid Yaml document separator: {rest}")
+            if buffer:
+                documents.append(buffer)
+                buffer = ""
+            continue
+        buffer += line
+    if buffer:
+        documents.append(buffer)
+    return documents
+
+
+@dataclass
+class RegistryBundle:
+    """What operator-registry makes of a bundle directory's manifests/."""
+
+    csv: dict[str, Any]
+    crds: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+
+def registry_bundle(files: dict[str, str]) -> RegistryBundle:
+    """Decode each file of manifests/ as operator-registry does (its first document only, a
+    warning when there are more), then check the CSV's owned CRDs as ``AllProvidedAPIsInBundle``
+    does: owned ``name`` is ``plural.group``, and (group, version, kind, plural) must be a
+    version of one of the bundle's CRDs. AssertionError says what OLM's tooling would refuse."""
+    objects: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for name, text in sorted(files.items()):
+        if not name.startswith("manifests/"):
+            continue
+        documents = go_yaml_documents(text)
+        assert documents, f"{name} holds no document"
+        if len(documents) > 1:
+            warnings.append(f"found more than one document inside {name}, using only the first one")
+        obj = yaml.safe_load(documents[0])
+        refused = f"the first YAML document of {name} is not an object: {documents[0][:200]!r}"
+        assert isinstance(obj, dict), refused
+        assert obj.get("apiVersion"), refused
+        assert obj.get("kind"), refused
+        objects.append(obj)
+    csvs = [obj for obj in objects if obj["kind"] == "ClusterServiceVersion"]
+    assert len(csvs) == 1, f"expected one ClusterServiceVersion in the bundle, found {len(csvs)}"
+    crds = [obj for obj in objects if obj["kind"] == "CustomResourceDefinition"]
+    provided = {
+        (crd["spec"]["group"], version["name"], crd["spec"]["names"]["kind"], crd["spec"]["names"]["plural"])
+        for crd in crds
+        for version in crd["spec"]["versions"]
+    }
+    for owned in csvs[0]["spec"]["customresourcedefinitions"]["owned"]:
+        plural, _, group = owned["name"].partition(".")
+        assert group, f"couldn't parse plural.group from crd name: {owned['name']}"
+        key = (group, owned["version"], owned["kind"], plural)
+        assert key in provided, f"couldn't find {key} in bundle. found: {sorted(provided)}"
+    return RegistryBundle(csvs[0], crds, warnings)
+
+
+def validate_owned_crds(bundle: RegistryBundle) -> tuple[list[str], list[str]]:
+    """operator-framework/api's bundle validator (``validateOwnedCRDs``): errors for an owned CRD
+    missing from the bundle or a duplicate (group, version, kind), warnings for a CRD in the
+    bundle the CSV does not own."""
+    errors: list[str] = []
+    keys: list[tuple[str, str, str]] = []
+    for crd in bundle.crds:
+        for version in crd["spec"]["versions"]:
+            key = (crd["spec"]["group"], version["name"], crd["spec"]["names"]["kind"])
+            if key in keys:
+                errors.append(f"duplicate CRD {key} in bundle")
+            keys.append(key)
+    remaining = set(keys)
+    for owned in bundle.csv["spec"]["customresourcedefinitions"]["owned"]:
+        split = owned["name"].split(".", 1)
+        group = split[1] if len(split) == 2 else owned["name"]
+        key = (group, owned["version"], owned["kind"])
+        if key in remaining:
+            remaining.discard(key)
+        else:
+            errors.append(f"owned CRD {key} not found in bundle")
+    warnings = [f"CRD {key} is present in bundle but not defined in CSV" for key in sorted(remaining)]
+    return errors, warnings
+
+
+def test_the_reader_refuses_what_operator_registry_refused() -> None:
+    """The layout the issue found: comment lines, then ``---``, then the CRD. Its first
+    document is the comments alone, so the owned CRD is not in the bundle."""
+    files = files_for("0.1.0")
+    broken = dict(files)
+    for name, text in files.items():
+        if name.startswith("manifests/") and name != olm.csv_file(MEMOP):
+            head, _, body = text.partition("apiVersion:")
+            broken[name] = head + "---\napiVersion:" + body
+    with pytest.raises(AssertionError, match=r"the first YAML document of manifests/.* is not an object"):
+        registry_bundle(broken)
+    assert go_yaml_documents("# a comment\n---\nkind: A\n") == ["# a comment\n", "kind: A\n"]
+    assert go_yaml_documents("---\nkind: A\n---\n") == ["kind: A\n"]
+    # What operator-framework/api reports when a CRD the CSV owns is missing.
+    bundle = registry_bundle(files)
+    missing = RegistryBundle(bundle.csv, bundle.crds[1:])
+    errors, warnings = validate_owned_crds(missing)
+    assert len(errors) == 1
+    assert "not found in bundle" in errors[0]
+    assert warnings == []
+
+
+@pytest.mark.parametrize("target", [MEMOP, THEIRS], ids=["memop", "cachely"])
+def test_operator_registry_reads_every_file_as_one_object_and_finds_every_owned_crd(target: Target) -> None:
+    bundle = registry_bundle(files_for("1.2.3", target=target))
+    assert bundle.warnings == []
+    assert validate_owned_crds(bundle) == ([], [])
+    owned = bundle.csv["spec"]["customresourcedefinitions"]["owned"]
+    assert sorted(o["name"] for o in owned) == sorted(
+        crd["metadata"]["name"] for d in target.project.controllers for crd in d.crds()
+    )
 
 
 # --- the command and the layout ---------------------------------------------------------------------
 
 
 def test_the_bundle_has_the_operator_framework_layout(tmp_path: Path) -> None:
-    out = bundle(tmp_path, "--version", "0.1.0", "--dir", str(tmp_path / "b"))
+    out = memop_manifests("bundle", "--project", "memop", "--version", "0.1.0", "--dir", str(tmp_path / "b"))
     assert out.returncode == 0, out.stderr
     files = read_bundle(tmp_path / "b")
     assert files == files_for("0.1.0")
-    crds = {f"manifests/{name}" for name in crd_files() if name != "kustomization.yaml"}
-    assert set(files) == {olm.CSV_FILE, *crds, "metadata/annotations.yaml", "bundle.Dockerfile"}
+    crds = {f"manifests/{name}" for name in crd_files(MEMOP) if name != "kustomization.yaml"}
+    csv_path = "manifests/memop.clusterserviceversion.yaml"
+    assert set(files) == {csv_path, *crds, "metadata/annotations.yaml", "bundle.Dockerfile"}
     assert out.stdout.count("wrote ") == len(files)
+    assert "# Generated by `memop manifests bundle --project memop --version 0.1.0`" in files[csv_path]
     # Written again: nothing changes, nothing is written.
-    again = bundle(tmp_path, "--version", "0.1.0", "--dir", str(tmp_path / "b"))
+    again = memop_manifests(
+        "bundle", "--project", "memop", "--version", "0.1.0", "--dir", str(tmp_path / "b")
+    )
     assert (again.returncode, again.stdout) == (0, "")
 
 
-def test_the_bundles_crds_are_byte_equal_to_manifests_crd(tmp_path: Path) -> None:
+def test_the_bundle_is_written_outside_memops_repository(tmp_path: Path) -> None:
+    out = memop_manifests("bundle", "--project", "memop", "--version", "0.1.0", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert read_bundle(tmp_path / "bundle") == files_for("0.1.0")
+
+
+def test_the_bundles_crds_are_byte_equal_to_manifests_crd() -> None:
     files = files_for("0.1.0")
     crds = {
-        name: text for name, text in files.items() if name.startswith("manifests/") and name != olm.CSV_FILE
+        name: text
+        for name, text in files.items()
+        if name.startswith("manifests/") and name != olm.csv_file(MEMOP)
     }
     # Every CRD memop serves (test_manifests keeps manifests/crd equal to them), byte for byte.
-    assert {name.removeprefix("manifests/") for name in crds} == set(crd_files()) - {"kustomization.yaml"}
+    assert {name.removeprefix("manifests/") for name in crds} == set(crd_files(MEMOP)) - {
+        "kustomization.yaml"
+    }
     committed = {name: (MANIFESTS / "crd" / name.removeprefix("manifests/")).read_text() for name in crds}
     assert crds == committed
     kinds = {yaml.safe_load(text)["spec"]["names"]["kind"] for text in crds.values()}
-    assert kinds == {crd["spec"]["names"]["kind"] for d in ALL.values() for crd in d.crds()}
+    assert kinds == {crd["spec"]["names"]["kind"] for d in CONTROLLERS.values() for crd in d.crds()}
 
 
 def test_annotations_and_dockerfile_labels_agree() -> None:
@@ -100,8 +250,8 @@ def test_annotations_and_dockerfile_labels_agree() -> None:
         "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
         "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
         "operators.operatorframework.io.bundle.package.v1": "memop",
-        "operators.operatorframework.io.bundle.channels.v1": "alpha",
-        "operators.operatorframework.io.bundle.channel.default.v1": "alpha",
+        "operators.operatorframework.io.bundle.channels.v1": "stable",
+        "operators.operatorframework.io.bundle.channel.default.v1": "stable",
     }
     lines = files["bundle.Dockerfile"].splitlines()
     labels = dict(line.removeprefix("LABEL ").split("=", 1) for line in lines if line.startswith("LABEL "))
@@ -110,11 +260,24 @@ def test_annotations_and_dockerfile_labels_agree() -> None:
     assert {"COPY manifests /manifests/", "COPY metadata /metadata/"} <= set(lines)
 
 
+def test_the_default_channel_follows_olms_naming_convention() -> None:
+    """operator-framework/api's good-practices check warns about a channel not named
+    candidate*, fast* or stable*."""
+    assert olm.DEFAULT_CHANNEL.startswith(("candidate", "fast", "stable"))
+
+
 def test_channels() -> None:
-    options = olm.BundleOptions(version="0.2.0", channels=olm.parse_channels("stable, alpha"))
-    annotations = olm.bundle_annotations(options)
-    assert annotations["operators.operatorframework.io.bundle.channels.v1"] == "stable,alpha"
-    assert annotations["operators.operatorframework.io.bundle.channel.default.v1"] == "stable"
+    options = olm.BundleOptions(version="0.2.0", channels=olm.parse_channels("fast, stable"))
+    annotations = olm.bundle_annotations(MEMOP, options)
+    assert annotations["operators.operatorframework.io.bundle.channels.v1"] == "fast,stable"
+    assert annotations["operators.operatorframework.io.bundle.channel.default.v1"] == "fast"
+
+
+@pytest.mark.parametrize(
+    ("version", "maturity"), [("0.2.0", "alpha"), ("1.0.0-rc.1", "alpha"), ("1.0.0", "stable")]
+)
+def test_maturity_follows_the_version(version: str, maturity: str) -> None:
+    assert csv_of(files_for(version))["spec"]["maturity"] == maturity
 
 
 @pytest.mark.parametrize("previous", ["0.1.0", "memop.v0.1.0"])
@@ -140,10 +303,11 @@ def test_replaces_names_the_previous_csv(previous: str) -> None:
         (["--version", "0.2.0", "--replaces", "other.v1"], "expected a version or a CSV name"),
         (["--version", "0.2.0", "--channel", "Beta"], "--channel 'Beta': expected channel names"),
         (["--version", "0.2.0", "--print"], "--print is only used with 'memop manifests crd'"),
+        (["--version", "0.2.0", "--project", "nope"], "--project: no installed project 'nope'"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    out = bundle(tmp_path, *args, "--dir", str(tmp_path / "b"))
+    out = memop_manifests("bundle", *args, "--dir", str(tmp_path / "b"))
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr.count("\n") == 1
     assert out.stderr.startswith("memop manifests: error: ")
@@ -151,24 +315,10 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], m
     assert not (tmp_path / "b").exists()
 
 
-def test_bundle_flags_are_refused_by_the_other_manifests(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "memop", "manifests", "rbac", "--version", "1.0.0"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def test_bundle_flags_are_refused_by_the_other_manifests() -> None:
+    out = memop_manifests("rbac", "--version", "1.0.0")
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr == "memop manifests: error: --version: only used with 'memop manifests bundle'\n"
-
-
-def test_outside_the_repository_it_says_where_to_run(tmp_path: Path) -> None:
-    out = bundle(tmp_path, "--version", "0.1.0", "--dir", str(tmp_path / "b"), cwd=tmp_path)
-    assert out.returncode == 1
-    assert out.stderr == (
-        "memop manifests bundle: error: cannot read manifests/manager/manager.yaml (No such file or "
-        "directory): run from the repository root\n"
-    )
 
 
 # --- what the CSV carries, from the same code as the plain manifests ---------------------------------
@@ -177,11 +327,12 @@ def test_outside_the_repository_it_says_where_to_run(tmp_path: Path) -> None:
 def test_the_install_strategy_is_manifests_managers_deployment() -> None:
     csv = csv_of(files_for("0.3.0"))
     [deployment] = csv["spec"]["install"]["spec"]["deployments"]
-    manager = yaml.safe_load((REPO / olm.MANAGER_YAML).read_text())
-    assert deployment["name"] == rbac.PREFIX + manager["metadata"]["name"]
+    manager = manager_deployment(MEMOP)
+    assert manager == yaml.safe_load((MANIFESTS / "manager/manager.yaml").read_text())
+    assert deployment["name"] == "memop-" + manager["metadata"]["name"]
     expected = manager["spec"]
     pod = expected["template"]["spec"]
-    pod["serviceAccountName"] = rbac.PREFIX + pod["serviceAccountName"]
+    pod["serviceAccountName"] = "memop-" + pod["serviceAccountName"]
     pod["containers"][0]["image"] = "memop:0.3.0"
     pod["containers"][0]["env"] = [
         {
@@ -190,7 +341,10 @@ def test_the_install_strategy_is_manifests_managers_deployment() -> None:
         }
     ]
     assert deployment["spec"] == expected
+    assert container(deployment)["command"] == ["memop", "--project", "memop"]
     assert csv["metadata"]["annotations"]["containerImage"] == "memop:0.3.0"
+    image = csv_of(olm.bundle_files(MEMOP, olm.BundleOptions(version="0.3.0", image="r.example.com/m:9")))
+    assert image["metadata"]["annotations"]["containerImage"] == "r.example.com/m:9"
 
 
 @needs_kubectl
@@ -223,7 +377,7 @@ def test_memop_watches_the_operator_groups_target_namespaces(targets: str, watch
 def test_permissions_are_memops_rules_for_the_operator_group_to_scope() -> None:
     spec = csv_of(files_for("0.1.0"))["spec"]["install"]["spec"]
     [entry] = spec["permissions"]
-    assert entry["serviceAccountName"] == rbac.PREFIX + rbac.SERVICE_ACCOUNT
+    assert entry["serviceAccountName"] == "memop-controller-manager"
     assert entry["rules"] == rbac.policy_rules(rbac.Scope.WATCHED) + rbac.policy_rules(rbac.Scope.OPERATOR)
     # Nothing memop needs is cluster-wide whatever the OperatorGroup (no --metrics-secure here).
     assert "clusterPermissions" not in spec
@@ -239,7 +393,7 @@ def test_permissions_are_memops_rules_for_the_operator_group_to_scope() -> None:
 def test_owned_crds_describe_every_field_and_the_examples_are_the_samples() -> None:
     csv = csv_of(files_for("0.1.0"))
     owned = csv["spec"]["customresourcedefinitions"]["owned"]
-    crds = [crd for definition in ALL.values() for crd in definition.crds()]
+    crds = [crd for definition in CONTROLLERS.values() for crd in definition.crds()]
     assert [(o["name"], o["version"], o["kind"]) for o in owned] == [
         (crd["metadata"]["name"], v["name"], crd["spec"]["names"]["kind"])
         for crd in crds
@@ -253,7 +407,7 @@ def test_owned_crds_describe_every_field_and_the_examples_are_the_samples() -> N
             assert all(d["displayName"] for d in entry[key])
     samples = [
         yaml.safe_load((MANIFESTS / "samples" / name).read_text())
-        for d in ALL.values()
+        for d in CONTROLLERS.values()
         for name in d.samples()
     ]
     examples = json.loads(csv["metadata"]["annotations"]["alm-examples"])
@@ -285,11 +439,58 @@ def test_the_csv_carries_what_operatorhub_shows() -> None:
     assert spec["minKubeVersion"] == "1.25.0"
     assert spec["icon"][0]["mediatype"] == "image/svg+xml"
     assert spec["maintainers"]
-    assert spec["links"]
-    assert spec["provider"]["name"]
-    assert set(ALL) <= set(spec["keywords"])
-    assert spec["displayName"]
-    assert spec["description"]
+    assert spec["provider"]["name"] == "memop"
+    assert set(CONTROLLERS) <= set(spec["keywords"])
+    assert spec["displayName"] == "memop"
+    assert spec["description"].startswith(PROJECT.description)
+
+
+# --- a user's project ----------------------------------------------------------------------------------
+
+
+def test_a_projects_bundle_is_named_and_made_after_it(tmp_path: Path) -> None:
+    out = memop_manifests(
+        "bundle",
+        "--controller-module",
+        CACHELY_MODULE,
+        "--version",
+        "1.3.0",
+        "--replaces",
+        "1.2.3",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    files = read_bundle(tmp_path / "bundle")
+    assert files == olm.bundle_files(THEIRS, olm.BundleOptions(version="1.3.0", replaces="1.2.3"))
+    csv = csv_of(files, THEIRS)
+    assert set(files) == {
+        "manifests/cachely.clusterserviceversion.yaml",
+        "manifests/cache.example.com_memcacheds.yaml",
+        "metadata/annotations.yaml",
+        "bundle.Dockerfile",
+    }
+    assert (csv["metadata"]["name"], csv["spec"]["replaces"]) == ("cachely.v1.3.0", "cachely.v1.2.3")
+    assert csv["spec"]["description"].startswith("Memcached caches, run by an operator of its own")
+    assert csv["metadata"]["annotations"]["containerImage"] == "registry.example.com:5000/team/cachely:1.3.0"
+    assert csv["metadata"]["annotations"]["operatorframework.io/suggested-namespace"] == "cachely-operators"
+    [deployment] = csv["spec"]["install"]["spec"]["deployments"]
+    assert deployment["name"] == "cachely-controller-manager"
+    assert container(deployment)["command"] == ["memop", "--controller-module", CACHELY_MODULE]
+    assert container(deployment)["image"] == "registry.example.com:5000/team/cachely:1.3.0"
+    [entry] = csv["spec"]["install"]["spec"]["permissions"]
+    assert entry["serviceAccountName"] == "cachely-controller-manager"
+    rules = rbac.merged_rules(CACHELY.controllers)
+    assert entry["rules"] == rbac.policy_rules(rbac.Scope.WATCHED, rules) + rbac.policy_rules(
+        rbac.Scope.OPERATOR, rules
+    )
+    assert not any("pods" in rule["resources"] and "create" in rule["verbs"] for rule in entry["rules"])
+    annotations = yaml.safe_load(files["metadata/annotations.yaml"])["annotations"]
+    assert annotations["operators.operatorframework.io.bundle.package.v1"] == "cachely"
+    assert "memop" not in json.dumps(csv["metadata"]["annotations"])
+    command = f"memop manifests bundle --controller-module {CACHELY_MODULE} --version 1.3.0 --replaces 1.2.3"
+    assert all(
+        f"Generated by `{command}`" in files[name] for name in files if not name.endswith("memcacheds.yaml")
+    )
 
 
 # --- accepted by OLM's API, for real ------------------------------------------------------------------
@@ -315,14 +516,15 @@ async def _established(client: Client, name: str) -> bool:
     )
 
 
+@pytest.mark.parametrize("target", [MEMOP, THEIRS], ids=["memop", "cachely"])
 async def test_the_operator_group_and_an_upgrade_chain_of_csvs_are_accepted_by_olms_schemas(
-    olm_server: Client,
+    olm_server: Client, target: Target
 ) -> None:
     client = olm_server
-    group = {"metadata": {"name": "memop"}, "spec": {"targetNamespaces": [NAMESPACE]}}
+    group = {"metadata": {"name": target.name}, "spec": {"targetNamespaces": [NAMESPACE]}}
     await client.create(OPERATOR_GROUPS, group, NAMESPACE)
-    first = csv_of(files_for("0.1.0"))
-    second = csv_of(files_for("0.2.0", replaces="0.1.0"))
+    first = csv_of(files_for("0.1.0", target=target), target)
+    second = csv_of(files_for("0.2.0", replaces="0.1.0", target=target), target)
     for csv in (first, second):
         created = await client.create(CSVS, csv, NAMESPACE)
         # Read back unchanged: every field is in OLM's schema (unknown ones would be pruned).

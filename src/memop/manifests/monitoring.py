@@ -1,107 +1,114 @@
-"""memop's Grafana dashboard and Prometheus alert rules, declared once and written as manifests.
+"""A project's Grafana dashboard and Prometheus alert rules, declared once and written as manifests.
 
-- ``manifests/grafana/memop-dashboard.json``: the dashboard (kustomize's configMapGenerator in
-  ``manifests/grafana`` puts it in a ConfigMap labelled ``grafana_dashboard: "1"``, which the
+- ``manifests/grafana/<project>-dashboard.json``: the dashboard (kustomize's configMapGenerator
+  in ``manifests/grafana`` puts it in a ConfigMap labelled ``grafana_dashboard: "1"``, which the
   Grafana sidecar of kube-prometheus-stack loads);
-- ``manifests/prometheus/rules.yaml``: a PrometheusRule with :data:`ALERT_RULES`, the README's
-  example alert rules (a test keeps the README's block equal to them).
+- ``manifests/prometheus/rules.yaml``: a PrometheusRule with :func:`alert_rules` (memop's are
+  the README's example alert rules: a test keeps the README's block equal to them).
 
 Every expression names only metrics a running memop exports (a test scrapes one), with
 controller-runtime's names, so the panels read the same for any controller memop runs: the
-``controller`` variable lists them from the metrics. Regenerate the files with
-``python -m memop.manifests.monitoring`` from the repository root; a test checks they equal this module's
-output.
+``controller`` variable lists them from the metrics. Only the names differ from one project to
+another: the dashboard's title, the alerts' prefix (``Memop...`` for memop) and the Lease
+(:attr:`Project.leader_election_id <memop.project.Project>`). ``memop manifests`` writes the files.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from memop.manifests import rbac
+from memop.manifests.target import Target, header
 
-GENERATE_COMMAND = "python -m memop.manifests.monitoring"
-DASHBOARD_FILE = "manifests/grafana/memop-dashboard.json"
-RULES_FILE = "manifests/prometheus/rules.yaml"
-LEASE_NAME = "memop-leader.cache.example.com"  # --leader-election-id's default
-DASHBOARD_UID = "memop-controller-runtime"
+DASHBOARD_UID_SUFFIX = "-controller-runtime"
+UID_MAX = 40  # Grafana refuses longer dashboard uids
 
 # Grafana's template variables, in every query: the scrape job(s) and the controllers shown.
 JOB = 'job=~"$job"'
 SELECTED = f'{JOB}, controller=~"$controller"'
 RATE = "[$__rate_interval]"
 
-# The README's example alert rules (section "Example alert rules"), as a rule group.
-ALERT_RULES: list[dict[str, Any]] = [
-    {
-        "alert": "MemopReconcileErrors",
-        "expr": "sum by (controller) (rate(controller_runtime_reconcile_errors_total[5m])) > 0.1",
-        "for": "15m",
-        "labels": {"severity": "warning"},
-        "annotations": {
-            "summary": (
-                "memop reconciles keep failing; see the Degraded condition and Events of the Memcacheds"
-            )
+
+def alert_prefix(target: Target) -> str:
+    """The alerts' name prefix: the project's name in CamelCase (``config-sync`` -> ``ConfigSync``)."""
+    return "".join(part[:1].upper() + part[1:] for part in target.name.split("-"))
+
+
+def alert_rules(target: Target) -> list[dict[str, Any]]:
+    """The alert rules on the project's metrics (memop's are the README's example alert rules)."""
+    name, prefix = target.name, alert_prefix(target)
+    return [
+        {
+            "alert": f"{prefix}ReconcileErrors",
+            "expr": "sum by (controller) (rate(controller_runtime_reconcile_errors_total[5m])) > 0.1",
+            "for": "15m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": (
+                    f"{name} reconciles keep failing; see the status conditions and Events of the objects "
+                    "reconciled"
+                )
+            },
         },
-    },
-    {
-        "alert": "MemopReconcilePanics",
-        "expr": "increase(controller_runtime_reconcile_panics_total[10m]) > 0",
-        "labels": {"severity": "warning"},
-        "annotations": {
-            "summary": "a reconcile raised an unexpected exception (a bug): look for tracebacks in the logs"
+        {
+            "alert": f"{prefix}ReconcilePanics",
+            "expr": "increase(controller_runtime_reconcile_panics_total[10m]) > 0",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": (
+                    "a reconcile raised an unexpected exception (a bug): look for tracebacks in the logs"
+                )
+            },
         },
-    },
-    {
-        "alert": "MemopNoLeader",
-        "expr": f'max(leader_election_master_status{{name="{LEASE_NAME}"}}) < 1',
-        "for": "5m",
-        "labels": {"severity": "critical"},
-        "annotations": {"summary": "no memop replica holds the lease: nothing is reconciled"},
-    },
-    {
-        "alert": "MemopWorkqueueBacklog",
-        # Both sides summed by controller: `and` matches label sets, and a bare deriv() keeps
-        # every label of the series (name, instance, job), which would never match.
-        "expr": (
-            "sum by (controller) (workqueue_depth) > 100 "
-            "and sum by (controller) (deriv(workqueue_depth[10m])) > 0"
-        ),
-        "for": "15m",
-        "labels": {"severity": "warning"},
-        "annotations": {
-            "summary": "memop falls behind: raise --max-concurrent-reconciles or look at API latency"
+        {
+            "alert": f"{prefix}NoLeader",
+            "expr": f'max(leader_election_master_status{{name="{target.project.leader_election_id}"}}) < 1',
+            "for": "5m",
+            "labels": {"severity": "critical"},
+            "annotations": {"summary": f"no {name} replica holds the lease: nothing is reconciled"},
         },
-    },
-    {
-        "alert": "MemopStuckWorker",
-        "expr": "max by (controller) (workqueue_longest_running_processor_seconds) > 300",
-        "labels": {"severity": "warning"},
-        "annotations": {"summary": "a reconcile has run for over 5 minutes"},
-    },
-]
+        {
+            "alert": f"{prefix}WorkqueueBacklog",
+            # Both sides summed by controller: `and` matches label sets, and a bare deriv() keeps
+            # every label of the series (name, instance, job), which would never match.
+            "expr": (
+                "sum by (controller) (workqueue_depth) > 100 "
+                "and sum by (controller) (deriv(workqueue_depth[10m])) > 0"
+            ),
+            "for": "15m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": f"{name} falls behind: raise --max-concurrent-reconciles or look at API latency"
+            },
+        },
+        {
+            "alert": f"{prefix}StuckWorker",
+            "expr": "max by (controller) (workqueue_longest_running_processor_seconds) > 300",
+            "labels": {"severity": "warning"},
+            "annotations": {"summary": "a reconcile has run for over 5 minutes"},
+        },
+    ]
 
 
-def rule_groups() -> list[dict[str, Any]]:
-    return [{"name": "memop", "rules": [dict(rule) for rule in ALERT_RULES]}]
+def rule_groups(target: Target) -> list[dict[str, Any]]:
+    """The rule groups of a Prometheus rule file (one, named after the project)."""
+    return [{"name": target.name, "rules": alert_rules(target)}]
 
 
-def prometheus_rule() -> dict[str, Any]:
+def prometheus_rule(target: Target) -> dict[str, Any]:
     """The PrometheusRule of manifests/prometheus (named and placed by its kustomization)."""
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {
             "name": "controller-manager-rules",
-            "namespace": rbac.NAMESPACE,
-            "labels": dict(rbac.LABELS),
+            "namespace": target.namespace,
+            "labels": target.labels,
         },
-        "spec": {"groups": rule_groups()},
+        "spec": {"groups": rule_groups(target)},
     }
 
 
@@ -179,7 +186,7 @@ def _quantiles(metric: str, by: str, selector: str) -> list[tuple[str, str]]:
     ]
 
 
-def _rows() -> list[tuple[str, list[dict[str, Any]]]]:
+def _rows(target: Target) -> list[tuple[str, list[dict[str, Any]]]]:
     return [
         (
             "Reconciles",
@@ -270,7 +277,8 @@ def _rows() -> list[tuple[str, list[dict[str, Any]]]]:
                 _panel(
                     "Longest-running reconcile",
                     "The reconcile running longest right now, and all work in progress not yet "
-                    "observed (a stuck worker shows here first; MemopStuckWorker fires past 300 s).",
+                    f"observed (a stuck worker shows here first; {alert_prefix(target)}StuckWorker "
+                    "fires past 300 s).",
                     [
                         (
                             _gauge("max", "workqueue_longest_running_processor_seconds"),
@@ -290,7 +298,7 @@ def _rows() -> list[tuple[str, list[dict[str, Any]]]]:
             [
                 _panel(
                     "API requests by code",
-                    "memop's requests to the API server per second, by HTTP status and method "
+                    f"{target.name}'s requests to the API server per second, by HTTP status and method "
                     "(<error> when no answer came).",
                     [
                         (
@@ -369,11 +377,21 @@ def _variable(name: str, label: str, query: str) -> dict[str, Any]:
     }
 
 
-def dashboard() -> dict[str, Any]:
+def dashboard_uid(target: Target) -> str:
+    """The dashboard's uid: ``<project>-controller-runtime``, the name cut to fit Grafana's limit."""
+    return target.name[: UID_MAX - len(DASHBOARD_UID_SUFFIX)].rstrip("-") + DASHBOARD_UID_SUFFIX
+
+
+def dashboard_file(target: Target) -> str:
+    """The dashboard's file name in manifests/grafana (and key in its ConfigMap)."""
+    return f"{target.name}-dashboard.json"
+
+
+def dashboard(target: Target) -> dict[str, Any]:
     """The Grafana dashboard (schema version 39), panels laid out row by row."""
     panels: list[dict[str, Any]] = []
     y = 0
-    for title, row in _rows():
+    for title, row in _rows(target):
         panels.append(
             {
                 "type": "row",
@@ -396,12 +414,13 @@ def dashboard() -> dict[str, Any]:
     for number, panel in enumerate(panels, start=1):
         panel["id"] = number
     return {
-        "title": "memop",
-        "uid": DASHBOARD_UID,
+        "title": target.name,
+        "uid": dashboard_uid(target),
         "description": (
-            "memop's controllers, work queues, API requests and replicas (controller-runtime metrics)."
+            f"{target.name}'s controllers, work queues, API requests and replicas (controller-runtime "
+            "metrics)."
         ),
-        "tags": ["memop", "controller-runtime", "operator"],
+        "tags": [target.name, "controller-runtime", "operator"],
         "timezone": "browser",
         "editable": True,
         "graphTooltip": 1,
@@ -432,39 +451,27 @@ def dashboard() -> dict[str, Any]:
     }
 
 
-def expressions() -> list[str]:
+def expressions(target: Target) -> list[str]:
     """Every PromQL expression of the dashboard's panels, in order."""
-    return [target["expr"] for panel in dashboard()["panels"] for target in panel.get("targets", ())]
+    return [query["expr"] for panel in dashboard(target)["panels"] for query in panel.get("targets", ())]
 
 
 # --- the files -------------------------------------------------------------------------------------
 
 
-def generated_files() -> dict[str, str]:
-    """Path under the repository root -> text, for every file this module generates."""
-    header = (
-        f"# Generated by `{GENERATE_COMMAND}` from memop.manifests.monitoring.ALERT_RULES "
-        "(the README's example "
-        "alert rules): do not edit.\n"
-        "# Prometheus (Operator) loads it when its ruleSelector matches these labels (kube-prometheus-stack "
-        "selects its release label by default: add it, or set ruleSelectorNilUsesHelmValues=false).\n"
+def monitoring_files(target: Target) -> dict[str, str]:
+    """The dashboard and the PrometheusRule: path under ``manifests/`` -> text."""
+    head = header(
+        target,
+        f"{target.name}'s alert rules on controller-runtime's metrics, as a PrometheusRule.",
+        source="memop.manifests.monitoring",
+        notes=(
+            "Prometheus (Operator) loads it when its ruleSelector matches these labels "
+            "(kube-prometheus-stack selects its release label by default: add it, or set "
+            "ruleSelectorNilUsesHelmValues=false).",
+        ),
     )
     return {
-        DASHBOARD_FILE: json.dumps(dashboard(), indent=2) + "\n",
-        RULES_FILE: header + "---\n" + yaml.safe_dump(prometheus_rule(), sort_keys=False, width=100),
+        f"grafana/{dashboard_file(target)}": json.dumps(dashboard(target), indent=2) + "\n",
+        "prometheus/rules.yaml": head + yaml.safe_dump(prometheus_rule(target), sort_keys=False, width=100),
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=GENERATE_COMMAND, description=__doc__.split("\n")[0])
-    parser.add_argument("--root", type=Path, default=Path(), help="the repository root")
-    args = parser.parse_args(argv)
-    if not (args.root / "manifests").is_dir():
-        parser.error(f"{args.root.resolve()} has no manifests/: run from the repository root or pass --root")
-    for path in rbac.write_changed(args.root, generated_files()):
-        print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,36 +1,43 @@
-"""``memop manifests bundle``: an Operator Lifecycle Manager bundle, from the code that makes the
-plain manifests.
+"""``memop manifests bundle``: an Operator Lifecycle Manager bundle of a project, from the code
+that makes its plain manifests.
 
 The bundle (operator-framework's ``registry+v1`` format) is a directory::
 
-    manifests/memop.clusterserviceversion.yaml   the CSV
-    manifests/<group>_<plural>.yaml              every CRD memop serves, byte-equal to manifests/crd
-    metadata/annotations.yaml                    package, channels, media type
-    bundle.Dockerfile                            the same as image labels (FROM scratch)
+    manifests/<project>.clusterserviceversion.yaml   the CSV
+    manifests/<group>_<plural>.yaml                  every CRD, byte-equal to manifests/crd
+    metadata/annotations.yaml                        package, channels, media type
+    bundle.Dockerfile                                the same as image labels (FROM scratch)
 
-Nothing in the CSV is written twice, so it cannot disagree with the plain manifests:
+Each file of ``manifests/`` is one object, its first YAML document: operator-registry (what
+``opm`` and ``operator-sdk run bundle`` use) reads only that one per file. Nothing in the CSV is
+written twice, so it cannot disagree with the plain manifests:
 
-- the install strategy is the Deployment of ``manifests/manager/manager.yaml``, read from the
-  file, named and bound to its ServiceAccount as ``manifests/default`` names them
-  (``memop-`` prefix), running image ``memop:<version>`` (or ``--image``), and with
-  ``WATCH_NAMESPACE`` taken from the ``olm.targetNamespaces`` annotation OLM sets from the
-  OperatorGroup (comma-separated, empty for all namespaces: what ``--watch-namespace`` takes);
-- ``permissions`` are :data:`memop.manifests.rbac.RULES` of the watched scope and of the operator's own
-  namespace (the Lease). OLM grants them as a Role in the operator's namespace, copies that Role
-  into each target namespace, and makes them a ClusterRole for an AllNamespaces group: exactly
-  manifests/namespaced, namespaced/multi and default. ``clusterPermissions`` holds what memop
-  needs cluster-wide whatever the group, which without ``--metrics-secure`` is nothing: the key
-  is left out rather than granting the watched rules everywhere;
-- ``owned`` lists every CRD of every controller in :data:`memop.cli.controllers.ALL`, with a spec or
-  status descriptor for each field of its schema, and ``alm-examples`` holds their samples
-  (the objects of manifests/samples);
+- the install strategy is the Deployment of ``manifests/manager``
+  (:func:`memop.manifests.manager.manager_deployment`), named and bound to its ServiceAccount as
+  ``manifests/default`` names them (``<project>-`` prefix), running the project's image tagged
+  with the bundle's version (or ``--image``), and with ``WATCH_NAMESPACE`` taken from the
+  ``olm.targetNamespaces`` annotation OLM sets from the OperatorGroup (comma-separated, empty
+  for all namespaces: what ``--watch-namespace`` takes);
+- ``permissions`` are the project's rules (:mod:`memop.manifests.rbac`) of the watched scope and
+  of the operator's own namespace (the Lease). OLM grants them as a Role in the operator's
+  namespace, copies that Role into each target namespace, and makes them a ClusterRole for an
+  AllNamespaces group: exactly manifests/namespaced, namespaced/multi and default.
+  ``clusterPermissions`` holds what the operator needs cluster-wide whatever the group, which
+  without ``--metrics-secure`` is nothing: the key is left out rather than granting the watched
+  rules everywhere;
+- ``owned`` lists every CRD of every controller of the project, with a spec or status
+  descriptor for each field of its schema, and ``alm-examples`` holds their samples (the
+  objects of manifests/samples);
 - ``installModes`` are all four, since ``WATCH_NAMESPACE`` takes one namespace, several, or none.
+
+Only OLM's catalog operator creates the CSV's ServiceAccount and Roles (through an
+InstallPlan): a CSV applied by hand stays Pending. Install a bundle with ``operator-sdk run
+bundle`` or from a catalog with a Subscription.
 """
 
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import re
 from collections.abc import Mapping
@@ -40,14 +47,15 @@ from typing import Any
 
 import yaml
 
-from memop.cli.controllers import ALL
 from memop.manifests import rbac
+from memop.manifests.crds import crd_files
+from memop.manifests.manager import manager_deployment
+from memop.manifests.target import COMMAND, Target, header, image_for_version, write_changed
 from memop.runtime.api.permissions import Scope
 
-PACKAGE = "memop"
-MANAGER_YAML = Path("manifests/manager/manager.yaml")
-CSV_FILE = f"manifests/{PACKAGE}.clusterserviceversion.yaml"
-DEFAULT_CHANNEL = "alpha"
+# The channel naming OLM recommends (operator-framework/api's good-practices check warns about
+# any other): stable, which a Subscription follows from 0.x through 1.0 and on.
+DEFAULT_CHANNEL = "stable"
 # CRDs with x-kubernetes-validations (CEL) rules: on by default since Kubernetes 1.25.
 MIN_KUBE_VERSION = "1.25.0"
 MEDIA_TYPE = "registry+v1"
@@ -56,25 +64,15 @@ INSTALL_MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamesp
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 DESCRIPTION = (
-    "memop runs the operators of the Operator SDK and Kubebuilder tutorials, rebuilt in Python "
-    "asyncio on a controller runtime of its own with controller-runtime's semantics: leader election, "
-    "metrics with controller-runtime's names, Events and status conditions.\n\n"
+    "{description}\n\n"
     "Its controllers: {controllers}.\n\n"
+    "Built on memop, a controller runtime in Python asyncio with controller-runtime's semantics: "
+    "leader election, metrics with controller-runtime's names, Events and status conditions. "
     "Install it in one namespace, several, or all: the OperatorGroup's target namespaces become "
-    "memop's WATCH_NAMESPACE.\n"
-)
-PROVIDER = {"name": "memop"}
-# Placeholders to replace with the team that ships the bundle.
-MAINTAINERS = ({"name": "memop maintainers", "email": "memop-maintainers@example.com"},)
-LINKS = (
-    {
-        "name": "Operator SDK Go tutorial",
-        "url": "https://sdk.operatorframework.io/docs/building-operators/golang/tutorial/",
-    },
-    {"name": "Kubebuilder", "url": "https://book.kubebuilder.io/"},
+    "its WATCH_NAMESPACE.\n"
 )
 KEYWORDS = ("operator", "python", "asyncio", "controller-runtime")
-# A memcached-ish stack of three slabs, drawn once: the CSV carries it base64-encoded.
+# A stack of three slabs, drawn once: the CSV carries it base64-encoded.
 ICON_SVG = """\
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64">
 <rect width="64" height="64" rx="12" fill="#1f4e79"/>
@@ -103,43 +101,43 @@ class BundleError(ValueError):
 class BundleOptions:
     """version: the CSV's semantic version; replaces: the CSV this one upgrades (a version or a
     CSV name, older than ``version``); channels: the channels it is published in, the first the
-    default; image: the operator image (``memop:<version>`` by default)."""
+    default; image: the operator image (by default the project's, tagged ``version``)."""
 
     version: str
     replaces: str | None = None
     channels: tuple[str, ...] = (DEFAULT_CHANNEL,)
     image: str | None = None
 
-    def csv_name(self) -> str:
-        return csv_name(self.version)
-
-    def replaces_name(self) -> str | None:
+    def replaces_name(self, package: str) -> str | None:
+        """The CSV name ``replaces`` stands for, in ``package``."""
         if self.replaces is None:
             return None
-        return self.replaces if self.replaces.startswith(f"{PACKAGE}.v") else csv_name(self.replaces)
+        prefix = f"{package}.v"
+        return self.replaces if self.replaces.startswith(prefix) else csv_name(package, self.replaces)
 
-    def validate(self) -> None:
-        """Raise BundleError, saying what is wrong, unless these options make a bundle."""
+    def validate(self, package: str) -> None:
+        """Raise BundleError, saying what is wrong, unless these options make a bundle of ``package``."""
         if not SEMVER.match(self.version):
             raise BundleError(f"--version {self.version!r} is not a semantic version (such as 0.2.0)")
-        previous = self.replaces_name()
+        previous = self.replaces_name(package)
         if previous is not None:
-            old = previous.removeprefix(f"{PACKAGE}.v")
+            old = previous.removeprefix(f"{package}.v")
             if not SEMVER.match(old):
                 raise BundleError(
                     f"--replaces {self.replaces!r}: expected a version or a CSV name such as "
-                    f"{csv_name('0.1.0')}"
+                    f"{csv_name(package, '0.1.0')}"
                 )
             if _semver_key(old) >= _semver_key(self.version):
                 raise BundleError(f"--replaces {self.replaces!r} must be older than --version {self.version}")
         if not self.channels or any(not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", c) for c in self.channels):
             raise BundleError(
-                f"--channel {','.join(self.channels)!r}: expected channel names such as alpha,stable"
+                f"--channel {','.join(self.channels)!r}: expected channel names such as stable,candidate"
             )
 
 
-def csv_name(version: str) -> str:
-    return f"{PACKAGE}.v{version}"
+def csv_name(package: str, version: str) -> str:
+    """A ClusterServiceVersion's name: ``<package>.v<version>``."""
+    return f"{package}.v{version}"
 
 
 def _semver_key(version: str) -> tuple[int, int, int, int, str]:
@@ -150,33 +148,42 @@ def _semver_key(version: str) -> tuple[int, int, int, int, str]:
     return int(major), int(minor), int(patch), 0 if pre else 1, pre or ""
 
 
+def maturity(version: str) -> str:
+    """The CSV's maturity: ``alpha`` before 1.0.0 or for a pre-release, ``stable`` after."""
+    major, _, _, released, _ = _semver_key(version)
+    return "stable" if major >= 1 and released else "alpha"
+
+
+def bundle_image(target: Target, options: BundleOptions) -> str:
+    """The operator image the bundle runs: ``--image``, else the project's tagged ``version``."""
+    return options.image or image_for_version(target.project.image, options.version)
+
+
 # --- the CSV ---------------------------------------------------------------------------------------
 
 
-def manager_deployment(manager_yaml: str, image: str) -> dict[str, Any]:
+def csv_deployment(target: Target, image: str) -> dict[str, Any]:
     """The CSV's deployment entry: manifests/manager's Deployment as manifests/default names it,
     running ``image``, watching the namespaces OLM's OperatorGroup targets."""
-    deployment = yaml.safe_load(manager_yaml)
-    if not isinstance(deployment, dict) or deployment.get("kind") != "Deployment":
-        raise BundleError(f"{MANAGER_YAML} does not hold one Deployment")
-    spec = copy.deepcopy(deployment["spec"])
+    deployment = manager_deployment(target)
+    spec = deployment["spec"]
     pod = spec["template"]["spec"]
-    pod["serviceAccountName"] = rbac.PREFIX + pod["serviceAccountName"]
+    pod["serviceAccountName"] = target.prefix + pod["serviceAccountName"]
     [container] = [c for c in pod["containers"] if c["name"] == "manager"]
     container["image"] = image
     env = [v for v in container.get("env") or () if v.get("name") != "WATCH_NAMESPACE"]
     env.append({"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": WATCH_NAMESPACE_FIELD}}})
     container["env"] = env
     return {
-        "name": rbac.PREFIX + deployment["metadata"]["name"],
+        "name": target.prefix + deployment["metadata"]["name"],
         "label": dict(deployment["metadata"].get("labels") or {}),
         "spec": spec,
     }
 
 
-def permissions(service_account: str) -> list[dict[str, Any]]:
+def permissions(target: Target, service_account: str) -> list[dict[str, Any]]:
     """The CSV's ``permissions``: the watched-scope rules and the Lease's (see the module doc)."""
-    rules = rbac.policy_rules(Scope.WATCHED) + rbac.policy_rules(Scope.OPERATOR)
+    rules = rbac.policy_rules(Scope.WATCHED, target.rules) + rbac.policy_rules(Scope.OPERATOR, target.rules)
     return [{"serviceAccountName": service_account, "rules": rules}]
 
 
@@ -235,10 +242,10 @@ def _x_descriptor(name: str, field: Mapping[str, Any], *, status: bool) -> str |
     return {"integer": NUMBER, "number": NUMBER, "boolean": SWITCH, "string": TEXT}.get(str(kind))
 
 
-def owned_crds() -> list[dict[str, Any]]:
+def owned_crds(target: Target) -> list[dict[str, Any]]:
     """``customresourcedefinitions.owned``: each served version of every controller's CRDs."""
     owned = []
-    for definition in ALL.values():
+    for definition in target.project.controllers:
         for crd in definition.crds():
             names = crd["spec"]["names"]
             for version in crd["spec"]["versions"]:
@@ -260,49 +267,51 @@ def owned_crds() -> list[dict[str, Any]]:
     return owned
 
 
-def samples() -> list[dict[str, Any]]:
+def samples(target: Target) -> list[dict[str, Any]]:
     """Every controller's samples (the objects of manifests/samples), for ``alm-examples``."""
-    return [sample for definition in ALL.values() for sample in definition.samples().values()]
+    return [sample for definition in target.project.controllers for sample in definition.samples().values()]
 
 
-def cluster_service_version(options: BundleOptions, manager_yaml: str) -> dict[str, Any]:
+def cluster_service_version(target: Target, options: BundleOptions) -> dict[str, Any]:
     """The ClusterServiceVersion of ``options.version``."""
-    image = options.image or f"{PACKAGE}:{options.version}"
-    deployment = manager_deployment(manager_yaml, image)
+    project = target.project
+    image = bundle_image(target, options)
+    deployment = csv_deployment(target, image)
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-    controllers = ", ".join(f"{name} ({definition.description})" for name, definition in ALL.items())
+    controllers = ", ".join(f"{d.name} ({d.description})" for d in project.controllers)
+    summary = project.description or f"The {project.name} operator"
     spec: dict[str, Any] = {
-        "displayName": PACKAGE,
-        "description": DESCRIPTION.format(controllers=controllers),
+        "displayName": project.name,
+        "description": DESCRIPTION.format(description=summary, controllers=controllers),
         "version": options.version,
         "minKubeVersion": MIN_KUBE_VERSION,
-        "maturity": options.channels[0],
-        "provider": dict(PROVIDER),
-        "maintainers": [dict(m) for m in MAINTAINERS],
-        "links": [dict(link) for link in LINKS],
-        "keywords": [*KEYWORDS, *ALL],
+        "maturity": maturity(options.version),
+        "provider": {"name": project.name},
+        # A placeholder to replace with the team that ships the bundle.
+        "maintainers": [{"name": f"{project.name} maintainers", "email": f"{project.name}@{project.domain}"}],
+        "keywords": [*KEYWORDS, *project.controller_names],
         "icon": [{"base64data": base64.b64encode(ICON_SVG.encode()).decode(), "mediatype": "image/svg+xml"}],
         "installModes": [{"type": mode, "supported": True} for mode in INSTALL_MODES],
         "install": {
             "strategy": "deployment",
-            "spec": {"deployments": [deployment], "permissions": permissions(account)},
+            "spec": {"deployments": [deployment], "permissions": permissions(target, account)},
         },
-        "customresourcedefinitions": {"owned": owned_crds()},
+        "customresourcedefinitions": {"owned": owned_crds(target)},
     }
-    if options.replaces_name() is not None:
-        spec["replaces"] = options.replaces_name()
+    replaces = options.replaces_name(project.name)
+    if replaces is not None:
+        spec["replaces"] = replaces
     return {
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "ClusterServiceVersion",
         "metadata": {
-            "name": options.csv_name(),
+            "name": csv_name(project.name, options.version),
             "annotations": {
-                "alm-examples": json.dumps(samples(), indent=2),
+                "alm-examples": json.dumps(samples(target), indent=2),
                 "capabilities": "Basic Install",
-                "categories": "Developer Tools",
                 "containerImage": image,
-                "description": "The Operator SDK and Kubebuilder tutorials' operators, in Python asyncio",
-                "operatorframework.io/suggested-namespace": rbac.NAMESPACE,
+                "description": summary,
+                "operatorframework.io/suggested-namespace": target.namespace,
             },
         },
         "spec": spec,
@@ -312,40 +321,71 @@ def cluster_service_version(options: BundleOptions, manager_yaml: str) -> dict[s
 # --- the bundle ---------------------------------------------------------------------------------
 
 
-def bundle_annotations(options: BundleOptions) -> dict[str, str]:
+def csv_file(target: Target) -> str:
+    """The CSV's path inside the bundle."""
+    return f"manifests/{target.name}.clusterserviceversion.yaml"
+
+
+def bundle_annotations(target: Target, options: BundleOptions) -> dict[str, str]:
     """metadata/annotations.yaml's annotations, and the bundle image's labels."""
     return {
         "operators.operatorframework.io.bundle.mediatype.v1": MEDIA_TYPE,
         "operators.operatorframework.io.bundle.manifests.v1": "manifests/",
         "operators.operatorframework.io.bundle.metadata.v1": "metadata/",
-        "operators.operatorframework.io.bundle.package.v1": PACKAGE,
+        "operators.operatorframework.io.bundle.package.v1": target.name,
         "operators.operatorframework.io.bundle.channels.v1": ",".join(options.channels),
         "operators.operatorframework.io.bundle.channel.default.v1": options.channels[0],
     }
 
 
-def dockerfile(options: BundleOptions) -> str:
-    labels = "".join(f"LABEL {key}={value}\n" for key, value in bundle_annotations(options).items())
-    return (
-        "# The bundle image (build from this directory: docker build -f bundle.Dockerfile .).\n"
-        "FROM scratch\n" + labels + "COPY manifests /manifests/\nCOPY metadata /metadata/\n"
-    )
-
-
-def bundle_files(options: BundleOptions, manager_yaml: str, crd_files: Mapping[str, str]) -> dict[str, str]:
-    """Path inside the bundle -> text. ``crd_files`` are manifests/crd's
-    (memop.manifests.command.crd_files)."""
-    options.validate()
-    command = f"python -m memop manifests bundle --version {options.version}"
+def bundle_command(target: Target, options: BundleOptions) -> str:
+    """The command line that writes this bundle (named in its files)."""
+    command = f"{COMMAND} bundle {target.select} --version {options.version}"
     if options.replaces is not None:
         command += f" --replaces {options.replaces}"
-    header = f"# Generated by `{command}` from memop's code and manifests/manager: do not edit.\n"
-    files = {CSV_FILE: header + _yaml(cluster_service_version(options, manager_yaml))}
-    files.update(
-        {f"manifests/{name}": text for name, text in crd_files.items() if name != "kustomization.yaml"}
+    if options.channels != (DEFAULT_CHANNEL,):
+        command += f" --channel {','.join(options.channels)}"
+    if options.image is not None:
+        command += f" --image {options.image}"
+    return command
+
+
+def dockerfile(target: Target, options: BundleOptions) -> str:
+    """bundle.Dockerfile: the bundle image, its labels the annotations."""
+    labels = "".join(f"LABEL {key}={value}\n" for key, value in bundle_annotations(target, options).items())
+    return (
+        header(
+            target,
+            "The bundle image (build from this directory: docker build -f bundle.Dockerfile .).",
+            command=bundle_command(target, options),
+        )
+        + "FROM scratch\n"
+        + labels
+        + "COPY manifests /manifests/\nCOPY metadata /metadata/\n"
     )
-    files["metadata/annotations.yaml"] = _yaml({"annotations": bundle_annotations(options)})
-    files["bundle.Dockerfile"] = dockerfile(options)
+
+
+def bundle_files(target: Target, options: BundleOptions) -> dict[str, str]:
+    """Path inside the bundle -> text (BundleError when the options cannot make one)."""
+    options.validate(target.name)
+    command = bundle_command(target, options)
+    files = {
+        csv_file(target): header(
+            target, f"The ClusterServiceVersion of {target.name} {options.version}.", command=command
+        )
+        + _yaml(cluster_service_version(target, options))
+    }
+    files.update(
+        {
+            f"manifests/{name}": text
+            for name, text in crd_files(target).items()
+            if name != "kustomization.yaml"
+        }
+    )
+    files["metadata/annotations.yaml"] = header(
+        target, "The bundle's package and channels (the bundle image's labels too).", command=command
+    ) + _yaml({"annotations": bundle_annotations(target, options)})
+    files["bundle.Dockerfile"] = dockerfile(target, options)
     return files
 
 
@@ -366,8 +406,9 @@ def _yaml(obj: Any) -> str:
 
 def write_bundle(directory: Path, files: Mapping[str, str]) -> list[Path]:
     """Write ``files`` under ``directory``; the paths that changed."""
-    return rbac.write_changed(directory, files)
+    return write_changed(directory, files)
 
 
 def parse_channels(text: str) -> tuple[str, ...]:
+    """``--channel``'s comma-separated names."""
     return tuple(part.strip() for part in text.split(",") if part.strip())

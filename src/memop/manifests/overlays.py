@@ -1,0 +1,381 @@
+"""The kustomize layout of a project's ``manifests/``: the parts (``rbac``, ``manager``; ``crd``
+is :mod:`memop.manifests.crds`'s) and the installs and add-ons built on them, as kustomizations
+and the patches they apply.
+
+- ``default``: the cluster-wide install (CRDs, RBAC with a ClusterRole, the manager);
+- ``namespaced``: the operator watches its own namespace, with a Role there instead;
+  ``namespaced/multi``: several namespaces, a Role in each;
+- ``leader-for-life``: the cluster-wide install electing its leader for life (a ConfigMap lock
+  owned by the leader's Pod) instead of with a Lease;
+- ``secure-metrics``: the cluster-wide install serving /metrics over HTTPS to authorised callers;
+- ``prometheus`` and ``prometheus-secure``: a metrics Service, a ServiceMonitor and the alert
+  rules, for the plain and the secure install; ``grafana``: the dashboard as a ConfigMap.
+
+Every install names its objects ``<project>-<name>`` in the project's namespace (but the CRDs
+and the Namespace) and labels everything ``app.kubernetes.io/part-of: <project>``.
+"""
+
+from __future__ import annotations
+
+from memop.manifests.manager import METRICS_MONITOR, scalar
+from memop.manifests.monitoring import dashboard_file
+from memop.manifests.rbac import (
+    LEADER_ELECTION_ROLE,
+    LEADER_ELECTION_ROLE_BINDING,
+    MANAGER_ROLE,
+    MANAGER_ROLE_BINDING,
+    METRICS_READER_ROLE,
+    MULTI_EXAMPLE_NAMESPACES,
+    PROMETHEUS_ACCOUNT,
+)
+from memop.manifests.target import COMMAND, DEPLOYMENT, Target, header, image_repository
+
+
+def _labels(target: Target, comment: bool = True) -> str:
+    why = (
+        f"# Every object, the CRDs included, carries app.kubernetes.io/part-of={target.name}: list or\n"
+        f"# prune the install with -l app.kubernetes.io/part-of={target.name}. Selectors are left alone.\n"
+        if comment
+        else ""
+    )
+    return (
+        why + "labels:\n"
+        "- pairs:\n"
+        f"    app.kubernetes.io/part-of: {scalar(target.name)}\n"
+        "  includeSelectors: false\n"
+    )
+
+
+def _placed(target: Target) -> str:
+    """namespace and namePrefix of an install (or an add-on placed like one)."""
+    return f"namespace: {scalar(target.namespace)}\nnamePrefix: {scalar(target.prefix)}\n"
+
+
+def _delete(api_version: str, kind: str, name: str, namespace: str | None = None) -> str:
+    """A patch deleting one object of the resources."""
+    where = f"      namespace: {scalar(namespace)}\n" if namespace else ""
+    return (
+        "- patch: |-\n"
+        "    $patch: delete\n"
+        f"    apiVersion: {api_version}\n"
+        f"    kind: {kind}\n"
+        "    metadata:\n"
+        f"      name: {scalar(name)}\n" + where
+    )
+
+
+def _env_patch(target: Target, deployment: str, env: str, comment: str) -> str:
+    """A strategic-merge patch adding environment variables (``env``, indented YAML) to the
+    manager container of ``deployment``."""
+    return (
+        header(target, comment) + "apiVersion: apps/v1\n"
+        "kind: Deployment\n"
+        "metadata:\n"
+        f"  name: {scalar(deployment)}\n"
+        f"  namespace: {scalar(target.namespace)}\n"
+        "spec:\n"
+        "  template:\n"
+        "    spec:\n"
+        "      containers:\n"
+        "      - name: manager\n"
+        "        env:\n" + env
+    )
+
+
+def _rbac(target: Target) -> str:
+    return header(
+        target,
+        f"{target.name}'s ServiceAccount and permissions, for an install that watches every namespace,",
+        "made from its controllers' rules (memop.manifests.rbac); "
+        f"`{COMMAND} rbac {target.select}` prints them.",
+        f"Names get the overlays' namePrefix ({target.prefix}) and namespace ({target.namespace}).",
+    ) + (
+        "resources:\n"
+        "- service_account.yaml\n"
+        "- role.yaml\n"
+        "- role_binding.yaml\n"
+        "- leader_election_role.yaml\n"
+        "- leader_election_role_binding.yaml\n"
+    )
+
+
+def _manager(target: Target) -> str:
+    repository = image_repository(target.project.image)
+    return header(
+        target,
+        f"The operator's namespace, Deployment and PodDisruptionBudget, running {target.project.image}.",
+        f'Point an overlay at your registry with an images entry for the name "{repository}", e.g.',
+        f"  cd manifests/default && kustomize edit set image {repository}=registry.example.com/"
+        f"{repository.rsplit('/', 1)[-1]}:{target.project.version}",
+    ) + ("resources:\n- namespace.yaml\n- manager.yaml\n- pdb.yaml\n")
+
+
+def _default(target: Target) -> str:
+    return (
+        header(
+            target,
+            f"Cluster-wide install: the CRDs, {target.name}'s ServiceAccount with a ClusterRole (every",
+            "namespace is watched), the leader-election Role, and the operator Deployment in "
+            f"{target.namespace}.",
+            "  kubectl apply -k manifests/default",
+            f"Objects are named {target.prefix}<name> in namespace {target.namespace} (the CRDs and the",
+            "Namespace keep their names). For one or a few namespaces instead, see manifests/namespaced.",
+        )
+        + _placed(target)
+        + _labels(target)
+        + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
+    )
+
+
+def _namespaced(target: Target) -> str:
+    return (
+        header(
+            target,
+            f"Namespaced install: {target.name} watches only its own namespace ({target.namespace}), with",
+            "a Role there instead of the ClusterRole. The CRDs are cluster-scoped all the same:",
+            "installing them needs a cluster administrator once.",
+            "  kubectl apply -k manifests/namespaced",
+            f"Its objects then go in {target.namespace}. To watch other namespaces, see multi/ (a Role",
+            "and a RoleBinding in each watched namespace, and WATCH_NAMESPACE listing them).",
+        )
+        + _placed(target)
+        + _labels(target)
+        + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
+        "# The ClusterRole's rules as a Role here, and its binding.\n"
+        "- role.yaml\n"
+        "patches:\n"
+        "# Nothing cluster-wide for the controllers: drop the ClusterRole and its binding from ../rbac.\n"
+        + _delete("rbac.authorization.k8s.io/v1", "ClusterRole", MANAGER_ROLE)
+        + _delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", MANAGER_ROLE_BINDING)
+        + "# Watch the namespace the operator runs in.\n- path: watch_namespace.yaml\n"
+    )
+
+
+def _multi(target: Target) -> str:
+    watched = ", ".join(MULTI_EXAMPLE_NAMESPACES)
+    return (
+        header(
+            target,
+            f"Namespaced install watching several namespaces (here {watched}; the operator runs in",
+            f"{target.namespace}): the cluster-wide install (../../default) without its ClusterRole and",
+            "binding, plus a Role and a RoleBinding in each watched namespace, and WATCH_NAMESPACE",
+            "listing them.",
+            "  kubectl apply -k manifests/namespaced/multi",
+            "The watched namespaces must exist first. For your own list, copy this directory (keep the",
+            "relative path to manifests/default right) and",
+            f"  {COMMAND} roles ns-1 ns-2 {target.select} > roles.yaml",
+            "then put the same list, comma-separated, in watch_namespace.yaml.",
+            "",
+            "No namespace or namePrefix here: the base applied them already (a namespace here would",
+            "move the Roles out of the namespaces they are for), and roles.yaml has its final names.",
+        )
+        + "# roles.yaml gets the install's label too (the base's objects have it already).\n"
+        + _labels(target, comment=False)
+        + "resources:\n- ../../default\n- roles.yaml\n"
+        "patches:\n"
+        "# Nothing cluster-wide for the controllers.\n"
+        + _delete("rbac.authorization.k8s.io/v1", "ClusterRole", target.prefix + MANAGER_ROLE)
+        + _delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", target.prefix + MANAGER_ROLE_BINDING)
+        + "- path: watch_namespace.yaml\n"
+    )
+
+
+def _leader_for_life(target: Target) -> str:
+    lock = target.project.leader_election_id
+    return (
+        header(
+            target,
+            "Cluster-wide install (as manifests/default) electing its leader for life instead of with a",
+            "Lease, as operator-lib's leader.Become does:",
+            "  kubectl apply -k manifests/leader-for-life",
+            f"The replica that creates the ConfigMap lock {lock} (owned by its own Pod)",
+            "leads until that Pod is deleted; the garbage collector then deletes the lock and a standby",
+            "takes it. No split brain, but failover waits for the leader Pod's deletion (see memop's",
+            "README). The operator gets POD_NAME from the downward API, and a Role for the lock and the",
+            "Pods instead of the Lease role.",
+        )
+        + _placed(target)
+        + _labels(target, comment=False)
+        + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
+        f"# configmaps get/create/delete and pods get in {target.namespace}.\n"
+        "- leader_for_life_role.yaml\n"
+        "patches:\n"
+        "# No Lease: drop the leader-election Role and its binding from ../rbac.\n"
+        + _delete("rbac.authorization.k8s.io/v1", "Role", LEADER_ELECTION_ROLE, target.namespace)
+        + _delete(
+            "rbac.authorization.k8s.io/v1", "RoleBinding", LEADER_ELECTION_ROLE_BINDING, target.namespace
+        )
+        + "- path: leader_for_life.yaml\n"
+    )
+
+
+def _secure_metrics(target: Target) -> str:
+    return (
+        header(
+            target,
+            "Cluster-wide install (manifests/default) with /metrics served over HTTPS, as Kubebuilder",
+            "scaffolds it: every scrape must carry a bearer token that the API server authenticates",
+            "(TokenReview) and authorises for get on /metrics (SubjectAccessReview).",
+            "  kubectl apply -k manifests/secure-metrics",
+            "  kubectl apply -k manifests/prometheus-secure    # Service, https monitor, reader binding",
+            "The operator then needs two cluster-scoped creates (metrics_auth_role.yaml), and whatever",
+            f"scrapes it needs the {target.prefix}{METRICS_READER_ROLE} ClusterRole "
+            "(metrics_reader_role.yaml).",
+            "The probes stay plain HTTP for the kubelet.",
+            "The certificate: without --metrics-cert-dir memop generates a self-signed one at start (and",
+            "logs a warning). To serve one your Prometheus trusts, mount a kubernetes.io/tls Secret (from",
+            "cert-manager, say) and pass its directory:",
+            "  args: [..., --metrics-cert-dir=/etc/metrics-certs]",
+            "For a namespaced install, use ../namespaced instead of ../default below.",
+        )
+        + "resources:\n- ../default\n"
+        "# The two review permissions and the reader role.\n"
+        "- metrics_auth_role.yaml\n- metrics_reader_role.yaml\n"
+        + _labels(target, comment=False)
+        + "patches:\n"
+        "- target:\n"
+        "    group: apps\n"
+        "    version: v1\n"
+        "    kind: Deployment\n"
+        f"    name: {scalar(target.deployment)}\n"
+        "  patch: |-\n"
+        "    - op: add\n"
+        "      path: /spec/template/spec/containers/0/args/-\n"
+        "      value: --metrics-secure\n"
+    )
+
+
+def _prometheus(target: Target) -> str:
+    return (
+        header(
+            target,
+            "Metrics for Prometheus, applied after an install (manifests/default or manifests/namespaced):",
+            "  kubectl apply -k manifests/prometheus",
+            "A Service in front of the operator's metrics port (8080, plain HTTP), a ServiceMonitor",
+            f"(Prometheus Operator) scraping it, and a PrometheusRule with {target.name}'s alert rules",
+            "(rules.yaml). Without the Prometheus Operator (no ServiceMonitor or PrometheusRule CRD), take",
+            "monitor.yaml and rules.yaml out of resources, scrape the Service your way and load",
+            "rules.yaml's spec.groups as a rule file. Keep namespace and namePrefix the same as the",
+            "install's: the Service selects the operator's pods there.",
+        )
+        + _placed(target)
+        + _labels(target, comment=False)
+        + "resources:\n- service.yaml\n- monitor.yaml\n- rules.yaml\n"
+    )
+
+
+def _prometheus_secure(target: Target) -> str:
+    namespace, account = PROMETHEUS_ACCOUNT
+    service = f"{target.prefix}controller-manager-metrics-service.{target.namespace}.svc"
+    return (
+        header(
+            target,
+            "Metrics for Prometheus when the operator runs with --metrics-secure (manifests/secure-metrics):",
+            "  kubectl apply -k manifests/prometheus-secure",
+            "The Service of ../prometheus and a ServiceMonitor scraping it over HTTPS with Prometheus's own",
+            "ServiceAccount token, which the operator checks with a TokenReview and a SubjectAccessReview;",
+            "that account is granted get on /metrics by metrics_reader_role_binding.yaml (kube-prometheus's",
+            f"{namespace}/{account}: bind {target.prefix}{METRICS_READER_ROLE} to yours instead).",
+            "insecureSkipVerify: memop's default certificate is self-signed. With --metrics-cert-dir and a",
+            "certificate from a CA Prometheus trusts, replace it with tlsConfig.ca and serverName",
+            f"({service}).",
+        )
+        + "resources:\n- ../prometheus\n- metrics_reader_role_binding.yaml\n"
+        + _labels(target, comment=False)
+        + "patches:\n"
+        "- target:\n"
+        "    group: monitoring.coreos.com\n"
+        "    version: v1\n"
+        "    kind: ServiceMonitor\n"
+        f"    name: {scalar(target.prefix + METRICS_MONITOR)}\n"
+        "  patch: |-\n"
+        "    - op: replace\n"
+        "      path: /spec/endpoints/0/scheme\n"
+        "      value: https\n"
+        "    - op: add\n"
+        "      path: /spec/endpoints/0/bearerTokenFile\n"
+        "      value: /var/run/secrets/kubernetes.io/serviceaccount/token\n"
+        "    - op: add\n"
+        "      path: /spec/endpoints/0/tlsConfig\n"
+        "      value:\n"
+        "        insecureSkipVerify: true\n"
+    )
+
+
+def _grafana(target: Target) -> str:
+    return (
+        header(
+            target,
+            f"{target.name}'s Grafana dashboard, for the Grafana dashboard sidecar (kube-prometheus-stack's,",
+            'or any that loads ConfigMaps labelled grafana_dashboard: "1"), applied after an install:',
+            "  kubectl apply -k manifests/grafana",
+            f"{dashboard_file(target)} is generated too (do not edit it by hand); import it into any",
+            "Grafana through Dashboards > New > Import just as well. The sidecar must search",
+            f"{target.namespace} (kube-prometheus-stack: grafana.sidecar.dashboards.searchNamespace=ALL),",
+            "or change the namespace below to the one it searches. The panels read Prometheus's data",
+            'source chosen in the dashboard\'s "Data source" variable, scraped as manifests/prometheus does.',
+        )
+        + _placed(target)
+        + _labels(target, comment=False)
+        + "configMapGenerator:\n"
+        "- name: grafana-dashboard\n"
+        "  files:\n"
+        f"  - {dashboard_file(target)}\n"
+        "  options:\n"
+        "    disableNameSuffixHash: true\n"
+        "    labels:\n"
+        '      grafana_dashboard: "1"\n'
+        f"      app.kubernetes.io/name: {scalar(target.name)}\n"
+    )
+
+
+def overlay_files(target: Target) -> dict[str, str]:
+    """Every kustomization and patch of the project's manifests: path under ``manifests/`` -> text."""
+    env_namespace = (
+        "        - name: WATCH_NAMESPACE\n"
+        "          valueFrom:\n"
+        "            fieldRef:\n"
+        "              fieldPath: metadata.namespace\n"
+    )
+    env_multi = (
+        f"        - name: WATCH_NAMESPACE\n          value: {scalar(','.join(MULTI_EXAMPLE_NAMESPACES))}\n"
+    )
+    env_leader_for_life = (
+        "        - name: LEADER_ELECTION_MODE\n"
+        "          value: leader-for-life\n"
+        "        - name: POD_NAME\n"
+        "          valueFrom:\n"
+        "            fieldRef:\n"
+        "              fieldPath: metadata.name\n"
+    )
+    return {
+        "rbac/kustomization.yaml": _rbac(target),
+        "manager/kustomization.yaml": _manager(target),
+        "default/kustomization.yaml": _default(target),
+        "namespaced/kustomization.yaml": _namespaced(target),
+        "namespaced/watch_namespace.yaml": _env_patch(
+            target,
+            DEPLOYMENT,
+            env_namespace,
+            "The operator watches the namespace its pod runs in (--watch-namespace / WATCH_NAMESPACE).",
+        ),
+        "namespaced/multi/kustomization.yaml": _multi(target),
+        "namespaced/multi/watch_namespace.yaml": _env_patch(
+            target,
+            target.deployment,
+            env_multi,
+            "The watched namespaces, comma-separated: each needs its Role and RoleBinding (roles.yaml).",
+        ),
+        "leader-for-life/kustomization.yaml": _leader_for_life(target),
+        "leader-for-life/leader_for_life.yaml": _env_patch(
+            target,
+            DEPLOYMENT,
+            env_leader_for_life,
+            "--leader-elect (from manifests/manager) with leader for life: the lock is owned by the Pod "
+            "POD_NAME names, which the downward API fills in.",
+        ),
+        "secure-metrics/kustomization.yaml": _secure_metrics(target),
+        "prometheus/kustomization.yaml": _prometheus(target),
+        "prometheus-secure/kustomization.yaml": _prometheus_secure(target),
+        "grafana/kustomization.yaml": _grafana(target),
+    }
