@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import memop
+from memop.project import installed_projects
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,6 +28,21 @@ def test_the_memop_console_script_runs_the_cli() -> None:
     assert out.stdout.strip() == f"memop {memop.__version__}"
     helped = subprocess.run([script, "--help"], capture_output=True, text=True, check=True, timeout=60)
     assert "Memcached" in helped.stdout
+
+
+def test_memops_own_controllers_are_registered_as_any_projects_are() -> None:
+    # The path a user's project takes: the memop.controllers entry-point group, found by the CLI
+    # (memop.project.installed_projects) in the installed distribution's metadata.
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    assert cfg["options.entry_points"]["memop.controllers"].split() == ["memop", "=", "memop.builtin:PROJECT"]
+    group = metadata.entry_points(group="memop.controllers")
+    [entry] = [e for e in group if e.dist is not None and e.dist.name == "memop"]
+    assert (entry.name, entry.value) == ("memop", "memop.builtin:PROJECT")
+    from memop.builtin import PROJECT  # noqa: PLC0415
+
+    assert entry.load() is PROJECT
+    assert installed_projects()["memop"] is PROJECT
 
 
 def requirement_names(text: str) -> set[str]:

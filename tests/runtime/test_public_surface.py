@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
+import json
+import subprocess
+import sys
+import typing
 from pathlib import Path
 
 import pytest
 
+import memop
 from memop import runtime
+from memop.runtime import logs
 
 
 def test_every_exported_name_exists_and_is_documented() -> None:
@@ -55,11 +62,12 @@ def _runtime_imports(source: str) -> list[tuple[str, str]]:
 
 
 def test_no_controller_package_imports_another() -> None:
-    from memop.cli.controllers import ALL  # noqa: PLC0415
+    from memop.builtin import PROJECT  # noqa: PLC0415
 
     src = Path(runtime.__file__).parents[1]
-    for name in ALL:
-        others = {f"memop.{other}" for other in ALL if other != name}
+    names = PROJECT.controller_names
+    for name in names:
+        others = {f"memop.{other}" for other in names if other != name}
         for path in sorted((src / name).glob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ImportFrom | ast.Import):
@@ -72,3 +80,53 @@ def test_no_controller_package_imports_another() -> None:
                         assert not any(module == o or module.startswith(o + ".") for o in others), (
                             f"{path.name} of {name} imports {module}"
                         )
+
+
+def test_what_a_program_needs_to_run_a_manager_itself_is_exported() -> None:
+    # Every type a ManagerOptions field takes, and what the command line uses to fill them.
+    needed = {
+        "Manager", "ManagerOptions", "Address", "LeaderElectionConfig", "LeaderForLifeConfig",
+        "default_identity", "load_configuration", "KubeConfigError", "running_in_cluster",
+        "in_cluster_namespace", "tls_context", "configure_logging", "Client", "SetupContext",
+    }  # fmt: skip
+    assert needed <= set(runtime.__all__)
+    hints = typing.get_type_hints(runtime.ManagerOptions)
+    for field in dataclasses.fields(runtime.ManagerOptions):
+        for kind in _classes(hints[field.name]):
+            if kind.__module__.startswith("memop."):
+                assert getattr(runtime, kind.__name__, None) is kind, f"ManagerOptions.{field.name}: {kind}"
+    assert runtime.configure_logging is logs.configure
+
+
+def _classes(hint: object) -> list[type]:
+    """The classes a type hint names (through unions and generics)."""
+    if isinstance(hint, type):
+        return [hint]
+    return [kind for argument in typing.get_args(hint) for kind in _classes(argument)]
+
+
+def test_the_command_line_builds_its_manager_from_public_names() -> None:
+    # memop's own command line is a program like a user's: what it imports from the runtime to
+    # build and run a manager is exported (its own options and project modules aside).
+    app = Path(runtime.__file__).parents[1] / "cli" / "app.py"
+    private = set()
+    for node in ast.walk(ast.parse(app.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memop.runtime."):
+            private |= {alias.name for alias in node.names if alias.name not in runtime.__all__}
+    assert private <= {"logs", "metrics", "EXIT_FAILED"}, private
+
+
+def test_the_memop_package_exports_run_and_project_lazily() -> None:
+    code = (
+        "import json, sys; import memop; before = sorted(m for m in ('memop.cli.main', 'memop.project') "
+        "if m in sys.modules); from memop import Project, ProjectError, run; "
+        "print(json.dumps([before, Project.__module__, ProjectError.__module__, run.__module__]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert json.loads(out.stdout) == [[], "memop.project", "memop.project", "memop.cli.main"]
+    for name in memop.__all__:
+        assert getattr(memop, name) is not None
+        if name != "__version__":
+            assert inspect.getdoc(getattr(memop, name)), name
+    with pytest.raises(AttributeError):
+        memop.nothing_here  # noqa: B018
