@@ -21,8 +21,8 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from memop import memcached
+from memop.builtin import PROJECT
 from memop.cli import app
-from memop.cli.controllers import ALL
 from memop.cli.options import parse_run_args
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
@@ -86,7 +86,7 @@ def _served(definition: ControllerDefinition) -> dict[tuple[str, str], Resource]
 async def _create_samples(client: Client) -> list[tuple[Resource, dict[str, Any]]]:
     """Every controller's samples, each in its own namespace (default when it names none)."""
     created: list[tuple[Resource, dict[str, Any]]] = []
-    for definition in ALL.values():
+    for definition in PROJECT.controllers:
         served = _served(definition)
         for sample in definition.samples().values():
             resource = served[(sample["apiVersion"], sample["kind"])]
@@ -141,6 +141,8 @@ async def run_demo(kubeconfig: Path | None = None, pod_ready_delay: float = 2.0)
                     "console",
                 ],
                 env={},
+                # memop's own controllers, whatever other project is installed: the samples are theirs.
+                project=PROJECT,
             )
             try:
                 code = await app.run(config, stop)
