@@ -468,3 +468,30 @@ def test_controllers_syntax_and_the_hint_when_a_crd_is_missing() -> None:
     assert leave_out_hint("python -m cmsync", ("copier",), "copier") == (
         "or run python -m cmsync with --controllers naming the controllers whose CRDs are installed"
     )
+
+
+# --- memop.run in-process: the command line as a function ------------------------------------
+
+
+def test_memop_run_returns_the_exit_code_of_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    import memop  # noqa: PLC0415
+
+    mine = project("cmsync", "copier", version="0.3.0")
+    assert memop.run(mine, ["--version"]) == 0
+    assert capsys.readouterr().out == f"cmsync 0.3.0 (memop {memop.__version__})\n"
+    assert memop.run(None, ["run", "--version"]) == 0  # 'memop run' is 'memop'
+    assert capsys.readouterr().out == f"memop {memop.__version__}\n"
+    assert memop.run(None, ["run", "--bogus"]) == 2
+    assert capsys.readouterr().err == "memop: error: unrecognized arguments: --bogus\n"
+    assert memop.run(mine, ["--controllers", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(": error: --controllers: unknown controller 'nope' (known: copier; '*' for all)\n")
+    assert len(err.splitlines()) == 1
+
+
+def test_a_run_config_runs_its_projects_controllers() -> None:
+    mine = project("cmsync", "copier", "pruner")
+    config = dataclasses.replace(parse_run_args([], env={}, project=mine), controllers=())
+    assert config.controllers == ("copier", "pruner")  # empty means every one, in the project's order
+    with pytest.raises(ValueError, match="project cmsync has no controller 'memcached'"):
+        dataclasses.replace(config, controllers=("memcached",))
