@@ -377,7 +377,8 @@ def container(deployment: Obj) -> Obj:
 
 
 def run_config(deployment: Obj) -> RunConfig:
-    """What memop's own parser makes of the Deployment's args and environment, as in the pod."""
+    """What memop's own parser makes of the Deployment's command, args and environment, as in
+    the pod: the command is ``memop`` and the flags that select the project."""
     env: dict[str, str] = {}
     for var in container(deployment).get("env") or ():
         if "value" in var:
@@ -385,7 +386,9 @@ def run_config(deployment: Obj) -> RunConfig:
         else:
             assert var["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}, var
             env[var["name"]] = deployment["metadata"]["namespace"]
-    return parse_run_args(container(deployment).get("args") or [], env=env)
+    program, *selection = container(deployment)["command"]
+    assert program == "memop"
+    return parse_run_args([*selection, *(container(deployment).get("args") or [])], env=env)
 
 
 def _grants(objects: list[Obj], group: str, resource: str, verb: str, namespace: str) -> bool:
@@ -675,6 +678,7 @@ def test_deployment_runs_two_replicas_of_this_version_with_leader_election(deplo
     assert spec["replicas"] == 2
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
     assert container(deployment)["image"] == f"memop:{memop.__version__}"
+    assert container(deployment)["command"] == ["memop", "--project", "memop"]
     config = run_config(deployment)
     assert config.leader_elect
     # The Lease namespace comes from the mounted service account, the token from the same place.
