@@ -19,8 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
+from kubernetes_asyncio.client import ApiClient
 
+from memop.runtime.client.client import Client
 from memop.runtime.manager.gctuning import tune_gc
+from memop.testing.apply import ApplyError, SourcedObject, create_objects, load_objects
 from memop.testing.server import ApiServer
 
 
@@ -82,6 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: plain HTTP)",
     )
     serve.add_argument(
+        "--apply",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="create the objects of a YAML file, or of a folder's YAML files, before writing the "
+        "kubeconfig: CRDs first, waited for until Established (repeatable; see memop.testing.apply)",
+    )
+    serve.add_argument(
         "--log-level",
         default="WARNING",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -104,10 +116,25 @@ def write_kubeconfig_atomically(server: ApiServer, path: Path) -> None:
         raise
 
 
+async def _create(server: ApiServer, objects: list[SourcedObject]) -> None:
+    """Create ``objects`` in ``server`` (--apply), before anyone is told where it listens."""
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="memop-testing-serve")
+        try:
+            await create_objects(client, objects)
+        finally:
+            await client.close()
+
+
 async def serve(args: argparse.Namespace) -> int:
     """Run the server until SIGINT/SIGTERM; return the exit status."""
     if args.pod_ready_delay < 0:
         print("--pod-ready-delay must not be negative", file=sys.stderr)
+        return 2
+    try:
+        objects = load_objects(args.apply)
+    except ApplyError as error:
+        print(f"python -m memop.testing serve: error: {error}", file=sys.stderr)
         return 2
     server = ApiServer(
         port=args.port,
@@ -124,6 +151,12 @@ async def serve(args: argparse.Namespace) -> int:
     try:
         await server.start()
         try:
+            if objects:
+                try:
+                    await _create(server, objects)
+                except ApplyError as error:
+                    print(f"python -m memop.testing serve: error: {error}", file=sys.stderr)
+                    return 2
             write_kubeconfig_atomically(server, args.kubeconfig)
             print(
                 f"memop test API server listening on {server.url}, kubeconfig {args.kubeconfig}", flush=True
