@@ -216,8 +216,7 @@ async def test_a_project_memop_cannot_run_is_one_line_and_exit_2(tmp_path: Path)
 
 async def test_help_and_version_describe_the_selected_project(tmp_path: Path) -> None:
     (tmp_path / "cmsync.py").write_text(
-        _DEFINITION
-        + "from memop import Project\nPROJECT = Project(name='cmsync', domain='example.org', "
+        _DEFINITION + "from memop import Project\nPROJECT = Project(name='cmsync', domain='example.org', "
         "version='0.3.0', description='copies ConfigMaps', "
         "controllers=(definition('copier'), definition('pruner')))\n"
     )
@@ -338,6 +337,37 @@ async def test_a_missing_crd_is_one_clear_error(tmp_path: Path, bare_server: tup
     )
     assert "--controllers" in errors[0]["msg"]
     assert not [r for r in records if r["level"] == "warning"], err
+
+
+async def test_a_missing_crd_of_a_one_controller_project_asks_for_the_crd_alone(
+    tmp_path: Path, bare_server: tuple[ApiServer, Path]
+) -> None:
+    _, kubeconfig = bare_server
+    (tmp_path / "widgets.py").write_text(
+        "from memop.runtime import ControllerBuilder, ControllerDefinition, Resource\n"
+        "WIDGETS = Resource('widgets.example.org', 'v1', 'widgets', 'Widget')\n"
+        "class Nothing:\n"
+        "    async def reconcile(self, request):\n"
+        "        return None\n"
+        "def setup(context):\n"
+        "    return ControllerBuilder(context.cache, 'widget').for_(WIDGETS).build(Nothing())\n"
+        "DEFINITION = ControllerDefinition(name='widget', description='widgets', setup=setup, "
+        "crds=lambda: [], rules=(), samples=lambda: {})\n"
+    )
+    code, out, err = await run_memop(
+        "--controller-module", "widgets", "--kubeconfig", str(kubeconfig), "--metrics-bind-address=0",
+        "--health-probe-bind-address=0", env={"PYTHONPATH": str(tmp_path)}, home=tmp_path,
+    )  # fmt: skip
+    assert (code, out) == (1, "")
+    errors = [r for r in map(json.loads, err.splitlines()) if r["level"] == "error"]
+    assert len(errors) == 1, err
+    assert errors[0]["logger"] == "memop.manager"
+    # Its one controller cannot be left out: installing the CRD is the advice.
+    assert errors[0]["msg"].startswith(
+        "the widget controller needs widgets.widgets.example.org/v1 (Widget), which the API server does "
+        "not serve: install the CustomResourceDefinition widgets.widgets.example.org (manifests/crd) ("
+    ), errors[0]["msg"]
+    assert "--controllers" not in errors[0]["msg"]
 
 
 async def test_an_unreachable_api_server_is_one_clear_error(tmp_path: Path) -> None:
