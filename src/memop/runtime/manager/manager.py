@@ -154,7 +154,8 @@ class Manager:
                     raise StartupError(self._not_served(controller.name, res, error.message)) from error
                 except Forbidden as error:
                     raise StartupError(
-                        f"not allowed to list {res}: {error.message}. Check memop's RBAC (manifests/rbac)."
+                        f"not allowed to list {res}: {error.message}. Check the operator's RBAC "
+                        "(manifests/rbac)."
                     ) from error
                 checked.add(res)
 
