@@ -237,8 +237,8 @@ def manager_files(target: Target) -> dict[str, str]:
             header(
                 target,
                 "The operator's namespace: its Deployment, ServiceAccount and leader-election Lease "
-                "live here.",
-                "The restricted Pod Security Standard is enforced: the operator's pods comply with it.",
+                "live here. The restricted Pod Security Standard is enforced: the operator's pods "
+                "comply with it.",
             ),
         ),
         "manager/manager.yaml": header(
@@ -267,7 +267,7 @@ def manager_files(target: Target) -> dict[str, str]:
             header(
                 target,
                 f"Prometheus Operator: scrape the metrics Service. Needs the monitoring.coreos.com CRDs, "
-                f"and a Prometheus that selects ServiceMonitors in {target.namespace}",
+                f"and a Prometheus that selects ServiceMonitors in {target.namespace} "
                 "(serviceMonitorNamespaceSelector) and with this label, if it filters on labels "
                 "(serviceMonitorSelector).",
             ),

@@ -85,10 +85,10 @@ def _env_patch(target: Target, deployment: str, env: str, comment: str) -> str:
 def _rbac(target: Target) -> str:
     return header(
         target,
-        f"{target.name}'s ServiceAccount and permissions, for an install that watches every namespace,",
-        "made from its controllers' rules (memop.manifests.rbac); "
-        f"`{COMMAND} rbac {target.select}` prints them.",
-        f"Names get the overlays' namePrefix ({target.prefix}) and namespace ({target.namespace}).",
+        f"{target.name}'s ServiceAccount and permissions, for an install that watches every namespace,"
+        " made from its controllers' rules (memop.manifests.rbac); "
+        f"`{COMMAND} rbac {target.select}` prints them."
+        f" Names get the overlays' namePrefix ({target.prefix}) and namespace ({target.namespace}).",
     ) + (
         "resources:\n"
         "- service_account.yaml\n"
@@ -103,8 +103,8 @@ def _manager(target: Target) -> str:
     repository = image_repository(target.project.image)
     return header(
         target,
-        f"The operator's namespace, Deployment and PodDisruptionBudget, running {target.project.image}.",
-        f'Point an overlay at your registry with an images entry for the name "{repository}", e.g.',
+        f"The operator's namespace, Deployment and PodDisruptionBudget, running {target.project.image}."
+        f' Point an overlay at your registry with an images entry for the name "{repository}", e.g.',
         f"  cd manifests/default && kustomize edit set image {repository}=registry.example.com/"
         f"{repository.rsplit('/', 1)[-1]}:{target.project.version}",
     ) + ("resources:\n- namespace.yaml\n- manager.yaml\n- pdb.yaml\n")
@@ -114,12 +114,12 @@ def _default(target: Target) -> str:
     return (
         header(
             target,
-            f"Cluster-wide install: the CRDs, {target.name}'s ServiceAccount with a ClusterRole (every",
-            "namespace is watched), the leader-election Role, and the operator Deployment in "
+            f"Cluster-wide install: the CRDs, {target.name}'s ServiceAccount with a ClusterRole (every"
+            " namespace is watched), the leader-election Role, and the operator Deployment in "
             f"{target.namespace}.",
             "  kubectl apply -k manifests/default",
-            f"Objects are named {target.prefix}<name> in namespace {target.namespace} (the CRDs and the",
-            "Namespace keep their names). For one or a few namespaces instead, see manifests/namespaced.",
+            f"Objects are named {target.prefix}<name> in namespace {target.namespace} (the CRDs and the"
+            " Namespace keep their names). For one or a few namespaces instead, see manifests/namespaced.",
         )
         + _placed(target)
         + _labels(target)
@@ -131,12 +131,12 @@ def _namespaced(target: Target) -> str:
     return (
         header(
             target,
-            f"Namespaced install: {target.name} watches only its own namespace ({target.namespace}), with",
-            "a Role there instead of the ClusterRole. The CRDs are cluster-scoped all the same:",
-            "installing them needs a cluster administrator once.",
+            f"Namespaced install: {target.name} watches only its own namespace ({target.namespace}), with"
+            " a Role there instead of the ClusterRole. The CRDs are cluster-scoped all the same:"
+            " installing them needs a cluster administrator once.",
             "  kubectl apply -k manifests/namespaced",
-            f"Its objects then go in {target.namespace}. To watch other namespaces, see multi/ (a Role",
-            "and a RoleBinding in each watched namespace, and WATCH_NAMESPACE listing them).",
+            f"Its objects then go in {target.namespace}. To watch other namespaces, see multi/ (a Role"
+            " and a RoleBinding in each watched namespace, and WATCH_NAMESPACE listing them).",
         )
         + _placed(target)
         + _labels(target)
@@ -156,18 +156,18 @@ def _multi(target: Target) -> str:
     return (
         header(
             target,
-            f"Namespaced install watching several namespaces (here {watched}; the operator runs in",
-            f"{target.namespace}): the cluster-wide install (../../default) without its ClusterRole and",
-            "binding, plus a Role and a RoleBinding in each watched namespace, and WATCH_NAMESPACE",
-            "listing them.",
+            f"Namespaced install watching several namespaces (here {watched}; the operator runs in"
+            f" {target.namespace}): the cluster-wide install (../../default) without its ClusterRole and"
+            " binding, plus a Role and a RoleBinding in each watched namespace, and WATCH_NAMESPACE"
+            " listing them.",
             "  kubectl apply -k manifests/namespaced/multi",
-            "The watched namespaces must exist first. For your own list, copy this directory (keep the",
-            "relative path to manifests/default right) and",
+            "The watched namespaces must exist first. For your own list, copy this directory (keep the"
+            " relative path to manifests/default right) and",
             f"  {COMMAND} roles ns-1 ns-2 {target.select} > roles.yaml",
             "then put the same list, comma-separated, in watch_namespace.yaml.",
             "",
-            "No namespace or namePrefix here: the base applied them already (a namespace here would",
-            "move the Roles out of the namespaces they are for), and roles.yaml has its final names.",
+            "No namespace or namePrefix here: the base applied them already (a namespace here would"
+            " move the Roles out of the namespaces they are for), and roles.yaml has its final names.",
         )
         + "# roles.yaml gets the install's label too (the base's objects have it already).\n"
         + _labels(target, comment=False)
@@ -185,14 +185,14 @@ def _leader_for_life(target: Target) -> str:
     return (
         header(
             target,
-            "Cluster-wide install (as manifests/default) electing its leader for life instead of with a",
-            "Lease, as operator-lib's leader.Become does:",
+            "Cluster-wide install (as manifests/default) electing its leader for life instead of with a"
+            " Lease, as operator-lib's leader.Become does:",
             "  kubectl apply -k manifests/leader-for-life",
-            f"The replica that creates the ConfigMap lock {lock} (owned by its own Pod)",
-            "leads until that Pod is deleted; the garbage collector then deletes the lock and a standby",
-            "takes it. No split brain, but failover waits for the leader Pod's deletion (see memop's",
-            "README). The operator gets POD_NAME from the downward API, and a Role for the lock and the",
-            "Pods instead of the Lease role.",
+            f"The replica that creates the ConfigMap lock {lock} (owned by its own Pod)"
+            " leads until that Pod is deleted; the garbage collector then deletes the lock and a standby"
+            " takes it. No split brain, but failover waits for the leader Pod's deletion (see memop's"
+            " README). The operator gets POD_NAME from the downward API, and a Role for the lock and the"
+            " Pods instead of the Lease role.",
         )
         + _placed(target)
         + _labels(target, comment=False)
@@ -213,18 +213,18 @@ def _secure_metrics(target: Target) -> str:
     return (
         header(
             target,
-            "Cluster-wide install (manifests/default) with /metrics served over HTTPS, as Kubebuilder",
-            "scaffolds it: every scrape must carry a bearer token that the API server authenticates",
-            "(TokenReview) and authorises for get on /metrics (SubjectAccessReview).",
+            "Cluster-wide install (manifests/default) with /metrics served over HTTPS, as Kubebuilder"
+            " scaffolds it: every scrape must carry a bearer token that the API server authenticates"
+            " (TokenReview) and authorises for get on /metrics (SubjectAccessReview).",
             "  kubectl apply -k manifests/secure-metrics",
             "  kubectl apply -k manifests/prometheus-secure    # Service, https monitor, reader binding",
-            "The operator then needs two cluster-scoped creates (metrics_auth_role.yaml), and whatever",
-            f"scrapes it needs the {target.prefix}{METRICS_READER_ROLE} ClusterRole "
-            "(metrics_reader_role.yaml).",
-            "The probes stay plain HTTP for the kubelet.",
-            "The certificate: without --metrics-cert-dir memop generates a self-signed one at start (and",
-            "logs a warning). To serve one your Prometheus trusts, mount a kubernetes.io/tls Secret (from",
-            "cert-manager, say) and pass its directory:",
+            "The operator then needs two cluster-scoped creates (metrics_auth_role.yaml), and whatever"
+            f" scrapes it needs the {target.prefix}{METRICS_READER_ROLE} ClusterRole "
+            "(metrics_reader_role.yaml)."
+            " The probes stay plain HTTP for the kubelet."
+            " The certificate: without --metrics-cert-dir memop generates a self-signed one at start (and"
+            " logs a warning). To serve one your Prometheus trusts, mount a kubernetes.io/tls Secret (from"
+            " cert-manager, say) and pass its directory:",
             "  args: [..., --metrics-cert-dir=/etc/metrics-certs]",
             "For a namespaced install, use ../namespaced instead of ../default below.",
         )
@@ -251,12 +251,12 @@ def _prometheus(target: Target) -> str:
             target,
             "Metrics for Prometheus, applied after an install (manifests/default or manifests/namespaced):",
             "  kubectl apply -k manifests/prometheus",
-            "A Service in front of the operator's metrics port (8080, plain HTTP), a ServiceMonitor",
-            f"(Prometheus Operator) scraping it, and a PrometheusRule with {target.name}'s alert rules",
-            "(rules.yaml). Without the Prometheus Operator (no ServiceMonitor or PrometheusRule CRD), take",
-            "monitor.yaml and rules.yaml out of resources, scrape the Service your way and load",
-            "rules.yaml's spec.groups as a rule file. Keep namespace and namePrefix the same as the",
-            "install's: the Service selects the operator's pods there.",
+            "A Service in front of the operator's metrics port (8080, plain HTTP), a ServiceMonitor"
+            f" (Prometheus Operator) scraping it, and a PrometheusRule with {target.name}'s alert rules"
+            " (rules.yaml). Without the Prometheus Operator (no ServiceMonitor or PrometheusRule CRD), take"
+            " monitor.yaml and rules.yaml out of resources, scrape the Service your way and load"
+            " rules.yaml's spec.groups as a rule file. Keep namespace and namePrefix the same as the"
+            " install's: the Service selects the operator's pods there.",
         )
         + _placed(target)
         + _labels(target, comment=False)
@@ -272,13 +272,13 @@ def _prometheus_secure(target: Target) -> str:
             target,
             "Metrics for Prometheus when the operator runs with --metrics-secure (manifests/secure-metrics):",
             "  kubectl apply -k manifests/prometheus-secure",
-            "The Service of ../prometheus and a ServiceMonitor scraping it over HTTPS with Prometheus's own",
-            "ServiceAccount token, which the operator checks with a TokenReview and a SubjectAccessReview;",
-            "that account is granted get on /metrics by metrics_reader_role_binding.yaml (kube-prometheus's",
-            f"{namespace}/{account}: bind {target.prefix}{METRICS_READER_ROLE} to yours instead).",
-            "insecureSkipVerify: memop's default certificate is self-signed. With --metrics-cert-dir and a",
-            "certificate from a CA Prometheus trusts, replace it with tlsConfig.ca and serverName",
-            f"({service}).",
+            "The Service of ../prometheus and a ServiceMonitor scraping it over HTTPS with Prometheus's own"
+            " ServiceAccount token, which the operator checks with a TokenReview and a SubjectAccessReview;"
+            " that account is granted get on /metrics by metrics_reader_role_binding.yaml (kube-prometheus's"
+            f" {namespace}/{account}: bind {target.prefix}{METRICS_READER_ROLE} to yours instead).",
+            "insecureSkipVerify: memop's default certificate is self-signed. With --metrics-cert-dir and a"
+            " certificate from a CA Prometheus trusts, replace it with tlsConfig.ca and serverName"
+            f" ({service}).",
         )
         + "resources:\n- ../prometheus\n- metrics_reader_role_binding.yaml\n"
         + _labels(target, comment=False)
@@ -306,14 +306,15 @@ def _grafana(target: Target) -> str:
     return (
         header(
             target,
-            f"{target.name}'s Grafana dashboard, for the Grafana dashboard sidecar (kube-prometheus-stack's,",
-            'or any that loads ConfigMaps labelled grafana_dashboard: "1"), applied after an install:',
+            f"{target.name}'s Grafana dashboard, for the Grafana dashboard sidecar (kube-prometheus-stack's,"
+            ' or any that loads ConfigMaps labelled grafana_dashboard: "1"), applied after an install:',
             "  kubectl apply -k manifests/grafana",
-            f"{dashboard_file(target)} is generated too (do not edit it by hand); import it into any",
-            "Grafana through Dashboards > New > Import just as well. The sidecar must search",
-            f"{target.namespace} (kube-prometheus-stack: grafana.sidecar.dashboards.searchNamespace=ALL),",
-            "or change the namespace below to the one it searches. The panels read Prometheus's data",
-            'source chosen in the dashboard\'s "Data source" variable, scraped as manifests/prometheus does.',
+            f"{dashboard_file(target)} is generated too (do not edit it by hand); import it into any"
+            " Grafana through Dashboards > New > Import just as well. The sidecar must search"
+            f" {target.namespace} (kube-prometheus-stack: grafana.sidecar.dashboards.searchNamespace=ALL),"
+            " or change the namespace below to the one it searches. The panels read Prometheus's data"
+            ' source chosen in the dashboard\'s "Data source" variable, scraped as manifests/prometheus'
+            " does.",
         )
         + _placed(target)
         + _labels(target, comment=False)
