@@ -55,7 +55,8 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import CONFIGMAPS, LEASES, NAMESPACES, PODS
 from memop.testing.errors import ApiError as StoreError
-from memop.testing.operator import install_crd, memcached_manifest
+from memop.testing.memcached import memcached_manifest
+from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for

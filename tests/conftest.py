@@ -1,19 +1,23 @@
-"""Shared fixtures: the in-memory API server, and an envtest-style ``cluster``.
+"""memop's own fixtures, beside the ones its pytest plugin gives every project.
 
-``cluster`` runs against the in-memory :class:`ApiServer` by default. With
-``USE_EXISTING_CLUSTER=true`` and ``KUBECONFIG`` set it runs against that real cluster instead
-(no ApiServer; ``cluster.server`` is None), so the same tests pin the fake to the real thing.
-Tests that need the fake's controls (fault injection, compaction, restart) take
-``cluster.fake`` (or are marked ``fake_only``) and are skipped on a real cluster with a reason.
+The plugin (:mod:`memop.testing.plugin`, loaded through its ``pytest11`` entry point) gives
+``kube``, ``client``, ``namespace``, ``install_crds``, ``run_operator`` and the check that no
+test changes a cached object in place. Here: the in-memory server as memop's own server
+tests want it (``apiserver_options``: plain HTTP, the root CA publisher and nothing else acting
+behind the tests' backs), ``cluster`` (the plugin's ``kube`` with a kubeconfig file and API
+clients), a bare ``apiserver``, raw ``http``, the ``fake_only`` marker and the figures report.
+
+With ``USE_EXISTING_CLUSTER=true`` and ``KUBECONFIG`` set the same tests run against that real
+cluster (``cluster.server`` is None). Tests that need the fake's controls (fault injection,
+compaction, restart) take ``cluster.fake`` (or are marked ``fake_only``) and are skipped on a
+real cluster with a reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,15 +26,10 @@ from typing import Any
 import aiohttp
 import hypothesis
 import pytest
-from kubernetes_asyncio import client, config
-from kubernetes_asyncio.client.rest import ApiException
+from kubernetes_asyncio import client
 
-from memop.runtime.cache import store
+from memop.testing.envtest import FAKE_ONLY_REASON, Kube, use_existing_cluster
 from memop.testing.server import ApiServer
-
-# Every cache in the tests, in-process or in the memop processes they start (which inherit the
-# environment), checks that no reader changes a cached object in place (memop.runtime.cache.store).
-os.environ.setdefault(store.CHECK_ENV, "1")
 
 # Hypothesis's wall-clock checks (a 200 ms deadline per example, the too_slow health check on
 # generation) measure the machine, not the property: on a 2-core VM running an API server
@@ -40,22 +39,6 @@ hypothesis.settings.register_profile(
     "memop", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
 )
 hypothesis.settings.load_profile("memop")
-
-
-@pytest.fixture(autouse=True)
-def _cached_objects_stay_unchanged() -> Iterator[None]:
-    before = len(store.MUTATIONS_DETECTED)
-    yield
-    assert store.MUTATIONS_DETECTED[before:] == [], "a cached object was changed in place"
-
-
-FAKE_ONLY_REASON = (
-    "needs the in-memory API server (fault injection or its test controls); USE_EXISTING_CLUSTER=true"
-)
-
-
-def use_existing_cluster() -> bool:
-    return os.environ.get("USE_EXISTING_CLUSTER", "").lower() == "true" and bool(os.environ.get("KUBECONFIG"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -102,6 +85,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture
+def apiserver_options() -> dict[str, Any]:
+    """memop's server tests meet namespaces as a cluster has them (every cluster's
+    kube-controller-manager puts a kube-root-ca.crt ConfigMap in each, so none can assume an
+    empty namespace) with nothing else acting behind their backs; plain HTTP."""
+    return {"publish_root_ca": True}
+
+
 @dataclass
 class ClusterHandle:
     """Where the tests' Kubernetes API is: a kubeconfig, API clients, and the fake when it is one."""
@@ -146,50 +137,14 @@ async def apiserver() -> AsyncIterator[ApiServer]:
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[ClusterHandle]:
-    """The API the test talks to: a fresh in-memory server, or the real cluster (see module doc)."""
-    if use_existing_cluster():
-        path = Path(os.environ["KUBECONFIG"])
-        configuration = client.Configuration()
-        await config.load_kube_config(config_file=str(path), client_configuration=configuration)
-        handle = ClusterHandle(path, None, configuration)
-        try:
-            yield handle
-        finally:
-            await handle.close()
-        return
-    # Every cluster's kube-controller-manager puts a kube-root-ca.crt ConfigMap in every
-    # namespace: the tests meet it here too, so none can assume an empty namespace.
-    server = ApiServer(publish_root_ca=True)
-    await server.start()
-    path = tmp_path / "kubeconfig"
-    server.write_kubeconfig(path)
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=str(path), client_configuration=configuration)
-    handle = ClusterHandle(path, server, configuration)
+async def cluster(kube: Kube) -> AsyncIterator[ClusterHandle]:
+    """The plugin's ``kube`` as memop's server tests use it (a kubeconfig path, API clients)."""
+    assert kube.kubeconfig is not None  # the plugin's kube always has one
+    handle = ClusterHandle(kube.kubeconfig, kube.server, kube.configuration)
     try:
         yield handle
     finally:
         await handle.close()
-        await server.stop()
-
-
-@pytest.fixture
-async def namespace(cluster: ClusterHandle) -> AsyncIterator[str]:
-    """A namespace of its own for the test (deleted afterwards on a real cluster)."""
-    name = f"test-{uuid.uuid4().hex[:10]}"
-    api = cluster.api_client()
-    core = client.CoreV1Api(api)
-    await core.create_namespace({"metadata": {"name": name}})
-    try:
-        yield name
-    finally:
-        if cluster.real:
-            try:
-                await core.delete_namespace(name)
-            except ApiException as error:
-                if error.status != 404:
-                    raise
 
 
 @dataclass

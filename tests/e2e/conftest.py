@@ -1,71 +1,50 @@
-"""Fixtures for end-to-end tests of the operator: a cluster with controllers, the CRD, memop.
+"""Fixtures for end-to-end tests of memop's operators, on memop's pytest plugin.
 
-Against the in-memory API server the cluster simulates kube-controller-manager and kubelets
-(garbage collection, Deployment → ReplicaSet → Pod, pods turning Ready). With
+The plugin (:mod:`memop.testing.plugin`) gives ``kube``, ``client``, ``namespace``,
+``install_crds`` and ``run_operator``. Here the in-memory cluster simulates
+kube-controller-manager and kubelets (garbage collection, Deployment → ReplicaSet → Pod, pods
+turning Ready after 50 ms), plain HTTP; the client comes with memop's CRDs installed (whose
+objects' finalizers the plugin drops before deleting the namespace); ``operator`` is the
+Memcached controller watching the test's namespace; ``memops`` starts memop processes. With
 USE_EXISTING_CLUSTER=true and KUBECONFIG the same tests run against that cluster.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from kubernetes_asyncio import config
-from kubernetes_asyncio.client import ApiClient, Configuration
 
+from memop import memcached
+from memop.builtin import PROJECT
 from memop.runtime.client.client import Client
-from memop.runtime.client.errors import NotFound
-from memop.runtime.client.resources import NAMESPACES
-from memop.testing.envtest import Kube, use_existing_cluster
-from memop.testing.operator import RunningOperator, install_crd, release_memcacheds
+from memop.testing.envtest import Kube
+from memop.testing.operator import RunningOperator
+from memop.testing.plugin import InstallCrds, RunOperator
 from memop.testing.process import MemopProcesses
-from memop.testing.server import ApiServer
 
 
 @pytest.fixture
-async def kube() -> AsyncIterator[Kube]:
-    if use_existing_cluster():
-        configuration = Configuration()
-        await config.load_kube_config(
-            config_file=os.environ["KUBECONFIG"], client_configuration=configuration
-        )
-        yield Kube(configuration, None)
-        return
-    async with ApiServer(simulate_controllers=True, pod_ready_delay=0.05) as server:
-        yield Kube(server.client_configuration(), server)
+def apiserver_options() -> dict[str, Any]:
+    return {"simulate_controllers": True, "pod_ready_delay": 0.05}
 
 
 @pytest.fixture
-async def client(kube: Kube) -> AsyncIterator[Client]:
-    """The test's own client (user agent e2e-test, so the request log tells it from memop)."""
-    async with ApiClient(kube.configuration) as api:
-        client = Client(api, user_agent="e2e-test")
-        await install_crd(client)
-        yield client
+async def client(client: Client, install_crds: InstallCrds) -> Client:
+    """The plugin's client, once memop's CRDs (all three controllers') are Established."""
+    await install_crds(PROJECT)
+    return client
 
 
 @pytest.fixture
-async def namespace(kube: Kube, client: Client) -> AsyncIterator[str]:
-    name = f"e2e-{uuid.uuid4().hex[:8]}"
-    await client.create(NAMESPACES, {"metadata": {"name": name}})
-    yield name
-    if kube.server is None:
-        await release_memcacheds(client, name)
-        with contextlib.suppress(NotFound):
-            await client.delete(NAMESPACES, name)
-
-
-@pytest.fixture
-async def operator(kube: Kube, client: Client, namespace: str) -> AsyncIterator[RunningOperator]:
-    """memop running in-process, watching the test's namespace."""
-    running = RunningOperator(kube.configuration, namespaces=[namespace])
-    await running.start()
-    yield running
-    await running.stop()
+async def operator(
+    run_operator: RunOperator, client: Client, namespace: str
+) -> AsyncIterator[RunningOperator]:
+    """memop's Memcached controller running in-process, watching the test's namespace."""
+    async with run_operator(memcached.DEFINITION, namespaces=[namespace]) as running:
+        yield running
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from kubernetes_asyncio.client import ApiClient, Configuration
 from prometheus_client import REGISTRY
 
+from memop import memcached
 from memop.memcached.api import FINALIZER, MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
 from memop.memcached.crd import crd
 from memop.memcached.desired import APP_NAME, INSTANCE_LABEL, NAME_LABEL
@@ -46,7 +47,9 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, PODS, Resource
 from memop.runtime.util.backoff import Backoff
 from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator, converged
+from memop.testing.memcached import converged
+from memop.testing.operator import RunningOperator
+from memop.testing.plugin import RunOperator
 from memop.testing.wait import wait_for
 from memop.testing.watch import Watcher, event_line
 
@@ -213,12 +216,12 @@ async def schemaless(kube: Kube, client: Client) -> None:
 
 @pytest.fixture
 async def operator(
-    kube: Kube, client: Client, namespace: str, schemaless: None
+    run_operator: RunOperator, client: Client, namespace: str, schemaless: None
 ) -> AsyncIterator[RunningOperator]:
-    running = RunningOperator(kube.configuration, namespaces=[namespace], max_concurrent_reconciles=4)
-    await running.start()
-    yield running
-    await running.stop()
+    async with run_operator(
+        memcached.DEFINITION, namespaces=[namespace], max_concurrent_reconciles=4
+    ) as running:
+        yield running
 
 
 @settings(

@@ -28,7 +28,8 @@ from memop.runtime.cache.labels import Selector
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, PODS
 from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator, converged, event_recorded, memcached_manifest
+from memop.testing.memcached import converged, memcached_manifest
+from memop.testing.operator import RunningOperator, event_recorded
 from memop.testing.times import since
 from memop.testing.wait import wait_for
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from memop.cli.controllers import ALL
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
-from memop.testing.operator import available, memcached_manifest
+from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcesses
 from memop.testing.wait import wait_for
 from tests.e2e.test_manager_leader_for_life import install_every_crd

@@ -29,7 +29,7 @@ from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import LEASES
 from memop.runtime.leaderelection.lease import JITTER_FACTOR
 from memop.testing.envtest import Kube
-from memop.testing.operator import available, memcached_manifest
+from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
 from memop.testing.requestlog import RequestRecord
 from memop.testing.server import ApiServer

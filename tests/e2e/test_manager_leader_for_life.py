@@ -20,7 +20,8 @@ from memop.runtime.client.errors import NotFound
 from memop.runtime.client.kubeconfig import running_in_cluster
 from memop.runtime.client.resources import CONFIGMAPS, PODS
 from memop.testing.envtest import Kube
-from memop.testing.operator import install_crd, memcached_manifest
+from memop.testing.memcached import memcached_manifest
+from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for

@@ -18,7 +18,7 @@ from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.testing.envtest import Kube
-from memop.testing.operator import available, memcached_manifest
+from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
 from memop.testing.server import TOKEN
 from memop.testing.wait import wait_for

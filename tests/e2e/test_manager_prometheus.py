@@ -24,7 +24,7 @@ from memop import __version__
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.testing.envtest import Kube
-from memop.testing.operator import available, memcached_manifest
+from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcesses
 from memop.testing.wait import wait_for
 

@@ -16,7 +16,7 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES
 from memop.testing.envtest import Kube
-from memop.testing.operator import available, memcached_manifest
+from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for

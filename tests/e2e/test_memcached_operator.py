@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memop import memcached
 from memop.memcached.api import FINALIZER, MEMCACHEDS
 from memop.memcached.crd import crd
 from memop.runtime.client.client import Client
@@ -14,13 +15,9 @@ from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, NAMESPACES, PODS
 from memop.runtime.controller.reconcile import Request
 from memop.testing.envtest import Kube
-from memop.testing.operator import (
-    RunningOperator,
-    converged,
-    event_recorded,
-    memcached_manifest,
-    release_memcacheds,
-)
+from memop.testing.memcached import converged, memcached_manifest, release_memcacheds
+from memop.testing.operator import RunningOperator, event_recorded
+from memop.testing.plugin import RunOperator
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30
@@ -174,12 +171,14 @@ async def test_a_conflicting_writer_does_not_lose_updates(
     assert cr["metadata"]["labels"] == {"edit": "9"}
 
 
-async def test_many_memcacheds_across_namespaces(kube: Kube, client: Client) -> None:
+async def test_many_memcacheds_across_namespaces(
+    kube: Kube, client: Client, run_operator: RunOperator
+) -> None:
     namespaces = [f"many-{i}-{id(client) % 10000}" for i in range(3)]
     for ns in namespaces:
         await client.create(NAMESPACES, {"metadata": {"name": ns}})
     try:
-        async with RunningOperator(kube.configuration, namespaces=namespaces, max_concurrent_reconciles=4):
+        async with run_operator(memcached.DEFINITION, namespaces=namespaces, max_concurrent_reconciles=4):
             for ns in namespaces:
                 for i in range(5):
                     await client.create(MEMCACHEDS, memcached_manifest(f"m{i}", size=1), ns)
@@ -192,13 +191,13 @@ async def test_many_memcacheds_across_namespaces(kube: Kube, client: Client) -> 
 
 
 async def test_namespaces_outside_the_scope_are_never_touched(
-    kube: Kube, client: Client, namespace: str
+    kube: Kube, client: Client, namespace: str, run_operator: RunOperator
 ) -> None:
     outside = f"{namespace}-out"
     await client.create(NAMESPACES, {"metadata": {"name": outside}})
     try:
         await client.create(MEMCACHEDS, memcached_manifest("ignored", size=1), outside)
-        async with RunningOperator(kube.configuration, namespaces=[namespace]):
+        async with run_operator(memcached.DEFINITION, namespaces=[namespace]):
             await client.create(MEMCACHEDS, memcached_manifest("watched", size=1), namespace)
             await wait_for(lambda: converged(client, namespace, "watched", 1), timeout=TIMEOUT)
             ignored = await client.get(MEMCACHEDS, "ignored", outside)
@@ -211,15 +210,17 @@ async def test_namespaces_outside_the_scope_are_never_touched(
             await delete_namespaces(client, [outside])
 
 
-async def test_delete_while_memop_is_down_waits_for_memop(kube: Kube, client: Client, namespace: str) -> None:
-    async with RunningOperator(kube.configuration, namespaces=[namespace]):
+async def test_delete_while_memop_is_down_waits_for_memop(
+    client: Client, namespace: str, run_operator: RunOperator
+) -> None:
+    async with run_operator(memcached.DEFINITION, namespaces=[namespace]):
         await client.create(MEMCACHEDS, memcached_manifest("later", size=1), namespace)
         await wait_for(lambda: converged(client, namespace, "later", 1), timeout=TIMEOUT)
     await client.delete(MEMCACHEDS, "later", namespace)
     held = await client.get(MEMCACHEDS, "later", namespace)
     assert held["metadata"]["deletionTimestamp"]
     assert FINALIZER in held["metadata"]["finalizers"]
-    async with RunningOperator(kube.configuration, namespaces=[namespace]):
+    async with run_operator(memcached.DEFINITION, namespaces=[namespace]):
 
         async def finalized() -> bool:
             try:
@@ -298,7 +299,7 @@ async def test_forbidden_is_reported_in_status_event_and_log(
 
 
 async def test_invalid_spec_sets_degraded_and_is_not_retried_hot(
-    kube: Kube, client: Client, namespace: str
+    kube: Kube, client: Client, namespace: str, run_operator: RunOperator
 ) -> None:
     kube.fake  # noqa: B018 - a schemaless CRD would break a shared real cluster's validation
     # The CRD applied without its schema: the API server accepts anything.
@@ -308,7 +309,7 @@ async def test_invalid_spec_sets_degraded_and_is_not_retried_hot(
             "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
         }
     await client.update(CUSTOM_RESOURCE_DEFINITIONS, current)
-    async with RunningOperator(kube.configuration, namespaces=[namespace]) as running:
+    async with run_operator(memcached.DEFINITION, namespaces=[namespace]) as running:
         await client.create(MEMCACHEDS, memcached_manifest("bad", size=-3, memoryLimitMiB="lots"), namespace)
 
         async def degraded() -> dict[str, Any] | None:

@@ -40,7 +40,7 @@ POD_SPEC: dict[str, Any] = {
 async def operator(kube: Kube, client: Client, namespace: str) -> AsyncIterator[RunningOperator]:
     """memop running only the mypod controller, watching the test's namespace."""
     await install_crd(client, crd())
-    running = RunningOperator(kube.configuration, namespaces=[namespace], controllers=[mypod.DEFINITION])
+    running = RunningOperator(kube.configuration, namespaces=[namespace], controllers=mypod.DEFINITION)
     await running.start()
     yield running
     await running.stop()

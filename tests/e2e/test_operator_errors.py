@@ -16,7 +16,8 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import DEPLOYMENTS, EVENTS
 from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator, converged, event_recorded, memcached_manifest
+from memop.testing.memcached import converged, memcached_manifest
+from memop.testing.operator import RunningOperator, event_recorded
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30

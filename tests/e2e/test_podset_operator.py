@@ -36,7 +36,7 @@ TIMEOUT = 30
 async def operator(kube: Kube, client: Client, namespace: str) -> AsyncIterator[RunningOperator]:
     """memop running the podset controller only, watching the test's namespace."""
     await install_crd(client, crd())
-    running = RunningOperator(kube.configuration, namespaces=[namespace], controllers=[podset.DEFINITION])
+    running = RunningOperator(kube.configuration, namespaces=[namespace], controllers=podset.DEFINITION)
     await running.start()
     yield running
     await running.stop()

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from memop.cli.controllers import ALL
+from memop.builtin import PROJECT
 from memop.manifests import rbac
 from memop.memcached.api import MEMCACHEDS
 from memop.mypod.api import MYPODS
@@ -44,7 +44,7 @@ async def _scenario(server: ApiServer, watch: list[str]) -> set[tuple[str, str, 
             server.client_configuration(),
             namespaces=watch,
             leader_election=election,
-            controllers=list(ALL.values()),
+            controllers=PROJECT,
         )
         await running.start()
         try:

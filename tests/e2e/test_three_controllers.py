@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from memop.cli.controllers import ALL
+from memop.builtin import PROJECT
 from memop.memcached.api import MEMCACHEDS
 from memop.mypod.api import MYPODS
 from memop.mypod.desired import LABEL as MYPOD_LABEL
@@ -23,19 +23,20 @@ from memop.podset.desired import INSTANCE_LABEL as PODSET_LABEL
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import PODS
-from memop.testing.envtest import Kube
-from memop.testing.operator import RunningOperator, converged, event_recorded, memcached_manifest
+from memop.testing.memcached import converged, memcached_manifest
+from memop.testing.operator import RunningOperator, event_recorded
+from memop.testing.plugin import RunOperator
 from memop.testing.wait import wait_for
 
 TIMEOUT = 60
 
 
 @pytest.fixture
-async def operator(kube: Kube, client: Client, namespace: str) -> AsyncIterator[RunningOperator]:
-    running = RunningOperator(kube.configuration, namespaces=[namespace], controllers=list(ALL.values()))
-    await running.start()
-    yield running
-    await running.stop()
+async def operator(
+    run_operator: RunOperator, client: Client, namespace: str
+) -> AsyncIterator[RunningOperator]:
+    async with run_operator(PROJECT, namespaces=[namespace]) as running:
+        yield running
 
 
 def ready(obj: dict[str, Any], kind: str) -> bool:
@@ -99,7 +100,7 @@ async def test_three_controllers_in_one_process_each_work_on_their_own_resources
             ),
             TIMEOUT,
         )
-    for name in ALL:
+    for name in PROJECT.controller_names:
         reconciled = REGISTRY.get_sample_value(
             "controller_runtime_reconcile_total", {"controller": name, "result": "success"}
         )
