@@ -8,6 +8,9 @@ server, are run by tests/e2e/test_scaffold_e2e.py.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -116,6 +119,22 @@ def test_init_writes_a_project_named_after_its_folder(project: Path) -> None:
         if name.endswith(".py"):
             ast.parse(text, name)
         assert "{{" not in text, name
+
+
+def test_before_its_first_kind_the_operator_says_so_in_one_line(project: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "widget_operator"],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project / "src")},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "python -m widget_operator: error: project widget-operator has no controllers"
+    ]
 
 
 def test_init_takes_the_names_it_is_given(tmp_path: Path) -> None:
