@@ -126,6 +126,18 @@ def test_memop_manifests_writes_every_file_and_then_only_what_changed(tmp_path: 
     assert role.read_text() == GENERATED["rbac/role.yaml"]
 
 
+def test_an_installed_project_gets_the_same_files_however_it_is_selected(tmp_path: Path) -> None:
+    """So a project's CI, regenerating with --project, finds what --controller-module wrote."""
+    out = memop_manifests(
+        "--controller-module", "memop.builtin:PROJECT", "--dir", str(tmp_path), cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    written = {
+        str(path.relative_to(tmp_path)): path.read_text() for path in tmp_path.rglob("*") if path.is_file()
+    }
+    assert written == GENERATED
+
+
 def test_memop_manifests_writes_into_manifests_of_the_current_directory(tmp_path: Path) -> None:
     out = memop_manifests("--project", "memop", cwd=tmp_path)
     assert out.returncode == 0, out.stderr

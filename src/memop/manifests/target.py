@@ -1,9 +1,10 @@
 """What a set of manifests is generated for: a project, and the command that writes them.
 
 Every generated file is named, labelled and placed after the project (:class:`Target`), and its
-header names the command line that wrote it (``memop manifests --project NAME``, or
+header names the command line that writes it (``memop manifests --project NAME``, or
 ``--controller-module MODULE`` for a project that is not installed), so a reader knows how to
-regenerate it. The helpers here write YAML deterministically: the committed files of memop's
+regenerate it. The files depend on the project only: an installed project selected either way
+gets the same files. The helpers here write YAML deterministically: the committed files of memop's
 own ``manifests/`` must equal this output byte for byte (a test checks it).
 
 Invariant: a generated YAML file never starts with a comment-only document. Its header
@@ -22,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from memop.project import Project
+from memop.project import Project, ProjectError, installed_projects
 from memop.runtime.api.permissions import Rule
 
 COMMAND = "memop manifests"
@@ -35,18 +36,27 @@ DEPLOYMENT = "controller-manager"
 
 
 def selection(project: Project, module: str | None = None) -> str:
-    """The flags that select ``project`` again: ``--controller-module MODULE`` when it was
-    loaded from one, else ``--project NAME`` (what works whatever else is installed)."""
-    if module:
+    """The flags that select ``project`` again: ``--project NAME`` when it is installed under
+    that name (however it was selected this time, so the files do not change with the command
+    line), else ``--controller-module MODULE`` for a module that is not installed."""
+    if module and not _installed(project):
         return f"--controller-module {module}"
     return f"--project {project.name}"
+
+
+def _installed(project: Project) -> bool:
+    """Whether ``--project NAME`` finds this very project among the installed ones."""
+    try:
+        return installed_projects().get(project.name) == project
+    except ProjectError:  # another installed plugin is broken: not this project's concern here
+        return False
 
 
 @dataclass(frozen=True)
 class Target:
     """A project's manifests. ``select`` is the flags that select it on the command line
-    (:func:`selection`): every file's header names ``memop manifests`` with them, and the
-    manager Deployment runs ``memop`` with them."""
+    (:func:`selection`; ``--project NAME`` by default): every file's header names ``memop
+    manifests`` with them, and the manager Deployment runs ``memop`` with them."""
 
     project: Project
     select: str = ""
