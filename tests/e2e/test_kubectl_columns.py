@@ -257,6 +257,7 @@ CREATED = ["NAME", "CREATED AT"]
 # kubectl get RESOURCE: the header, and the header with -o wide.
 HEADERS: dict[str, tuple[list[str], list[str]]] = {
     "configmaps": (["NAME", "DATA", "AGE"], ["NAME", "DATA", "AGE"]),
+    "secrets": (["NAME", "TYPE", "DATA", "AGE"], ["NAME", "TYPE", "DATA", "AGE"]),
     "serviceaccounts": (["NAME", "AGE"], ["NAME", "AGE"]),
     "services": (SERVICE, [*SERVICE, "SELECTOR"]),
     "leases.coordination.k8s.io": (["NAME", "HOLDER", "AGE"], ["NAME", "HOLDER", "AGE"]),
@@ -283,6 +284,7 @@ def manifests(namespace: str, cluster_name: str) -> list[dict[str, Any]]:
     }
     return [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"a": "1"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "stringData": {"a": "1"}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"ports": [{"port": 80}]}},
         {

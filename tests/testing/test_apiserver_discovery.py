@@ -335,6 +335,7 @@ def served_manifest(key: str, namespace: str, name: str) -> dict[str, Any]:
     }
     manifests: dict[str, dict[str, Any]] = {
         "v1/configmaps": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}},
+        "v1/secrets": {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {"k": "dg=="}},
         "v1/events": {
             "apiVersion": "v1",
             "kind": "Event",

@@ -1,11 +1,12 @@
 """``kubectl create`` of built-in kinds against the in-memory API server, as a user types it.
 
 kubectl sends what its generators build as protobuf (see :mod:`memop.testing.protobuf`); here
-the real kubectl binary creates namespaces, ConfigMaps, Secrets and the other built-in kinds the
-server serves, and ``kubectl get`` reads them back. One test puts a recording proxy between
-kubectl and the in-memory server to check that the bytes kubectl sent decode into exactly the
-object kubectl prints for ``--dry-run=client -o json``. With USE_EXISTING_CLUSTER=true the same
-tests (but the proxy's) run against a real cluster.
+the real kubectl binary creates namespaces, ConfigMaps, Secrets (generic, with binary data, and
+docker-registry) and the other built-in kinds the server serves, and ``kubectl get`` reads them
+back. One test puts a recording proxy between kubectl and the in-memory server to check that
+the bytes kubectl sent decode into exactly the object kubectl prints for ``--dry-run=client -o
+json``. With USE_EXISTING_CLUSTER=true the same tests (but the proxy's) run against a real
+cluster.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from aiohttp import web
 from memop.testing import protobuf
 
 if TYPE_CHECKING:
-    from tests.conftest import ClusterHandle, Http
+    from tests.conftest import ClusterHandle
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = [
@@ -94,21 +95,38 @@ async def test_kubectl_create_configmap_from_literal_and_file(
     assert "settings" in await get_names(cluster.kubeconfig, "configmaps", "-n", namespace)
 
 
-async def test_kubectl_create_secret_generic(cluster: ClusterHandle, http: Http, namespace: str) -> None:
-    core = await http.get("/api/v1")
-    if "secrets" not in {resource["name"] for resource in core.body["resources"]}:
-        pytest.skip("this API server does not serve Secrets (the in-memory one does not yet)")
+async def test_kubectl_create_secret_generic(cluster: ClusterHandle, namespace: str, tmp_path: Path) -> None:
+    key = bytes(range(256))  # not UTF-8: a Secret holds any bytes
+    (tmp_path / "key").write_bytes(key)
     await kubectl(
         cluster.kubeconfig, "create", "secret", "generic", "creds", "-n", namespace,
-        "--from-literal=user=admin", "--from-literal=password=s3cr3t", "--type=example.com/creds",
+        "--from-literal=user=admin", "--from-literal=password=s3cr3t", f"--from-file=key={tmp_path / 'key'}",
+        "--type=example.com/creds",
     )  # fmt: skip
     created = await get_json(cluster.kubeconfig, "secret", "creds", "-n", namespace)
-    assert {k: base64.b64decode(v).decode() for k, v in created["data"].items()} == {
-        "user": "admin",
-        "password": "s3cr3t",
+    assert {k: base64.b64decode(v) for k, v in created["data"].items()} == {
+        "user": b"admin",
+        "password": b"s3cr3t",
+        "key": key,
     }
     assert created["type"] == "example.com/creds"
     assert "creds" in await get_names(cluster.kubeconfig, "secrets", "-n", namespace)
+    table = (await kubectl(cluster.kubeconfig, "get", "secret", "creds", "-n", namespace)).splitlines()
+    assert table[0].split() == ["NAME", "TYPE", "DATA", "AGE"]
+    assert table[1].split()[:3] == ["creds", "example.com/creds", "3"]
+    # Opaque by default; docker-registry makes the typed Secret image pulls read.
+    await kubectl(
+        cluster.kubeconfig, "create", "secret", "generic", "plain", "-n", namespace, "--from-literal=a=b"
+    )
+    assert (await get_json(cluster.kubeconfig, "secret", "plain", "-n", namespace))["type"] == "Opaque"
+    await kubectl(
+        cluster.kubeconfig, "create", "secret", "docker-registry", "pull", "-n", namespace,
+        "--docker-server=r.example.com", "--docker-username=u", "--docker-password=p",
+    )  # fmt: skip
+    pull = await get_json(cluster.kubeconfig, "secret", "pull", "-n", namespace)
+    assert pull["type"] == "kubernetes.io/dockerconfigjson"
+    auths = json.loads(base64.b64decode(pull["data"][".dockerconfigjson"]))["auths"]
+    assert auths["r.example.com"]["username"] == "u"
 
 
 # kubectl create subcommands for the other built-in kinds the in-memory server serves: the

@@ -558,6 +558,11 @@ def _without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
             {"data": {"a": "1"}, "binaryData": {"b": "AP8="}},
         ),
         (
+            "/api/v1/namespaces/{ns}/secrets",
+            ("v1", "Secret"),
+            {"data": {"k": "AP8="}, "stringData": {"s": "text"}, "type": "example.com/x", "immutable": True},
+        ),
+        (
             "/api/v1/namespaces/{ns}/serviceaccounts",
             ("v1", "ServiceAccount"),
             {"automountServiceAccountToken": False},

@@ -31,6 +31,7 @@ from memop.testing.quantity import canonical as canonical_quantity
 from memop.testing.quantity import parse as parse_quantity
 from memop.testing.resources import ResourceType
 from memop.testing.schema import FieldError, go_json, go_quote
+from memop.testing.secrets import SECRETS, SecretStrategy
 from memop.testing.strategy import Strategy
 from memop.testing.times import TimeFormatError
 
@@ -817,6 +818,7 @@ BUILTINS: tuple[tuple[ResourceType, Strategy, Conversion | None, Conversion | No
     (NAMESPACES, NamespaceStrategy(), None, None),
     (PODS, PodStrategy(), None, None),
     (CONFIGMAPS, ConfigMapStrategy(), None, None),
+    (SECRETS, SecretStrategy(), None, None),
     (EVENTS, EventStrategy(), None, None),
     (EVENTS_V1, EventStrategy(), event_to_events_v1, event_from_events_v1),
     (DEPLOYMENTS, DeploymentStrategy(), None, None),

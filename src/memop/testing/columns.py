@@ -110,6 +110,26 @@ CONFIGMAPS: tuple[Column, ...] = (
     ),
     column("Age", CREATION_TIMESTAMP),
 )
+SECRETS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column(
+        "Type",
+        (
+            "Used to facilitate programmatic handling of secret data. More info: "
+            "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"
+        ),
+    ),
+    column(
+        "Data",
+        (
+            "Data contains the secret data. Each key must consist of alphanumeric characters, '-', "
+            "'_' or '.'. The serialized form of the secret data is a base64 encoded string, "
+            "representing the arbitrary (possibly non-string) data value here. Described in "
+            "https://tools.ietf.org/html/rfc4648#section-4"
+        ),
+    ),
+    column("Age", CREATION_TIMESTAMP),
+)
 EVENTS: tuple[Column, ...] = (
     column("Last Seen", "The time at which the most recent occurrence of this event was recorded."),
     column("Type", "Type of this event (Normal, Warning), new types could be added in the future"),

@@ -391,6 +391,10 @@ def _config_map(obj: Mapping[str, Any], now: float) -> Row:
     return {"cells": [_name(obj), count, _age(obj, now)]}
 
 
+def _secret(obj: Mapping[str, Any], now: float) -> Row:
+    return {"cells": [_name(obj), _str(obj.get("type")), len(_map(obj.get("data"))), _age(obj, now)]}
+
+
 def _lease(obj: Mapping[str, Any], now: float) -> Row:
     return {"cells": [_name(obj), _str(_map(obj.get("spec")).get("holderIdentity")), _age(obj, now)]}
 
@@ -413,6 +417,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "namespaces"): Printer(columns.NAMESPACES, _namespace),
     ("", "pods"): Printer(columns.PODS, _pod),
     ("", "configmaps"): Printer(columns.CONFIGMAPS, _config_map),
+    ("", "secrets"): Printer(columns.SECRETS, _secret),
     ("", "events"): Printer(columns.EVENTS, _event),
     ("events.k8s.io", "events"): Printer(columns.EVENTS, _event),
     ("", "serviceaccounts"): Printer(columns.SERVICEACCOUNTS, _name_and_age),
