@@ -22,7 +22,7 @@ from memop.scaffold import main
 from memop.scaffold.names import ScaffoldError, constant_name, default_plural
 from memop.scaffold.newapi import CONTROLLERS_MARKER, IMPORTS_MARKER, register
 from memop.scaffold.newproject import memop_requirement
-from memop.scaffold.render import TemplateError, from_import, render
+from memop.scaffold.render import TemplateError, from_import, render, tidy_python
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -284,6 +284,22 @@ def test_a_cluster_scoped_kind(project: Path) -> None:
     assert ".watches(CONFIGMAPS, owner_of)" in controller
 
 
+def test_long_names_still_make_ruff_clean_code(tmp_path: Path) -> None:
+    # Kubernetes' own kinds reach 32 characters (ValidatingAdmissionPolicyBinding): 40 here.
+    package = "p" * 40
+    assert run(tmp_path, "init", "--project", package) == 0
+    for kind, scope in (("K" + "x" * 39, "--namespaced"), ("C" + "x" * 39, "--cluster-scoped")):
+        assert create_api(tmp_path, scope, kind=kind) == 0
+    done = subprocess.run(
+        [Path(sys.executable).parent / "ruff", "check", "--no-cache", "src", "tests"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_two_kinds_are_both_registered_in_order_with_sorted_imports(project: Path) -> None:
     assert create_api(project, kind="Widget") == 0
     assert create_api(project, kind="Gadget") == 0
@@ -457,6 +473,25 @@ def test_from_import_sorts_as_isort_and_wraps_long_lines() -> None:
     assert from_import("m", ["A10", "A2", "Zeta", "alpha"]) == "from m import A2, A10, Zeta, alpha"
     wrapped = from_import("m" * 90, ["ALPHA", "beta", "Gamma"])
     assert wrapped == f"from {'m' * 90} import (\n    ALPHA,\n    Gamma,\n    beta,\n)"
+
+
+def test_tidy_python_sorts_one_line_imports_and_wraps_prose_only() -> None:
+    words = " ".join(f"word{i}" for i in range(40))
+    source = (
+        f'"""{words}\n\n- {words}\n"""\n\n'
+        "from m import parse_spec, KIND, Widget\n"
+        f"    # {words}\n"
+        f"x = '{words}'\n"
+    )
+    tidied = tidy_python(source, limit=60)
+    lines = tidied.splitlines()
+    assert "from m import KIND, Widget, parse_spec" in lines
+    assert f"x = '{words}'" in lines  # code is left as it is
+    prose = [line for line in lines if not line.startswith(("from", "x ="))]
+    assert all(len(line) <= 60 for line in prose)
+    assert " ".join(tidied.replace("#", " ").split()).count("word39") == 4  # every word kept
+    assert any(line.startswith("  word") for line in lines)  # a bullet's continuation, indented
+    assert any(line.startswith("    # word") for line in lines)
 
 
 # --- the command line ---------------------------------------------------------------------------

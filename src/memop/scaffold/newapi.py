@@ -21,7 +21,7 @@ from pathlib import Path
 from memop.scaffold import names
 from memop.scaffold.files import NewFile
 from memop.scaffold.names import ScaffoldError
-from memop.scaffold.render import from_import, natural_key, render, template_text
+from memop.scaffold.render import natural_key, render_template
 
 IMPORTS_MARKER = "# +memop:scaffold:imports"
 CONTROLLERS_MARKER = "# +memop:scaffold:controllers"
@@ -103,7 +103,17 @@ def resolve(config: ProjectConfig, options: ApiOptions) -> ApiNames:
     group = names.check_group(options.group, config.domain)
     version = names.check_version(options.version)
     kind = names.check_kind(options.kind)
-    plural = names.check_plural(options.plural or names.default_plural(kind), kind, group)
+    if options.plural is None:
+        plural = names.default_plural(kind)
+        try:
+            names.check_plural(plural, kind, group)
+        except ScaffoldError:
+            raise ScaffoldError(
+                f"--kind {kind!r}: its plural {plural!r} is not a DNS-1035 label of at most "
+                f"{names.LABEL_MAX} characters (nor, with the group, a CRD name): give --plural"
+            ) from None
+    else:
+        plural = names.check_plural(options.plural, kind, group)
     module = kind.lower()
     return ApiNames(
         group, options.group, version, kind, plural, module, names.constant_name(plural), options.namespaced
@@ -172,7 +182,6 @@ def plan(root: Path, options: ApiOptions) -> tuple[ApiNames, list[NewFile], str]
             f"{PROJECT_FILE.format(package=package)} is missing: memop init writes it"
         ) from None
     registered = register(project_source, package, api.module)
-    api_module = f"{package}.{api.module}.api"
     values = {
         "name": config.name,
         "package": package,
@@ -181,31 +190,15 @@ def plan(root: Path, options: ApiOptions) -> tuple[ApiNames, list[NewFile], str]
         "group": api.group,
         "version": api.version,
         "plural": api.plural,
-        "plural_identifier": api.plural.replace("-", "_"),
         "singular": api.module,
         "resource": api.resource,
         "sample_file": f"{api.group_prefix}_{api.version}_{api.module}.yaml",
-        "import_controller_api": from_import(api_module, [api.resource, "KIND", "InvalidSpec", "parse_spec"]),
-        "import_e2e_api": from_import(api_module, [api.resource, "API_VERSION", "KIND"]),
-        "import_unit_api": from_import(
-            api_module,
-            [
-                "API_VERSION",
-                "KIND",
-                "MESSAGE_MAX_LENGTH",
-                "SPEC_SCHEMA",
-                "InvalidSpec",
-                f"{api.kind}Spec",
-                "crd",
-                "parse_spec",
-            ],
-        ),
     }
     flags = {"namespaced": api.namespaced}
     files = [
         NewFile(
             path.format(package=package, module=api.module),
-            render(template_text(f"api/{template}"), values, flags),
+            render_template(f"api/{template}", values, flags),
         )
         for template, path in _FILES
     ]

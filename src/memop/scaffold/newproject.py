@@ -25,7 +25,7 @@ from memop import __version__
 from memop.scaffold import names
 from memop.scaffold.files import NewFile
 from memop.scaffold.names import ScaffoldError
-from memop.scaffold.render import render, template_text
+from memop.scaffold.render import render_template
 
 DEFAULT_DOMAIN = "example.com"
 # Another project's build files: init would make a second project over it.
@@ -132,7 +132,7 @@ def plan(root: Path, options: InitOptions) -> tuple[ProjectNames, list[NewFile]]
     files = [
         NewFile(
             path.format(package=project.package),
-            render(template_text(f"init/{template}"), values, flags),
+            render_template(f"init/{template}", values, flags),
             executable,
         )
         for template, path, executable in _FILES

@@ -34,6 +34,13 @@ def template_text(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+def render_template(name: str, values: Mapping[str, str], flags: Mapping[str, bool]) -> str:
+    """The template ``name`` rendered; a Python file's long prose lines wrapped (see
+    :func:`wrap_long_lines`)."""
+    text = render(template_text(name), values, flags)
+    return tidy_python(text) if name.endswith(".py") else text
+
+
 def render(text: str, values: Mapping[str, str], flags: Mapping[str, bool]) -> str:
     """``text`` with its sections resolved by ``flags`` and its ``{{name}}`` by ``values``."""
     lines: list[str] = []
@@ -110,3 +117,60 @@ def from_import(module: str, names: list[str]) -> str:
     if len(line) <= LINE_LENGTH:
         return line
     return f"from {module} import (\n" + "".join(f"    {name},\n" for name in ordered) + ")"
+
+
+_FROM_IMPORT = re.compile(r"from (?P<module>[\w.]+) import (?P<names>\w+(, \w+)*)")
+
+
+def tidy_python(source: str, limit: int = LINE_LENGTH) -> str:
+    """Generated Python as ruff wants it whatever the names filled in: each one-line ``from``
+    import's names sorted as isort sorts them (and wrapped when too long), and long prose lines
+    wrapped (:func:`wrap_long_lines`)."""
+    lines = []
+    for line in source.splitlines(keepends=True):
+        match = _FROM_IMPORT.fullmatch(line.rstrip("\n"))
+        if match is None:
+            lines.append(line)
+        else:
+            lines.append(from_import(match["module"], match["names"].split(", ")) + "\n")
+    return wrap_long_lines("".join(lines), limit)
+
+
+def wrap_long_lines(source: str, limit: int = LINE_LENGTH) -> str:
+    """Python ``source`` with its prose lines (comments, and the lines of ``\"\"\"`` docstrings)
+    longer than ``limit`` broken at spaces, so that long names (a kind, a package) keep the
+    generated code within ruff's line length. Code lines are left as they are: the templates
+    keep those short."""
+    lines: list[str] = []
+    in_docstring = False
+    for line in source.splitlines(keepends=True):
+        body = line.rstrip("\n")
+        stripped = body.lstrip()
+        indent = body[: len(body) - len(stripped)]
+        starts_in_docstring = in_docstring
+        in_docstring ^= body.count('"""') % 2 == 1
+        if len(body) <= limit:
+            lines.append(line)
+        elif stripped.startswith("#"):
+            lines.extend(_wrap(stripped[1:].strip(), f"{indent}# ", f"{indent}# ", limit))
+        elif starts_in_docstring or stripped.startswith('"""'):
+            follow = indent + ("  " if stripped.startswith("- ") else "")
+            lines.extend(_wrap(stripped, indent, follow, limit))
+        else:
+            lines.append(line)
+    return "".join(lines)
+
+
+def _wrap(text: str, first: str, follow: str, limit: int) -> list[str]:
+    """``text`` in lines of at most ``limit`` (a word longer than that stays whole)."""
+    out: list[str] = []
+    line = first
+    for word in text.split(" "):
+        prefix = first if not out else follow
+        if line != prefix and len(line) + 1 + len(word) > limit:
+            out.append(line + "\n")
+            line = follow + word
+        else:
+            line = line + word if line == prefix else f"{line} {word}"
+    out.append(line + "\n")
+    return out
