@@ -3,8 +3,7 @@
 Every generated file is named, labelled and placed after the project (:class:`Target`), and its
 header names the command line that writes it (``memop manifests --project NAME``, or
 ``--controller-module MODULE`` for a project that is not installed), so a reader knows how to
-regenerate it. The files depend on the project only: an installed project selected either way
-gets the same files. The helpers here write YAML deterministically: the committed files of memop's
+regenerate it. The helpers here write YAML deterministically: the committed files of memop's
 own ``manifests/`` must equal this output byte for byte (a test checks it).
 
 Invariant: a generated YAML file never starts with a comment-only document. Its header
@@ -23,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from memop.project import Project, ProjectError, installed_projects
+from memop.project import Project
 from memop.runtime.api.permissions import Rule
 
 COMMAND = "memop manifests"
@@ -36,20 +35,13 @@ DEPLOYMENT = "controller-manager"
 
 
 def selection(project: Project, module: str | None = None) -> str:
-    """The flags that select ``project`` again: ``--project NAME`` when it is installed under
-    that name (however it was selected this time, so the files do not change with the command
-    line), else ``--controller-module MODULE`` for a module that is not installed."""
-    if module and not _installed(project):
+    """The flags that select ``project`` again: the ``--controller-module MODULE`` it was loaded
+    from, else ``--project NAME`` (what works whatever else is installed). Only the command
+    line decides, never what happens to be installed, so the same command writes the same files
+    before and after the project is installed."""
+    if module:
         return f"--controller-module {module}"
     return f"--project {project.name}"
-
-
-def _installed(project: Project) -> bool:
-    """Whether ``--project NAME`` finds this very project among the installed ones."""
-    try:
-        return installed_projects().get(project.name) == project
-    except ProjectError:  # another installed plugin is broken: not this project's concern here
-        return False
 
 
 @dataclass(frozen=True)
