@@ -262,7 +262,7 @@ def test_create_api_writes_the_controller_package_and_registers_it(project: Path
 def test_the_generated_code_imports_only_memops_public_names(project: Path) -> None:
     assert create_api(project) == 0
     assert create_api(project, "--cluster-scoped", kind="Gadget") == 0
-    allowed = {"memop", "memop.runtime"}
+    allowed = {"memop", "memop.runtime", "memop.testing.plugin"}
     for path in [*project.joinpath("src").rglob("*.py"), *project.joinpath("tests").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             modules = []
