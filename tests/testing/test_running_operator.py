@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,13 @@ from tests.testing.echo_operator import DEFINITION, ECHOES, PROJECT, crd, defini
 
 TIMEOUT = 30
 PROMPT = 10.0  # "at once": far below the 30 s a wait would have taken to time out
+
+
+WAITING_LINE = next(
+    number
+    for number, line in enumerate(Path(__file__).read_text().splitlines(), 1)
+    if line.endswith("# WAITING_LINE")
+)
 
 
 def absent() -> Resource:
@@ -129,7 +137,7 @@ async def test_a_manager_exit_inside_the_block_interrupts_it(
             try:
                 # Nothing but the manager's exit ends this wait (the timeout only if that fails).
                 async with asyncio.timeout(TIMEOUT):
-                    await asyncio.Event().wait()
+                    await asyncio.Event().wait()  # WAITING_LINE
             finally:
                 interrupted_after.append(time.monotonic() - started)
 
@@ -138,6 +146,9 @@ async def test_a_manager_exit_inside_the_block_interrupts_it(
     assert interrupted_after[0] < PROMPT
     assert caught.value.exit_code == 1
     assert any("leader election lost" in line for line in caught.value.log_lines), caught.value.log_lines
+    assert getattr(caught.value, "__notes__", []) == [
+        f"the async with block was interrupted at {__file__}:{WAITING_LINE}"
+    ]
     assert operator.exited
     assert operator.reported
     assert not operator.running

@@ -311,6 +311,7 @@ class RunningOperator:
         Raises :class:`OperatorExited` when the manager has exited meanwhile, and whatever a
         definition's ``setup`` raises.
         """
+        __tracebackhide__ = True  # pytest shows the test's line, not these frames
         if self._task is not None:
             raise RuntimeError("this RunningOperator was already started")
         self.logs.attach()
@@ -387,6 +388,7 @@ class RunningOperator:
 
     def check(self) -> None:
         """Raise :class:`OperatorExited` if the manager exited before being asked to stop."""
+        __tracebackhide__ = True  # pytest shows the test's line, not these frames
         failure = self.failure()
         if failure is not None:
             self._reported = True
@@ -440,6 +442,7 @@ class RunningOperator:
             self._api = None
 
     async def __aenter__(self) -> RunningOperator:
+        __tracebackhide__ = True  # pytest shows the test's line, not these frames
         await self.start()
         self._interrupt = asyncio.current_task()
         return self
@@ -447,6 +450,7 @@ class RunningOperator:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
     ) -> None:
+        __tracebackhide__ = True  # pytest shows the test's line, not these frames
         task = asyncio.current_task()
         if self._interrupted and task is not None:
             task.uncancel()  # the cancellation was ours: it becomes OperatorExited below
@@ -456,5 +460,12 @@ class RunningOperator:
             return
         self._reported = True
         if self._interrupted:
+            if exc is not None and exc.__traceback__ is not None:
+                # The CancelledError's first frame is the block's, at the line it was waiting on.
+                frame = exc.__traceback__
+                failure.add_note(
+                    f"the async with block was interrupted at {frame.tb_frame.f_code.co_filename}:"
+                    f"{frame.tb_lineno}"
+                )
             raise failure from failure.__cause__  # not the CancelledError that interrupted the block
         raise failure
