@@ -174,8 +174,15 @@ async def test_string_data_in_a_patch_or_an_update_lands_in_data(http: Http, nam
     )
     assert strategic.status == 200, strategic.body
     assert plain(strategic.body) == {"a": "one", "b": "2"}
+    json_patch = await http.patch(
+        path(namespace, "s"),
+        [{"op": "add", "path": "/stringData", "value": {"b": "two"}}],
+        content_type="application/json-patch+json",
+    )
+    assert json_patch.status == 200, json_patch.body
+    assert plain(json_patch.body) == {"a": "one", "b": "two"}
     body = secret("s", stringData={"c": "3"})
-    body["metadata"]["resourceVersion"] = strategic.body["metadata"]["resourceVersion"]
+    body["metadata"]["resourceVersion"] = json_patch.body["metadata"]["resourceVersion"]
     updated = await http.put(path(namespace, "s"), body)
     assert updated.status == 200, updated.body
     assert plain(updated.body) == {"c": "3"}  # a PUT replaces data, then stringData is merged in
@@ -195,6 +202,13 @@ async def test_a_patch_that_makes_bad_base64_is_invalid(http: Http, namespace: s
     assert strategic.body["message"].endswith(
         ": error decoding from json: illegal base64 data at input byte 3"
     )
+    json_patch = await http.patch(
+        path(namespace, "s"),
+        [{"op": "replace", "path": "/data/a", "value": "a b"}],
+        content_type="application/json-patch+json",
+    )
+    assert json_patch.status == 422, json_patch.body
+    assert json_patch.body["message"].endswith(": illegal base64 data at input byte 1")
     assert plain((await http.get(path(namespace, "s"))).body) == {"a": "1"}
 
 
@@ -247,7 +261,9 @@ async def test_an_immutable_secret_keeps_its_data(http: Http, namespace: str) ->
     assert labelled.status == 200, labelled.body
     assert labelled.body["immutable"] is True
     assert plain(labelled.body) == {"a": "1"}
-    assert (await http.delete(path(namespace, "s"))).status == 200
+    deleted = await http.delete(path(namespace, "s"))
+    assert deleted.status == 200, deleted.body
+    assert (deleted.body["kind"], deleted.body["status"]) == ("Status", "Success")
 
 
 async def test_a_mutable_secret_may_become_immutable(http: Http, namespace: str) -> None:

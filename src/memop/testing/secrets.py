@@ -117,8 +117,10 @@ def _type_error(value: Any, field: str, go_type: str, converter_error: str) -> _
 
 
 def _unrecognized(value: Any, go_type: str, kind: str) -> str:
-    """The converter's refusal of a scalar field of Go type ``go_type`` (reflect kind ``kind``):
-    an integer converts to a string type only in Go's reflection sense, which it then refuses."""
+    """The converter's refusal of a value for a scalar field of Go type ``go_type`` and reflect
+    kind ``kind``. Reflection deems an integer convertible to a string type (Go's rune
+    conversion), which the converter then refuses naming both types; every other mismatch is
+    an unrecognized type."""
     if isinstance(value, int) and not isinstance(value, bool) and kind == "string":
         return f"cannot convert int64 to {go_type}"
     return f"unrecognized type: {kind}"
