@@ -1,12 +1,12 @@
 """``kubectl create`` of built-in kinds against the in-memory API server, as a user types it.
 
 kubectl sends what its generators build as protobuf (see :mod:`memop.testing.protobuf`); here
-the real kubectl binary creates namespaces, ConfigMaps, Secrets (generic, with binary data, and
-docker-registry) and the other built-in kinds the server serves, and ``kubectl get`` reads them
-back. One test puts a recording proxy between kubectl and the in-memory server to check that
-the bytes kubectl sent decode into exactly the object kubectl prints for ``--dry-run=client -o
-json``. With USE_EXISTING_CLUSTER=true the same tests (but the proxy's) run against a real
-cluster.
+the real kubectl binary creates namespaces, ConfigMaps, Secrets (generic, with binary data,
+docker-registry and tls) and the other built-in kinds the server serves, and ``kubectl get``
+reads them back. One test puts a recording proxy between kubectl and the in-memory server to
+check that the bytes kubectl sent decode into exactly the object kubectl prints for
+``--dry-run=client -o json``. With USE_EXISTING_CLUSTER=true the same tests (but the proxy's)
+run against a real cluster.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import yaml
 from aiohttp import web
 
 from memop.testing import protobuf
+from memop.testing.tls import ServingCertificates
 
 if TYPE_CHECKING:
     from tests.conftest import ClusterHandle
@@ -127,6 +128,22 @@ async def test_kubectl_create_secret_generic(cluster: ClusterHandle, namespace: 
     assert pull["type"] == "kubernetes.io/dockerconfigjson"
     auths = json.loads(base64.b64decode(pull["data"][".dockerconfigjson"]))["auths"]
     assert auths["r.example.com"]["username"] == "u"
+
+
+async def test_kubectl_create_secret_tls(cluster: ClusterHandle, namespace: str, tmp_path: Path) -> None:
+    pair = ServingCertificates.generate("memop-test-tls")
+    (tmp_path / "tls.crt").write_bytes(pair.cert_pem)
+    (tmp_path / "tls.key").write_bytes(pair.key_pem)
+    await kubectl(
+        cluster.kubeconfig, "create", "secret", "tls", "web-tls", "-n", namespace,
+        f"--cert={tmp_path / 'tls.crt'}", f"--key={tmp_path / 'tls.key'}",
+    )  # fmt: skip
+    created = await get_json(cluster.kubeconfig, "secret", "web-tls", "-n", namespace)
+    assert created["type"] == "kubernetes.io/tls"
+    assert {k: base64.b64decode(v) for k, v in created["data"].items()} == {
+        "tls.crt": pair.cert_pem,
+        "tls.key": pair.key_pem,
+    }
 
 
 # kubectl create subcommands for the other built-in kinds the in-memory server serves: the
