@@ -311,6 +311,11 @@ def test_two_kinds_are_both_registered_in_order_with_sorted_imports(project: Pat
     assert "widget_operator.widget.DEFINITION,\n    widget_operator.gadget.DEFINITION,\n" in project_py
 
 
+def test_create_api_works_from_a_folder_inside_the_project(project: Path) -> None:
+    assert create_api(project / "src/widget_operator") == 0
+    assert (project / "src/widget_operator/widget/api.py").exists()
+
+
 def test_create_api_refuses_a_kind_that_exists(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert create_api(project) == 0
     capsys.readouterr()

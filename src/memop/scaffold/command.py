@@ -124,6 +124,7 @@ def _init(root: Path, args: argparse.Namespace) -> int:
 
 
 def _create_api(root: Path, args: argparse.Namespace) -> int:
+    root = newapi.project_root(root)
     options = newapi.ApiOptions(args.group, args.version, args.kind, args.namespaced, args.plural)
     api, files, registered = newapi.plan(root, options)
     check_new(root, files)

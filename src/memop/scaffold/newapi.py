@@ -1,10 +1,11 @@
 """``memop create api``: a controller package for a new kind, registered in the project.
 
-In a project made by ``memop init`` (its ``pyproject.toml`` has ``[tool.memop]``), ``memop
-create api --group G --version V --kind K`` writes ``src/PKG/<kind>/`` (``api.py``: the names,
-spec, validation and CRD; ``desired.py``; ``status.py``; ``controller.py``: the reconciler and
-its wiring; ``__init__.py``: the ``DEFINITION``), its unit tests and an end-to-end test, and
-registers the definition in ``src/PKG/project.py`` on the lines marked ``+memop:scaffold``.
+In a project made by ``memop init`` (its ``pyproject.toml`` has ``[tool.memop]``; run from its
+folder or any folder inside it), ``memop create api --group G --version V --kind K`` writes
+``src/PKG/<kind>/`` (``api.py``: the names, spec, validation and CRD; ``desired.py``;
+``status.py``; ``controller.py``: the reconciler and its wiring; ``__init__.py``: the
+``DEFINITION``), its unit tests and an end-to-end test, and registers the definition in
+``src/PKG/project.py`` on the lines marked ``+memop:scaffold``.
 
 The API group is ``G.DOMAIN`` (Kubebuilder's rule). Refused, each with one line and nothing
 written: names Kubernetes would refuse (see :mod:`memop.scaffold.names`), a kind whose package
@@ -71,6 +72,15 @@ class ApiNames:
     module: str  # the kind's package, and its controller's name: the kind in lower case
     resource: str  # the Python constant naming the Resource
     namespaced: bool
+
+
+def project_root(start: Path) -> Path:
+    """The project ``start`` is in: the nearest folder from ``start`` up holding a
+    pyproject.toml (``start`` itself when none does, for :func:`read_config` to refuse)."""
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return start
 
 
 def read_config(root: Path) -> ProjectConfig:
