@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pytest
-
 if TYPE_CHECKING:
     from tests.conftest import Http
 
@@ -105,19 +103,6 @@ async def test_unsupported_patch_type_is_415(http: Http, namespace: str) -> None
         "details": {},
         "code": 415,
     }
-
-
-@pytest.mark.fake_only
-async def test_server_side_apply_is_not_served(http: Http, namespace: str) -> None:
-    await http.post(cm_path(namespace), {"metadata": {"name": "a"}})
-    reply = await http.request(
-        "PATCH",
-        cm_path(namespace, "a"),
-        body={},
-        content_type="application/apply-patch+yaml",
-        query={"fieldManager": "x"},
-    )
-    assert reply.status == 415
 
 
 async def test_patch_carrying_a_resource_version_is_conditional(http: Http, namespace: str) -> None:

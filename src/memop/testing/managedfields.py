@@ -314,3 +314,22 @@ def update_entries(
             entry["subresource"] = subresource
         out.append(entry)
     return out
+
+
+# --- for server-side apply (memop.testing.apply), which follows the same rules ----------------
+
+SYSTEM_METADATA = _SYSTEM_METADATA
+# What list_members gives each value of a set (metadata.finalizers).
+SET_VALUE = _MISSING
+FINALIZERS: Path = ("metadata", "finalizers")
+
+
+def is_atomic(path: Path, builtin: bool) -> bool:
+    """Whether the field at ``path`` is owned whole (an atomic built-in type)."""
+    return _atomic(path, builtin)
+
+
+def list_members(path: Path, value: list[Any]) -> dict[str, Any] | None:
+    """A list's members by FieldsV1 key (``k:{...}`` items, or ``v:...`` set values mapped to
+    :data:`SET_VALUE`), in list order; None for a list that is atomic."""
+    return _set_members(path, value)

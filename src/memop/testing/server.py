@@ -47,7 +47,7 @@ from memop.testing.objects import forbidden, required
 from memop.testing.requestlog import RequestInfo, RequestLog, RequestRecord
 from memop.testing.reviews import REVIEW_RESOURCES, Reviews
 from memop.testing.routing import check_scope, is_true, parse_request
-from memop.testing.store import DEFAULT_MANAGER, Entry, Served, Store
+from memop.testing.store import APPLY_PATCH, DEFAULT_MANAGER, Entry, Served, Store
 from memop.testing.tls import ServingCertificates
 from memop.testing.watch import Watcher, WatchHub, error_line
 
@@ -472,6 +472,23 @@ class ApiServer:
             patch_type = content_type.split(";", 1)[0].strip().lower()
             store.check_patch_type(served, patch_type)
             raw = await request.read()
+            if patch_type == APPLY_PATCH:
+                entry, created = store.write_apply(
+                    served,
+                    namespace,
+                    info.name,
+                    raw,
+                    manager=str(query.get("fieldManager") or "")[:128],
+                    force=is_true(query.get("force")),
+                    subresource=info.subresource or None,
+                    dry_run=dry_run,
+                    field_validation=validation,
+                    warnings=warnings,
+                )
+                return self._entry_response(entry, 201 if created else 200, warnings)
+            if "force" in query:
+                error = forbidden("force", "may not be specified for non-apply patch")
+                raise invalid("meta.k8s.io", "PatchOptions", "", [error])
             entry = store.write_patch(
                 served,
                 namespace,

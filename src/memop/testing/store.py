@@ -37,9 +37,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from memop.runtime.cache.labels import InvalidSelectorError, Selector
 from memop.runtime.util.clock import Clock, RealClock
-from memop.testing import builtins, managedfields, times
+from memop.testing import builtins, managedfields, serverside, times
 from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
 from memop.testing.errors import (
     ApiError,
@@ -67,6 +69,7 @@ from memop.testing.objects import (
 )
 from memop.testing.objects import forbidden as forbidden_field
 from memop.testing.objects import invalid as field_invalid
+from memop.testing.objects import required as field_required
 from memop.testing.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
 from memop.testing.resources import ResourceType
 from memop.testing.schema import go_quote, go_repr
@@ -254,6 +257,38 @@ def _scoped(
     if subresource == "status":
         return {k: v for k, v in fields.items() if k == "f:status"}
     return {k: v for k, v in fields.items() if k != "f:status"}
+
+
+def _apply_configuration(body: Any, rtype: ResourceType) -> JsonDict:
+    """The apply configuration in ``body`` (raw YAML, of which JSON is a part, or decoded), owned
+    by the caller; 400 for what the server refuses before merging."""
+    if isinstance(body, bytes | str):
+        try:
+            body = yaml.safe_load(body)
+        except yaml.YAMLError as error:
+            raise bad_request(f"error decoding YAML: {error}") from None
+    if not isinstance(body, dict):
+        raise bad_request(f"error decoding YAML: the apply configuration is not a {rtype.kind} object")
+    config: JsonDict = copy_json(body)
+    version, kind = config.get("apiVersion"), config.get("kind")
+    if (version, kind) != (rtype.api_version, rtype.kind):
+        # schema.GroupVersionKind's String(), as the field manager's version check prints it.
+        group, _, plain = str(version or "").rpartition("/")
+        raise bad_request(f"invalid object type: {group}/{plain}, Kind={kind or ''}")
+    meta = config.get("metadata")
+    if isinstance(meta, dict) and meta.get("managedFields") is not None:
+        raise bad_request("metadata.managedFields must be nil")
+    return config
+
+
+def _apply_scope(config: JsonDict, rtype: ResourceType, subresource: str | None) -> JsonDict:
+    """What of an apply configuration reaches the object: where a status subresource exists, a
+    main apply leaves the status alone and a status apply changes only the status."""
+    if not rtype.has_status:
+        return config
+    if subresource == "status":
+        return {k: v for k, v in config.items() if k in ("apiVersion", "kind", "status")}
+    return {k: v for k, v in config.items() if k != "status"}
 
 
 def _set_managed(meta: JsonDict, entries: list[dict[str, Any]]) -> None:
@@ -750,8 +785,10 @@ class Store:
         dry_run: bool = False,
         field_validation: str | None = None,
         warnings: list[str] | None = None,
+        managed: Callable[[JsonDict], list[dict[str, Any]]] | None = None,
     ) -> Entry:
-        """Create from an owned body; returns the stored version (served form)."""
+        """Create from an owned body; returns the stored version (served form). ``managed``: the
+        new object's managedFields from the object (an apply's), instead of an Update's."""
         storage, rtype, strategy = served.storage, served.rtype, served.storage.strategy
         obj = self._decode(served, body)
         meta = obj["metadata"]
@@ -797,7 +834,9 @@ class Store:
         zero = managedfields.zero_value(storage.rtype.group, storage.rtype.kind)
         _set_managed(
             meta,
-            managedfields.update_entries(
+            managed(obj)
+            if managed is not None
+            else managedfields.update_entries(
                 None,
                 manager=manager,
                 api_version=rtype.api_version,
@@ -894,7 +933,10 @@ class Store:
         *,
         manager: str,
         dry_run: bool,
+        managed: Callable[[JsonDict, JsonDict], list[dict[str, Any]]] | None = None,
     ) -> Entry:
+        """Store ``obj`` over ``existing``. ``managed``: the managedFields from (old, new) (an
+        apply's), instead of an Update's; equal to the old ones, nothing is written."""
         storage, rtype, strategy = served.storage, served.rtype, served.storage.strategy
         old = existing.obj
         old_meta = old["metadata"]
@@ -938,26 +980,29 @@ class Store:
         if old_meta.get("deletionTimestamp") and self._finalized(storage, new):
             return served.view(existing if dry_run else self._remove(storage, existing))
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        if "managedFields" in old_meta:
+        if managed is not None:
+            _set_managed(meta, managed(old, new))
+        elif "managedFields" in old_meta:
             meta["managedFields"] = old_meta["managedFields"]
         if new == old:
             return served.view(existing)
         if strategy.generation and "generation" in old_meta and strategy.bumps_generation(new, old, rtype):
             meta["generation"] = int(old_meta["generation"]) + 1
-        _set_managed(
-            meta,
-            managedfields.update_entries(
-                old_meta.get("managedFields"),
-                manager=manager,
-                api_version=rtype.api_version,
-                subresource=subresource,
-                when=self._now(),
-                changed=_scoped(
-                    managedfields.changed_fields(old, new, builtin=strategy.builtin), rtype, subresource
+        if managed is None:
+            _set_managed(
+                meta,
+                managedfields.update_entries(
+                    old_meta.get("managedFields"),
+                    manager=manager,
+                    api_version=rtype.api_version,
+                    subresource=subresource,
+                    when=self._now(),
+                    changed=_scoped(
+                        managedfields.changed_fields(old, new, builtin=strategy.builtin), rtype, subresource
+                    ),
+                    present=managedfields.fields_of(new, builtin=strategy.builtin),
                 ),
-                present=managedfields.fields_of(new, builtin=strategy.builtin),
-            ),
-        )
+            )
         if dry_run:
             return served.view(Entry(_ordered(new, meta)))
         return served.view(self._commit(storage, "MODIFIED", new, old))
@@ -973,6 +1018,7 @@ class Store:
         types = [JSON_PATCH, MERGE_PATCH]
         if served.storage.strategy.strategic_merge:
             types.append(STRATEGIC_MERGE_PATCH)
+        types.append(APPLY_PATCH)
         return types
 
     def check_patch_type(self, served: Served, patch_type: str) -> None:
@@ -1002,6 +1048,19 @@ class Store:
         """PATCH semantics: ``patch`` is the decoded body (or raw bytes); returns the stored version."""
         patch_type = content_type.split(";", 1)[0].strip().lower()
         self.check_patch_type(served, patch_type)
+        if patch_type == APPLY_PATCH:
+            entry, _ = self.write_apply(
+                served,
+                namespace,
+                name,
+                patch,
+                manager=manager,
+                subresource=subresource,
+                dry_run=dry_run,
+                field_validation=field_validation,
+                warnings=warnings,
+            )
+            return entry
         self.check_subresource(served, subresource)
         storage, rtype = served.storage, served.rtype
         ns = (namespace or "") if rtype.namespaced else ""
@@ -1055,6 +1114,116 @@ class Store:
         except DecodeError as error:
             detail = error.converter_detail if patch_type == STRATEGIC_MERGE_PATCH else error.detail
             raise patch_invalid(shown, detail) from None
+
+    # --- apply ------------------------------------------------------------------------------------
+
+    def write_apply(
+        self,
+        served: Served,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_validation: str | None = None,
+        warnings: list[str] | None = None,
+    ) -> tuple[Entry, bool]:
+        """Server-side apply of the configuration ``body`` (raw YAML or JSON, or decoded) by
+        ``manager`` (see :mod:`memop.testing.serverside`); returns the stored version and whether the
+        apply created the object."""
+        self.check_subresource(served, subresource)
+        storage, rtype, strategy = served.storage, served.rtype, served.storage.strategy
+        if not manager:
+            raise invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                [field_required("fieldManager", "is required for apply patch")],
+            )
+        config = _apply_configuration(body, rtype)
+        ns = (namespace or "") if rtype.namespaced else ""
+        builtin = strategy.builtin
+        existing = storage.get(ns, name)
+        if existing is None:
+            if subresource is not None:
+                raise not_found(rtype, name)  # a subresource never creates
+            created_fields = _scoped(serverside.applied_fields(config, builtin=builtin), rtype, None)
+            meta = config.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                self._check_identity(served, meta, ns, name)
+
+            def created(obj: JsonDict) -> list[dict[str, Any]]:
+                return serverside.apply_entries(
+                    [],
+                    manager=manager,
+                    subresource=None,
+                    api_version=rtype.api_version,
+                    when=obj["metadata"]["creationTimestamp"],
+                    applied=created_fields,
+                    taken=[],
+                    present=managedfields.fields_of(obj, builtin=builtin),
+                )
+
+            entry = self.write_create(
+                served,
+                namespace,
+                config,
+                manager=manager,
+                dry_run=dry_run,
+                field_validation=field_validation,
+                warnings=warnings,
+                managed=created,
+            )
+            return entry, True
+        current = served.view(existing).obj
+        entries = [e for e in current["metadata"].get("managedFields") or () if isinstance(e, dict)]
+        applied = _scoped(serverside.applied_fields(config, builtin=builtin), rtype, subresource)
+        last = serverside.previous_applied(entries, manager, subresource)
+        merged = serverside.merge(current, _apply_scope(config, rtype, subresource), builtin=builtin)
+        keep = managedfields.union(applied, serverside.others_fields(entries, manager, subresource))
+        merged = serverside.prune(merged, last, keep)
+        changed = _scoped(managedfields.changed_fields(current, merged, builtin=builtin), rtype, subresource)
+        taken = serverside.find_conflicts(entries, manager, subresource, changed)
+        if taken and not force:
+            raise serverside.conflict_error(
+                [(entry, list(serverside.leaf_paths(fields))) for entry, fields in taken]
+            )
+        try:
+            obj = self._decode(served, merged)
+        except DecodeError as error:
+            raise patch_invalid(
+                json.dumps(_type_fields_first(merged), separators=(",", ":")), error.detail
+            ) from None
+        self._check_identity(served, obj["metadata"], ns, name)
+        rv = obj["metadata"].get("resourceVersion")
+        if rv and str(rv) != existing.obj["metadata"]["resourceVersion"]:
+            raise conflict(rtype, name)
+        self._unknown_fields(served, obj, field_validation, warnings)
+        previous_time = serverside.applied_time(entries, manager, subresource)
+
+        def updated(old: JsonDict, new: JsonDict) -> list[dict[str, Any]]:
+            moved = _scoped(managedfields.changed_fields(old, new, builtin=builtin), rtype, subresource)
+            if not moved and not taken and applied == last:
+                return entries  # a no-op: nothing is written, no time moves
+            when = self._now() if moved or applied != last or previous_time is None else previous_time
+            return serverside.apply_entries(
+                entries,
+                manager=manager,
+                subresource=subresource,
+                api_version=rtype.api_version,
+                when=when,
+                applied=applied,
+                taken=taken,
+                present=managedfields.fields_of(new, builtin=builtin),
+            )
+
+        entry = self._apply_update(
+            served, existing, obj, subresource, manager=manager, dry_run=dry_run, managed=updated
+        )
+        return entry, False
 
     # --- delete ------------------------------------------------------------------------------------
 
