@@ -76,6 +76,9 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
     "strategic": "application/strategic-merge-patch+json",
 }
 
+# Server-side apply; the body is JSON, which is YAML.
+APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+
 # client-go's DefaultBurst, used when only qps is given.
 DEFAULT_BURST = 10
 # Backoff between retries: attempt n waits a uniformly jittered value in [c/2, c] where
@@ -181,9 +184,9 @@ class Client:
     call is safe:
 
     - get, list (every page of list_all), update and update_status (PUT: the whole object
-      or status is replaced by the same content), delete and delete_collection, and merge
-      and strategic-merge patches (both are idempotent: applying one twice gives what
-      applying it once gives) are retried on every retryable failure;
+      or status is replaced by the same content), delete and delete_collection, merge and
+      strategic-merge patches and server-side applies (all idempotent: applying one twice
+      gives what applying it once gives) are retried on every retryable failure;
     - JSON patches are retried on every retryable failure only when they contain a ``test``
       operation: the test is the author's precondition, so a replay of an attempt that was
       applied fails it (422) instead of applying twice. Test ``/metadata/resourceVersion``
@@ -443,6 +446,52 @@ class Client:
     ) -> dict[str, Any]:
         """Patch the status subresource (the patch is rooted at the object: ``{"status": ...}``)."""
         return await self.patch(res, name, patch, namespace, patch_type=patch_type, subresource="status")
+
+    async def apply(
+        self,
+        res: Resource,
+        obj: dict[str, Any],
+        *,
+        field_manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        """Server-side apply ``obj`` as ``field_manager``; returns the object as it now is.
+
+        ``obj`` is an apply configuration: ``metadata.name`` (and ``namespace`` for a namespaced
+        resource), and only the fields this manager has an opinion on; apiVersion and kind are
+        filled in from ``res`` when missing. The server merges it into the object, creating the
+        object if it does not exist, and records the manager as the owner of exactly those
+        fields: a field it applied before and leaves out now is removed (unless another manager
+        owns it too). A field another manager owns and this apply would change is a conflict:
+        Conflict (409, each field in ``body["details"]["causes"]``) and nothing is written,
+        unless ``force`` takes ownership of them. ``subresource``: "status" applies the status.
+
+        Sent as ``application/apply-patch+yaml`` (with a JSON body, which is YAML). Retried like
+        a merge patch: applying the same configuration twice gives what applying it once gives.
+        """
+        if not field_manager:
+            raise ValueError("a server-side apply needs a field_manager")
+        meta = _meta(obj)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"applying a {res.kind} needs metadata.name")
+        query: list[tuple[str, str]] = [("fieldManager", field_manager)]
+        if force:
+            query.append(("force", "true"))
+        return _required(
+            await self._request(
+                "PATCH",
+                _path(res, meta.get("namespace"), name, subresource),
+                query=query,
+                body=_typed(res, obj),
+                content_type=APPLY_CONTENT_TYPE,
+                when=_RetryWhen.RETRYABLE,
+                held=True,
+            ),
+            "PATCH",
+            res,
+        )
 
     async def delete(
         self,
