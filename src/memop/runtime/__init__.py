@@ -11,6 +11,9 @@ Declaring a controller:
   the client, its Event recorder, the worker count).
 - :class:`ControllerBuilder`: ``for_`` its kind, ``owns`` the kinds it controls (their events
   enqueue the owner), ``watches`` others through a map function; ``build(reconciler)``.
+  Children an ownerReference cannot point from (another namespace, cluster-scoped) carry
+  :func:`owner_annotations` and are watched through :func:`map_to_annotated_owner`
+  (operator-lib's ``operator-sdk/primary-resource`` annotations).
 - :class:`Reconciler` (anything with ``async reconcile(request) -> Result | None``),
   :class:`Request`, :class:`Result`, :class:`TerminalError` (do not retry).
 - :mod:`predicates <memop.runtime.controller.predicates>`: which watch events are worth a reconcile
@@ -19,16 +22,22 @@ Declaring a controller:
 Reading and writing:
 
 - :class:`Cache`: informers per resource (and label selector) with ``get``/``list`` by
-  namespace, owner uid and labels; ``record_write`` after each write so the next reconcile
-  reads its own write.
+  namespace, owner uid and labels, and custom indexes (``add_index`` before the cache starts,
+  then ``by_index`` or ``list(..., index=(name, value))``); ``record_write`` after each write
+  so the next reconcile reads its own write.
 - :class:`Client`: plain dicts in and out (``get``, ``list``, ``create``, ``patch``,
-  ``patch_status``, ``delete`` with preconditions), typed errors: :class:`ApiError` and its
+  ``patch_status``, ``apply`` (server-side apply), ``delete`` with preconditions), typed
+  errors: :class:`ApiError` and its
   subclasses :class:`NotFound`, :class:`AlreadyExists`, :class:`Conflict`, :class:`BadRequest`,
   :class:`Forbidden`, :class:`Invalid`; :class:`TransportError` when the server cannot be
   reached.
 - :class:`Expectations`: the creates and deletes a controller is waiting to see in its cache
   (client-go's ControllerExpectations), so a lagging cache never makes it act twice.
 - :func:`update_status`: write a status only when it changed.
+- :func:`add_finalizer`, :func:`remove_finalizer`, :func:`has_finalizer`: one's own finalizer,
+  never another writer's lost (a stale read is a Conflict, retried with backoff).
+- :func:`create_or_patch`: create the object, or send the merge patch of what a mutate
+  function changed ("created", "patched", "unchanged").
 - :mod:`validation <memop.runtime.api.validation>`: the API server's wording for a field of the
   wrong type, for a spec validated in Python (``type_error``, ``json_type``).
 - :mod:`conditions <memop.runtime.api.conditions>`: ``set_condition`` (transition times move
@@ -51,7 +60,8 @@ Describing the API and its permissions:
 - :mod:`crdgen <memop.runtime.api.crdgen>`: :class:`CrdNames`, ``custom_resource_definition``,
   ``printer_column``, ``crd_yaml``;
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
-  for what every controller needs on its own kind): each permission the code sends, and why.
+  for what a controller needs on its own kind: its cache and status, and what a finalizer or
+  children with a blocking ownerReference need): each permission the code sends, and why.
 
 Running a manager (``memop`` and :func:`memop.run` build one from flags; a program of one's own
 may build it from these alone):
@@ -123,8 +133,11 @@ if TYPE_CHECKING:
     )
     from memop.runtime.controller import predicates
     from memop.runtime.controller.controller import Controller, ControllerBuilder
+    from memop.runtime.controller.createorpatch import create_or_patch
     from memop.runtime.controller.definition import ControllerDefinition, SetupContext
     from memop.runtime.controller.expectations import Expectations
+    from memop.runtime.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
+    from memop.runtime.controller.handlers import map_to_annotated_owner, owner_annotations
     from memop.runtime.controller.reconcile import Reconciler, Request, Result, TerminalError
     from memop.runtime.controller.status import update_status
     from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
@@ -197,13 +210,19 @@ _EXPORTS: dict[str, str] = {
     "TerminalError": "memop.runtime.controller.reconcile",
     "TransportError": "memop.runtime.client.errors",
     "WARNING": "memop.runtime.manager.events",
+    "add_finalizer": "memop.runtime.controller.finalizers",
     "configure_logging": "memop.runtime.logs:configure",
     "controller_owner_uid": "memop.runtime.cache.store",
     "controller_reference": "memop.runtime.cache.store",
+    "create_or_patch": "memop.runtime.controller.createorpatch",
     "default_identity": "memop.runtime.leaderelection.lease",
     "dig": "memop.runtime.cache.store",
+    "has_finalizer": "memop.runtime.controller.finalizers",
     "in_cluster_namespace": "memop.runtime.client.kubeconfig",
     "load_configuration": "memop.runtime.client.kubeconfig",
+    "map_to_annotated_owner": "memop.runtime.controller.handlers",
+    "owner_annotations": "memop.runtime.controller.handlers",
+    "remove_finalizer": "memop.runtime.controller.finalizers",
     "rfc3339": "memop.runtime.util.clock",
     "running_in_cluster": "memop.runtime.client.kubeconfig",
     "tls_context": "memop.runtime.manager.authn",
@@ -288,17 +307,23 @@ __all__ = [
     "SetupContext",
     "TerminalError",
     "TransportError",
+    "add_finalizer",
     "conditions",
     "configure_logging",
     "controller_owner_uid",
     "controller_reference",
     "crdgen",
+    "create_or_patch",
     "default_identity",
     "dig",
+    "has_finalizer",
     "in_cluster_namespace",
     "load_configuration",
+    "map_to_annotated_owner",
     "own_kind",
+    "owner_annotations",
     "predicates",
+    "remove_finalizer",
     "rfc3339",
     "running_in_cluster",
     "tls_context",
