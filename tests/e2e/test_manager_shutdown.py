@@ -19,7 +19,7 @@ from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import LEASES
 from memop.testing.envtest import Kube
 from memop.testing.faults import DelayRule
-from memop.testing.operator import memcached_manifest
+from memop.testing.memcached import memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses
 from memop.testing.wait import wait_for
 
