@@ -8,12 +8,19 @@ the expected answers are the real server's (structured-merge-diff's wording and 
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
+from memop.testing.wait import wait_for
+
 if TYPE_CHECKING:
-    from tests.conftest import Http
+    from tests.conftest import ClusterHandle, Http
 
 APPLY = "application/apply-patch+yaml"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def cm_path(ns: str, name: str = "") -> str:
@@ -238,3 +245,76 @@ async def test_what_the_server_refuses_before_applying(http: Http, namespace: st
     assert with_managed_fields.status == 400
     assert with_managed_fields.body["message"] == "metadata.managedFields must be nil"
     assert (await http.get(cm_path(namespace, "bad"))).body["data"] == {"k": "v"}
+
+
+GADGET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+        "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+    },
+}
+
+
+@pytest.fixture
+async def gadgets(http: Http, cluster: ClusterHandle) -> AsyncIterator[str]:
+    """A Gadget CRD (a group of its own, a status subresource), Established and served: its group."""
+    group = f"t{uuid.uuid4().hex[:8]}.memop.test"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": GADGET_SCHEMA},
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+    created = await http.post(CRDS, crd)
+    assert created.status == 201, created.body
+
+    async def served() -> bool:
+        return (await http.get(f"/apis/{group}/v1")).status == 200
+
+    await wait_for(served, timeout=30)
+    try:
+        yield group
+    finally:
+        if cluster.real:
+            await http.delete(f"{CRDS}/gadgets.{group}")
+
+
+async def test_the_status_is_applied_through_its_subresource_only(
+    http: Http, namespace: str, gadgets: str
+) -> None:
+    path = f"/apis/{gadgets}/v1/namespaces/{namespace}/gadgets/g"
+    main = {"apiVersion": f"{gadgets}/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"size": 1}}
+    created = await apply(http, path, {**main, "status": {"phase": "ignored"}}, "alpha")
+    assert created.status == 201, created.body
+    assert "status" not in created.body  # a main write leaves the status alone
+    assert entries(created.body) == {("alpha", "Apply"): {"f:spec": {"f:size": {}}}}
+    status = {"apiVersion": f"{gadgets}/v1", "kind": "Gadget", "metadata": {"name": "g"}}
+    reported = await apply(http, f"{path}/status", {**status, "status": {"phase": "Ready"}}, "reporter")
+    assert reported.status == 200, reported.body
+    assert reported.body["status"] == {"phase": "Ready"}
+    [entry] = [e for e in reported.body["metadata"]["managedFields"] if e["manager"] == "reporter"]
+    assert (entry["operation"], entry["subresource"]) == ("Apply", "status")
+    assert entry["fieldsV1"] == {"f:status": {"f:phase": {}}}
+    again = await apply(http, path, {**main, "status": {"phase": "overwritten?"}}, "alpha")
+    assert again.body["status"] == {"phase": "Ready"}
+    reply = await apply(http, f"{path}/status", {**status, "status": {"phase": "Other"}}, "other")
+    assert reply.status == 409
+    assert reply.body["message"] == (
+        'Apply failed with 1 conflict: conflict with "reporter" with subresource "status": .status.phase'
+    )
+    missing = await apply(http, f"/apis/{gadgets}/v1/namespaces/{namespace}/gadgets/none/status", status, "x")
+    assert missing.status == 404  # a subresource never creates
