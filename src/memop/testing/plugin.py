@@ -45,7 +45,8 @@ The async fixtures are declared with ``pytest_asyncio.fixture``, so they work in
 They run in the event loop ``asyncio_default_fixture_loop_scope`` names (the function's by
 default), which must be the loop the tests run in.
 
-This module imports memop's runtime only when a fixture runs: pytest loads it in every session.
+Loading the plugin imports the ``memop`` package alone (pytest loads it in every session); the
+runtime and the in-memory server are imported when a fixture first runs.
 """
 
 from __future__ import annotations
