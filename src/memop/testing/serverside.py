@@ -58,6 +58,10 @@ def _applied(value: Any, path: Path, builtin: bool) -> FieldSet | None:
     if managedfields.is_atomic(path, builtin):
         return {}
     if isinstance(value, dict):
+        if not value:
+            # An empty map the configuration names is itself owned (structured-merge-diff makes
+            # it a member of the set): a real v1.36 server keeps "f:data": {} for "data": {}.
+            return {}
         out: FieldSet = {}
         for key, item in value.items():
             if path == ("metadata",) and key in managedfields.SYSTEM_METADATA:
