@@ -49,7 +49,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from memop.cli.controllers import ALL
+from memop.builtin import PROJECT
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
@@ -217,7 +217,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             server.write_kubeconfig(Path(kubeconfig))
             async with ApiClient(server.client_configuration()) as api:
                 client = Client(api, user_agent="failover-bench/1")
-                for definition in ALL.values():
+                for definition in PROJECT.controllers:
                     for crd in definition.crds():
                         await install_crd(client, crd)
                 await client.create(NAMESPACES, {"metadata": {"name": WATCHED}})

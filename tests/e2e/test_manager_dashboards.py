@@ -11,7 +11,7 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from memop.cli.controllers import ALL
+from memop.builtin import PROJECT
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.testing.memcached import available, memcached_manifest
@@ -42,7 +42,10 @@ async def test_every_metric_and_label_the_dashboard_and_rules_name_is_exported(
     # Exactly the controllers whose CRDs were installed, whatever the tree holds by the time
     # the process imports it.
     memop = await memops.start(
-        "--leader-elect", "--leader-election-namespace", "default", f"--controllers={','.join(ALL)}"
+        "--leader-elect",
+        "--leader-election-namespace",
+        "default",
+        f"--controllers={','.join(PROJECT.controller_names)}",
     )
     await memop.wait_ready(TIMEOUT)
     await client.create(MEMCACHEDS, memcached_manifest("scraped"), namespace)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from memop.cli.controllers import ALL
+from memop.builtin import PROJECT
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
@@ -37,13 +37,13 @@ ARGS = (
     "--leader-election-namespace", LOCK_NAMESPACE,
     "--leader-for-life-max-backoff", f"{MAX_BACKOFF}s",
     # The controllers whose CRDs install_every_crd installs.
-    f"--controllers={','.join(ALL)}",
+    f"--controllers={','.join(PROJECT.controller_names)}",
 )  # fmt: skip
 
 
 async def install_every_crd(client: Client) -> None:
     """The CRDs of every controller memop runs by default (the fixture installs Memcached's)."""
-    for definition in ALL.values():
+    for definition in PROJECT.controllers:
         for crd in definition.crds():
             await install_crd(client, crd)
 

@@ -9,16 +9,9 @@ is ``*``.
 
 from __future__ import annotations
 
-from memop.builtin import PROJECT as _BUILTIN
 from memop.project import Project
-from memop.runtime.controller.definition import ControllerDefinition
 
 EVERY = "*"
-
-# Retiring: memop's own controllers by name. Use memop.builtin.PROJECT (or the selected
-# project) instead; kept, derived from it, while other modules still import it.
-ALL: dict[str, ControllerDefinition] = {definition.name: definition for definition in _BUILTIN.controllers}
-
 
 def parse_controllers(text: str, project: Project) -> tuple[str, ...]:
     """The names of ``project``'s controllers ``text`` (``--controllers``) enables, in the
