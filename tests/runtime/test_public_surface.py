@@ -130,3 +130,13 @@ def test_the_memop_package_exports_run_and_project_lazily() -> None:
             assert inspect.getdoc(getattr(memop, name)), name
     with pytest.raises(AttributeError):
         memop.nothing_here  # noqa: B018
+
+
+def test_memop_testing_exports_exist_and_are_documented() -> None:
+    from memop import testing  # noqa: PLC0415
+
+    doc = testing.__doc__ or ""
+    for name in testing.__all__:
+        value = getattr(testing, name)
+        assert inspect.getdoc(value), f"memop.testing.{name} has no docstring"
+        assert name in doc, f"memop.testing's docstring does not mention {name}"

@@ -1,1 +1,77 @@
-"""An in-memory Kubernetes API server for tests, spoken to over real HTTP (memop's envtest)."""
+"""Testing operators: an in-memory Kubernetes API server spoken to over real HTTP(S), and the
+pytest plugin that runs any project's controllers against it (memop's envtest).
+
+The names exported here are the public surface for a project's tests; the plugin's fixtures
+(``kube``, ``client``, ``namespace``, ``install_crds``, ``run_operator``) hand out most of them.
+
+- :class:`ApiServer`: the in-memory API server (``python -m memop.testing serve`` runs one
+  alone); :class:`Kube` is the cluster a test talks to (that server, or a real cluster with
+  ``USE_EXISTING_CLUSTER=true`` and ``KUBECONFIG``), :func:`cluster` the same outside pytest.
+- :class:`RunningOperator`: controllers running in-process on a cluster (what ``run_operator``
+  yields); :class:`OperatorExited` when its manager exits while a test expects it to run.
+- :class:`RunOperator` and :class:`InstallCrds`: the types of the ``run_operator`` and
+  ``install_crds`` fixtures, for annotating tests.
+- :func:`install_crds`, :func:`release_finalizers`, :func:`event_recorded`: CRDs in and
+  Established, finalizers dropped before a namespace goes, the first Event that matches.
+- :func:`wait_for` / :class:`WaitTimeout`: poll a condition with a deadline (tests never sleep).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memop.testing.envtest import Kube, cluster
+    from memop.testing.operator import (
+        OperatorExited,
+        RunningOperator,
+        event_recorded,
+        install_crds,
+        release_finalizers,
+    )
+    from memop.testing.plugin import InstallCrds, RunOperator
+    from memop.testing.server import ApiServer
+    from memop.testing.wait import WaitTimeout, wait_for
+
+# Loaded on first use (PEP 562): the pytest plugin imports this package in every test run, and
+# must not bring the server or kubernetes_asyncio with it.
+_EXPORTS: dict[str, str] = {
+    "ApiServer": "memop.testing.server",
+    "InstallCrds": "memop.testing.plugin",
+    "Kube": "memop.testing.envtest",
+    "OperatorExited": "memop.testing.operator",
+    "RunOperator": "memop.testing.plugin",
+    "RunningOperator": "memop.testing.operator",
+    "WaitTimeout": "memop.testing.wait",
+    "cluster": "memop.testing.envtest",
+    "event_recorded": "memop.testing.operator",
+    "install_crds": "memop.testing.operator",
+    "release_finalizers": "memop.testing.operator",
+    "wait_for": "memop.testing.wait",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "ApiServer",
+    "InstallCrds",
+    "Kube",
+    "OperatorExited",
+    "RunOperator",
+    "RunningOperator",
+    "WaitTimeout",
+    "cluster",
+    "event_recorded",
+    "install_crds",
+    "release_finalizers",
+    "wait_for",
+]
