@@ -81,8 +81,9 @@ may build it from these alone):
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memop.runtime.util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from memop.runtime.api import conditions, crdgen, validation
@@ -236,17 +237,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    where = _EXPORTS.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = where.partition(":")
-    if not attribute and module.rsplit(".", 1)[1] == name:  # a submodule
-        value = importlib.import_module(module)
-    else:  # a name defined in that module
-        value = getattr(importlib.import_module(module), attribute or name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [

@@ -18,8 +18,9 @@ The names exported here are the public surface for a project's tests; the plugin
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memop.runtime.util.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from memop.testing.envtest import Kube, cluster
@@ -52,13 +53,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [
