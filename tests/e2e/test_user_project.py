@@ -320,6 +320,8 @@ async def check_named_after_the_project(
         lambda: get(client, LEASES, "cmsync-leader.example.org", namespace), timeout=TIMEOUT
     )
     assert lease["spec"]["holderIdentity"] == start["identity"]
+    assert process.identity() == start["identity"]
+    assert process.user_agent() == f"cmsync/0.3.0 ({start['identity']})"
     # The API server names a write's manager after its user agent (up to the first '/').
     assert {entry["manager"] for entry in copy["metadata"].get("managedFields") or ()} == {"cmsync"}
     if kube.server is not None:

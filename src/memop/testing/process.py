@@ -34,7 +34,6 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from memop import __version__
 from memop.cli.options import build_parser, env_name
 from memop.runtime.cache.store import MUTATION_MARK
 from memop.testing.wait import wait_for
@@ -126,15 +125,24 @@ class MemopProcess:
     def find(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
         return next((r for r in self.records if predicate(r)), None)
 
+    def _start_record(self) -> dict[str, Any] | None:
+        """The start line, ``starting NAME VERSION`` with the identity (memop's project or
+        another one: the name is the project's)."""
+        return self.find(lambda r: r.get("msg", "").startswith("starting ") and "identity" in r)
+
     def identity(self) -> str | None:
-        """The leader-election identity memop logged at start."""
-        record = self.find(lambda r: r.get("msg", "").startswith("starting memop"))
+        """The leader-election identity the process logged at start."""
+        record = self._start_record()
         return None if record is None else record.get("identity")
 
     def user_agent(self) -> str | None:
-        """The User-Agent of this process's API requests, once it has logged its identity."""
-        identity = self.identity()
-        return None if identity is None else f"memop/{__version__} ({identity})"
+        """The User-Agent of this process's API requests (``NAME/VERSION (identity)``), once it
+        has logged its start line."""
+        record = self._start_record()
+        if record is None:
+            return None
+        _, name, version = str(record["msg"]).split(" ", 2)
+        return f"{name}/{version} ({record.get('identity')})"
 
     def address(self, path: str) -> str | None:
         """``host:port`` memop serves ``path`` on, once it has logged it."""
