@@ -312,24 +312,9 @@ async def run_operator(kube: Kube) -> AsyncIterator[RunOperator]:
 
     made: list[RunningOperator] = []
 
-    def factory(
-        controllers: Controllers,
-        *,
-        namespaces: Sequence[str] = (),
-        max_concurrent_reconciles: int = 2,
-        leader_election: LeaderElectionConfig | None = None,
-        identity: str = "memop-test",
-        graceful_shutdown_timeout: float = 5.0,
-    ) -> RunningOperator:
-        operator = RunningOperator(
-            kube.configuration,
-            controllers=controllers,
-            namespaces=namespaces,
-            max_concurrent_reconciles=max_concurrent_reconciles,
-            leader_election=leader_election,
-            identity=identity,
-            graceful_shutdown_timeout=graceful_shutdown_timeout,
-        )
+    def factory(controllers: Controllers, **options: Any) -> RunningOperator:
+        # The options and their defaults are RunningOperator's (RunOperator states them).
+        operator = RunningOperator(kube.configuration, controllers=controllers, **options)
         made.append(operator)
         return operator
 
