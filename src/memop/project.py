@@ -33,13 +33,12 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from memop.runtime.api.validation import is_dns1123_label, is_dns1123_subdomain
 from memop.runtime.controller.definition import ControllerDefinition
 
 ENTRY_POINT_GROUP = "memop.controllers"
 BUILTIN = "memop"
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DEFAULT_ATTRIBUTES = ("PROJECT", "DEFINITION", "DEFINITIONS")
 
 
@@ -88,21 +87,21 @@ class Project:
     def validate(self) -> None:
         """Raise ProjectError naming the first thing a Kubernetes cluster or memop would refuse."""
         where = f" ({self.origin})" if self.origin else ""
-        if not isinstance(self.name, str) or len(self.name) > 63 or not _DNS1123_LABEL.match(self.name):
+        if not isinstance(self.name, str) or not is_dns1123_label(self.name):
             raise ProjectError(
                 f"project name {self.name!r}{where} is not a DNS-1123 label (lower-case letters, digits "
                 "and '-', at most 63 characters)"
             )
-        if not _DNS1123_SUBDOMAIN.match(self.domain or "") or len(self.domain) > 253:
+        if not is_dns1123_subdomain(self.domain or ""):
             raise ProjectError(
                 f"project {self.name}{where}: domain {self.domain!r} is not a DNS-1123 subdomain"
             )
-        if not _DNS1123_SUBDOMAIN.match(self.leader_election_id) or len(self.leader_election_id) > 253:
+        if not is_dns1123_subdomain(self.leader_election_id):
             raise ProjectError(
                 f"project {self.name}{where}: leader election id {self.leader_election_id!r} is not a "
                 "DNS-1123 subdomain"
             )
-        if not _DNS1123_LABEL.match(self.namespace) or len(self.namespace) > 63:
+        if not is_dns1123_label(self.namespace):
             raise ProjectError(
                 f"project {self.name}{where}: namespace {self.namespace!r} is not a DNS-1123 label"
             )
@@ -114,7 +113,7 @@ class Project:
                 raise ProjectError(
                     f"project {self.name}{where}: {definition!r} is not a memop.runtime.ControllerDefinition"
                 )
-            if len(definition.name) > 63 or not _DNS1123_LABEL.match(definition.name):
+            if not is_dns1123_label(definition.name):
                 raise ProjectError(
                     f"project {self.name}{where}: controller name {definition.name!r} is not a DNS-1123 label"
                 )

@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from memop import __version__
 from memop.cli.controllers import parse_controllers
 from memop.project import BUILTIN, Project, ProjectError, select_project
+from memop.runtime.api.validation import is_dns1123_label, is_dns1123_subdomain
 from memop.runtime.manager.server import Address
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -75,7 +74,7 @@ def parse_namespaces(text: str) -> tuple[str, ...]:
     """A comma-separated namespace list: blanks dropped, duplicates folded, each a DNS-1123 label."""
     names = [part.strip() for part in text.split(",") if part.strip()]
     for name in names:
-        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+        if not is_dns1123_label(name):
             raise ValueError(
                 f"invalid namespace {name!r}: must be a DNS-1123 label (lower-case letters, digits and "
                 "'-', starting and ending with a letter or digit, at most 63 characters)"
@@ -469,14 +468,14 @@ def parse_run_args(
             f"--leader-election-mode={LEADER_FOR_LIFE}"
         )
     pod_name = (args.pod_name or "").strip() or None
-    if pod_name is not None and (len(pod_name) > 253 or not _DNS1123_SUBDOMAIN.match(pod_name)):
+    if pod_name is not None and not is_dns1123_subdomain(pod_name):
         raise UsageError(
             f"{label('pod-name')}: invalid Pod name {pod_name!r}: must be a DNS-1123 subdomain (lower-case "
             "letters, digits, '-' and '.', at most 253 characters)"
         )
     max_backoff = duration("leader-for-life-max-backoff", args.leader_for_life_max_backoff)
     election_id = args.leader_election_id.strip()
-    if len(election_id) > 253 or not _DNS1123_SUBDOMAIN.match(election_id):
+    if not is_dns1123_subdomain(election_id):
         raise UsageError(
             f"{label('leader-election-id')}: invalid Lease name {election_id!r}: must be a DNS-1123 "
             "subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)"

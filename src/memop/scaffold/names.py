@@ -14,12 +14,13 @@ import keyword
 import re
 import sys
 
-# k8s.io/apimachinery/pkg/util/validation: IsDNS1123Label, IsDNS1123Subdomain, IsDNS1035Label.
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-LABEL_MAX = 63
-SUBDOMAIN_MAX = 253
+from memop.runtime.api.validation import (
+    LABEL_MAX,
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+)
+
 # Kubernetes' version convention: v<major>[(alpha|beta)<minor>], no leading zeros.
 _VERSION = re.compile(r"v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?")
 _KIND = re.compile(r"[A-Z][A-Za-z0-9]*")
@@ -32,18 +33,6 @@ RESERVED_MODULES = frozenset({"project", "__main__", "__init__"})
 
 class ScaffoldError(ValueError):
     """A refusal; the message is the one line to print."""
-
-
-def is_dns1123_label(text: str) -> bool:
-    return len(text) <= LABEL_MAX and _DNS1123_LABEL.fullmatch(text) is not None
-
-
-def is_dns1123_subdomain(text: str) -> bool:
-    return len(text) <= SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(text) is not None
-
-
-def is_dns1035_label(text: str) -> bool:
-    return len(text) <= LABEL_MAX and _DNS1035_LABEL.fullmatch(text) is not None
 
 
 def check_project_name(name: str) -> str:

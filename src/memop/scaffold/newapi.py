@@ -19,6 +19,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from memop.runtime.api import validation
 from memop.scaffold import names
 from memop.scaffold.files import NewFile
 from memop.scaffold.names import ScaffoldError
@@ -120,7 +121,7 @@ def resolve(config: ProjectConfig, options: ApiOptions) -> ApiNames:
         except ScaffoldError:
             raise ScaffoldError(
                 f"--kind {kind!r}: its plural {plural!r} is not a DNS-1035 label of at most "
-                f"{names.LABEL_MAX} characters (nor, with the group, a CRD name): give --plural"
+                f"{validation.LABEL_MAX} characters (nor, with the group, a CRD name): give --plural"
             ) from None
     else:
         plural = names.check_plural(options.plural, kind, group)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memop import __version__
+from memop.runtime.api import validation
 from memop.scaffold import names
 from memop.scaffold.files import NewFile
 from memop.scaffold.names import ScaffoldError
@@ -81,14 +82,14 @@ def resolve(root: Path, options: InitOptions) -> ProjectNames:
         except ScaffoldError:
             raise ScaffoldError(
                 f"the folder's name makes the project name {name!r}, which is not a DNS-1123 label of at "
-                f"most {names.LABEL_MAX - len('-system')} characters: give --project"
+                f"most {validation.LABEL_MAX - len('-system')} characters: give --project"
             ) from None
     else:
         name = names.check_project_name(options.project)
     domain = names.check_domain(options.domain)
     package = names.check_package(options.package or names.default_package(name))
     lease = f"{name}-leader.{domain}"
-    if not names.is_dns1123_subdomain(lease):
+    if not validation.is_dns1123_subdomain(lease):
         raise ScaffoldError(
             f"the project's Lease name {lease!r} would be over 253 characters: shorten --domain"
         )

@@ -4,11 +4,37 @@ A controller that validates its spec in Python (for a CRD installed without its 
 with an older one) reports a bad field the way the API server would, so a user sees the same
 message from either: ``spec.replicas: Invalid value: "string": spec.replicas in body must be
 of type integer: "string"``.
+
+It also holds the API server's rules for names (k8s.io/apimachinery/pkg/util/validation:
+IsDNS1123Label, IsDNS1123Subdomain, IsDNS1035Label), for everything memop checks before a
+server would: a project, a namespace flag, a Lease, a scaffolded group or kind.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+LABEL_MAX = 63
+SUBDOMAIN_MAX = 253
+
+
+def is_dns1123_label(text: str) -> bool:
+    """Lower-case letters, digits and '-', starting and ending alphanumeric, at most 63."""
+    return len(text) <= LABEL_MAX and _DNS1123_LABEL.fullmatch(text) is not None
+
+
+def is_dns1123_subdomain(text: str) -> bool:
+    """DNS-1123 labels joined by '.', at most 253 characters."""
+    return len(text) <= SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(text) is not None
+
+
+def is_dns1035_label(text: str) -> bool:
+    """A DNS-1123 label that starts with a letter (a CRD's plural and kind, a Service name)."""
+    return len(text) <= LABEL_MAX and _DNS1035_LABEL.fullmatch(text) is not None
 
 
 def json_type(value: Any) -> str:
