@@ -29,7 +29,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import Any
 
@@ -144,7 +144,7 @@ def project_name(text: str) -> str:
 def _as_project(value: Any, origin: str, default_name: str, version: str = "0.1.0") -> Project:
     """A Project from what an entry point or module attribute holds."""
     if isinstance(value, Project):
-        return value if value.origin else _with_origin(value, origin)
+        return value if value.origin else replace(value, origin=origin)
     definitions: Sequence[Any]
     if isinstance(value, ControllerDefinition):
         definitions = (value,)
@@ -169,13 +169,7 @@ def _as_project(value: Any, origin: str, default_name: str, version: str = "0.1.
         )
     except ProjectError as error:  # two controllers with one name, a name Kubernetes refuses...
         raise ProjectError(f"{origin}: {error}") from None
-    return _with_origin(made, origin)
-
-
-def _with_origin(project: Project, origin: str) -> Project:
-    import dataclasses  # noqa: PLC0415 - only here
-
-    return dataclasses.replace(project, origin=origin)
+    return replace(made, origin=origin)
 
 
 def load_module(spec: str, origin: str | None = None) -> Project:
