@@ -30,7 +30,15 @@ from memop.runtime.cache.labels import Selector
 from memop.runtime.cache.sharing import EVERY_ITEM, Path
 from memop.runtime.cache.store import Obj, Transform, controller_owner_uid
 from memop.runtime.client.client import Client
-from memop.runtime.client.errors import AlreadyExists, ApiError, Conflict, Forbidden, NotFound, TransportError
+from memop.runtime.client.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Forbidden,
+    NamespaceClosed,
+    NotFound,
+    TransportError,
+)
 from memop.runtime.client.resources import DEPLOYMENTS, PODS, Resource
 from memop.runtime.controller import predicates
 from memop.runtime.controller.controller import Controller, ControllerBuilder
@@ -115,6 +123,10 @@ class MemcachedReconciler:
             return Result(requeue_after=BLOCKED_RECHECK_SECONDS)
         except Conflict:
             raise  # someone wrote first: requeued promptly, nothing for the user to see
+        except NamespaceClosed:
+            # The namespace is being deleted (its 403 is no permission problem) or gone: nothing
+            # to report or retry, the controller says it once (memop.runtime.controller).
+            raise
         except Forbidden as error:
             message = f"memop is not allowed to manage Deployments here: {error.message}"
             await self._report_failure(

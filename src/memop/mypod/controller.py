@@ -21,7 +21,9 @@ Event and the line only when the condition is new):
   label memop finds its pods by). Never taken over; rechecked every BLOCKED_RECHECK_SECONDS,
   since its removal sends no event memop watches. (A pod left by a deleted MyPod of the same
   name is no conflict: the garbage collector deletes it, and the watch says when.)
-- PodForbidden: 403 (RBAC, a quota, Pod Security admission), rechecked likewise.
+- PodForbidden: 403 (RBAC, a quota, Pod Security admission), rechecked likewise. Not when the
+  namespace is being deleted (or gone): that is no failure, the runtime says it once and
+  retries nothing (``NamespaceClosed``).
 Anything else the API server answers is a ReconcileError, retried with backoff.
 
 Watches: MyPods (generation changes and deletion: memop's status writes trigger nothing) and,
@@ -56,6 +58,7 @@ from memop.runtime.client.errors import (
     Conflict,
     Forbidden,
     Invalid,
+    NamespaceClosed,
     NotFound,
     TransportError,
 )
@@ -120,6 +123,10 @@ class MyPodReconciler:
             # 422, or 400 when the pod cannot even be decoded (a string where a list belongs).
             await self._report(mypod, pod, digest, Failure("PodInvalid", error.message))
             return None
+        except NamespaceClosed:
+            # The namespace is being deleted (its 403 is no permission problem) or gone: nothing
+            # to report or retry, the controller says it once (memop.runtime.controller).
+            raise
         except Forbidden as error:
             await self._report(mypod, pod, digest, Failure("PodForbidden", error.message))
             return Result(requeue_after=BLOCKED_RECHECK_SECONDS)

@@ -40,7 +40,7 @@ from memop.runtime.cache.cache import Cache
 from memop.runtime.cache.labels import EQUALS, Requirement, Selector
 from memop.runtime.cache.store import Obj
 from memop.runtime.client.client import Client
-from memop.runtime.client.errors import ApiError, BadRequest, Conflict, Invalid, NotFound
+from memop.runtime.client.errors import ApiError, BadRequest, Conflict, Invalid, NamespaceClosed, NotFound
 from memop.runtime.client.resources import PODS
 from memop.runtime.controller import predicates
 from memop.runtime.controller.controller import Controller, ControllerBuilder
@@ -165,6 +165,9 @@ class PodSetReconciler:
             self.expectations.creation_observed(request)  # skipped after a failure: never observed
         if error is None:
             return None
+        if isinstance(error, NamespaceClosed):
+            # Being deleted or gone: no failure to report, the runtime says it once, no retry.
+            raise error
         message = f"failed to create a pod: {_describe(error)}"
         if isinstance(error, Invalid | BadRequest):
             # The template cannot make a valid pod: retrying cannot help, an edit of the spec can.

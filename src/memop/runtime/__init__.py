@@ -30,7 +30,10 @@ Reading and writing:
   errors: :class:`ApiError` and its
   subclasses :class:`NotFound`, :class:`AlreadyExists`, :class:`Conflict`, :class:`BadRequest`,
   :class:`Forbidden`, :class:`Invalid`; :class:`TransportError` when the server cannot be
-  reached.
+  reached. :class:`NamespaceClosed`: the namespace takes no new content, being deleted
+  (:class:`NamespaceTerminating`, a Forbidden that is no permission problem) or gone
+  (:class:`NamespaceGone`, a NotFound); a reconcile ending in it for its own namespace is not
+  retried nor counted as an error, and no Event goes there (one info line per namespace).
 - :class:`Expectations`: the creates and deletes a controller is waiting to see in its cache
   (client-go's ControllerExpectations), so a lagging cache never makes it act twice.
 - :func:`update_status`: write a status only when it changed.
@@ -100,6 +103,9 @@ if TYPE_CHECKING:
         Conflict,
         Forbidden,
         Invalid,
+        NamespaceClosed,
+        NamespaceGone,
+        NamespaceTerminating,
         NotFound,
         TransportError,
     )
@@ -188,6 +194,9 @@ _EXPORTS: dict[str, str] = {
     "ManagerOptions": "memop.runtime.manager.manager",
     "NAMESPACES": "memop.runtime.client.resources",
     "NORMAL": "memop.runtime.manager.events",
+    "NamespaceClosed": "memop.runtime.client.errors",
+    "NamespaceGone": "memop.runtime.client.errors",
+    "NamespaceTerminating": "memop.runtime.client.errors",
     "NotFound": "memop.runtime.client.errors",
     "Obj": "memop.runtime.cache.store",
     "PERSISTENT_VOLUME_CLAIMS": "memop.runtime.client.resources",
@@ -285,6 +294,9 @@ __all__ = [
     "LeaderForLifeConfig",
     "Manager",
     "ManagerOptions",
+    "NamespaceClosed",
+    "NamespaceGone",
+    "NamespaceTerminating",
     "NotFound",
     "Obj",
     "RealClock",

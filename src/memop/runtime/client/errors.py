@@ -2,10 +2,19 @@
 
 Callers branch on the type (``except Conflict``), never on status codes. ``is_retryable`` is
 the single place that decides which failures are worth another attempt.
+
+A namespace closed to new content is its own type, :class:`NamespaceClosed`, because nothing
+about it is a failure to report: a create in a namespace being deleted is a 403 (the
+NamespaceLifecycle admission plugin), :class:`NamespaceTerminating`, which is a
+:class:`Forbidden` but says nothing of permissions; once the namespace is gone the create is a
+404 naming the namespace, :class:`NamespaceGone`, a :class:`NotFound`. Both carry the
+namespace's name (``namespace``). Code that handles a Forbidden (an RBAC hint) lets a
+NamespaceClosed through first.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -110,6 +119,23 @@ class ServerError(ApiError):
         self.retry_after = retry_after
 
 
+class NamespaceClosed(ApiError):
+    """The request's namespace takes no new content: it is being deleted
+    (:class:`NamespaceTerminating`) or gone (:class:`NamespaceGone`). ``namespace`` names it
+    ("" when the answer did not say which)."""
+
+    namespace: str = ""
+
+
+class NamespaceTerminating(NamespaceClosed, Forbidden):
+    """403 with the cause NamespaceTerminating: nothing can be created in a namespace that
+    has a deletionTimestamp (updates and deletions still work there)."""
+
+
+class NamespaceGone(NamespaceClosed, NotFound):
+    """404 whose details name the namespace (kind ``namespaces``): it no longer exists."""
+
+
 class TransportError(Exception):
     """The request did not get an answer: connection refused or reset, timeout, broken stream."""
 
@@ -150,7 +176,43 @@ def error_from_status(
         return TooManyRequests(message, retry_after=retry_after, **common)
     if code >= 500:
         return ServerError(message, retry_after=retry_after, **common)
+    closed = _closed_namespace(code, body, path)
+    if closed is not None:
+        cls, namespace = closed
+        error = cls(message, **common)
+        error.namespace = namespace
+        return error
     return _BY_CODE.get(code, ApiError)(message, **common)
+
+
+NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+_TERMINATING_MESSAGE = re.compile(r"namespace (\S+) is being terminated")
+_NAMESPACE_IN_PATH = re.compile(r"/namespaces/([^/?]+)/")
+
+
+def _closed_namespace(code: int, body: dict[str, Any], path: str) -> tuple[type[NamespaceClosed], str] | None:
+    """(the type, the namespace) when the answer says the namespace is closed; else None.
+
+    A v1.36 kube-apiserver answers a create in a terminating namespace with 403 and
+    ``details.causes: [{"reason": "NamespaceTerminating", "message": "namespace X is being
+    terminated", "field": "metadata.namespace"}]``, and one in a vanished namespace with 404
+    and ``details: {"name": "X", "kind": "namespaces"}``."""
+    details = body.get("details")
+    if not isinstance(details, dict):
+        return None
+    if code == 403:
+        causes = details.get("causes")
+        for cause in causes if isinstance(causes, list) else ():
+            if isinstance(cause, dict) and cause.get("reason") == NAMESPACE_TERMINATING_CAUSE:
+                found = _TERMINATING_MESSAGE.search(str(cause.get("message") or ""))
+                in_path = _NAMESPACE_IN_PATH.search(path)
+                name = found.group(1) if found else in_path.group(1) if in_path else ""
+                return NamespaceTerminating, name
+        return None
+    if code == 404 and details.get("kind") == "namespaces" and not details.get("group"):
+        name = details.get("name")
+        return NamespaceGone, name if isinstance(name, str) else ""
+    return None
 
 
 def is_retryable(error: BaseException) -> bool:

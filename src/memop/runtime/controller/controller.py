@@ -20,6 +20,17 @@ Deployment's status moved), or a periodic resync replays it. So when many object
 once, the changes users made are reconciled first and the status refreshes they cause follow;
 a refresh queued low is moved up by any normal event for the same request.
 
+A namespace being deleted is not a failure: a reconcile that ends in
+:class:`~memop.runtime.client.errors.NamespaceClosed` for its own namespace (the API server
+refuses creates in a namespace that is being deleted, and answers 404 for one that is gone) is
+forgotten, neither retried nor counted as an error: the namespace controller is deleting the
+object too, and that deletion brings its next reconcile (finalizers are removed as usual). One
+info line per namespace says so (:mod:`memop.runtime.client.closednamespaces`). When the closed
+namespace is another one than the request's (a child in another namespace) the request is
+retried with backoff, without an error: its own namespace is open, and the closed one may be
+recreated; a reconciler writing to several namespaces catches NamespaceClosed itself to carry on
+with the others.
+
 Handlers are attached when the controller starts (after leader election, in a manager), and
 the informers replay the objects they already hold, so a standby that becomes leader starts
 with every object queued exactly once.
@@ -36,8 +47,9 @@ from dataclasses import dataclass, field
 from memop.runtime import metrics
 from memop.runtime.cache.cache import Cache, EventHandler, Informer
 from memop.runtime.cache.labels import Selector
-from memop.runtime.cache.store import RESYNC, Obj
-from memop.runtime.client.errors import ApiError, Conflict, TransportError
+from memop.runtime.cache.store import ADDED, RESYNC, Obj
+from memop.runtime.client.closednamespaces import CLOSED_NAMESPACES, ClosedNamespaces
+from memop.runtime.client.errors import ApiError, Conflict, NamespaceClosed, TransportError
 from memop.runtime.client.resources import Resource
 from memop.runtime.controller.handlers import (
     MapFunc,
@@ -110,7 +122,11 @@ class Controller:
         options: ControllerOptions | None = None,
         *,
         clock: Clock | None = None,
+        closed_namespaces: ClosedNamespaces | None = None,
     ) -> None:
+        """``closed_namespaces``: where namespaces found closed are remembered and reported
+        once; default the process's :data:`~memop.runtime.client.closednamespaces.CLOSED_NAMESPACES`,
+        shared with the Event recorders, so a namespace's deletion is said in one line."""
         options = options or ControllerOptions()
         if options.max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
@@ -120,6 +136,7 @@ class Controller:
         self.watches = tuple(watches)
         self.options = options
         self._clock = clock or RealClock()
+        self.closed_namespaces = CLOSED_NAMESPACES if closed_namespaces is None else closed_namespaces
         self.queue: WorkQueue[Request] = WorkQueue(
             name, controller=name, rate_limiter=options.rate_limiter, clock=self._clock
         )
@@ -199,8 +216,13 @@ class Controller:
 
     def _handler_for(self, spec: WatchSpec) -> EventHandler:
         queue, predicates, mapper, secondary = self.queue, spec.predicates, spec.mapper, spec.secondary
+        reopen = self.closed_namespaces.reopen
 
         def handle(event_type: str, obj: Obj, old: Obj | None) -> None:
+            if event_type == ADDED:
+                # Nothing can be created in a closed namespace: one that has a new object
+                # was recreated, and what happens there is worth saying again.
+                reopen((obj.get("metadata") or {}).get("namespace") or "")
             for predicate in predicates:
                 if not predicate(event_type, obj, old):
                     return
@@ -273,6 +295,16 @@ class Controller:
             self.queue.forget(request)
             log.error("reconcile failed and will not be retried until the object changes: %s", error)
             return "error"
+        except NamespaceClosed as error:
+            # Checked before Conflict and ApiError: not a failure (see the module docstring).
+            self.closed_namespaces.close(error, request.namespace)
+            if error.namespace in ("", request.namespace):
+                self.queue.forget(request)
+                log.debug("namespace closed, not retried: %s", error.message)
+                return "success"
+            self.queue.add_rate_limited(request)
+            log.debug("namespace %s closed, will retry: %s", error.namespace, error.message)
+            return "requeue"
         except Conflict as error:
             # Someone else wrote first; the watch brings their version. Not worth an error.
             self.queue.add_rate_limited(request)

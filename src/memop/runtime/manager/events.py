@@ -19,6 +19,13 @@ its end. Without a workload, every Event goes at the rate limit; the limit only 
 never drops: once the queue is :data:`FULL_SPEED_AT` full, Events go out as fast as the API
 server takes them until it is not.
 
+No Event goes to a namespace closed to new content (being deleted, or gone): the API server
+would refuse each, and the first refusal marks the namespace closed in the process's
+:class:`~memop.runtime.client.closednamespaces.ClosedNamespaces` (one info line), after which
+the Events recorded or held for it are dropped without a request (counted in ``dropped``).
+Events held about an object that is gone are still sent when its namespace is open: they
+describe what happened to it (a finalizer run), as client-go sends them.
+
 Events are best effort: failures are logged, never raised into a reconcile. When the queue is
 full (``max_queued``: the API server is slow or down), events are dropped and counted, as
 client-go's broadcaster drops them; the warning about it is aggregated, at most one every
@@ -36,7 +43,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memop.runtime.client.errors import ApiError, Forbidden, NotFound, TransportError
+from memop.runtime.client.closednamespaces import CLOSED_NAMESPACES, ClosedNamespaces
+from memop.runtime.client.errors import ApiError, Forbidden, NamespaceClosed, NotFound, TransportError
 from memop.runtime.client.reachability import Reachability
 from memop.runtime.client.resources import EVENTS, Resource
 from memop.runtime.util.clock import Clock, RealClock, first_of, rfc3339
@@ -116,11 +124,14 @@ class EventRecorder:
         workload: Workload | None = None,
         max_defer: float = 60.0,
         quiet: float = 1.0,
+        closed_namespaces: ClosedNamespaces | None = None,
     ) -> None:
         """``qps``/``burst``: the most Events sent per second, and at once, while they cannot
         wait for ``workload`` to be idle; None: no limit. ``max_defer``: the longest an Event
         waits for the workload to be idle, ``quiet`` how long it must have been idle (see
-        the module docstring)."""
+        the module docstring). ``closed_namespaces``: the namespaces no Event goes to, shared
+        with the controllers; default the process's
+        :data:`~memop.runtime.client.closednamespaces.CLOSED_NAMESPACES`."""
         self._client = client
         self.component = component
         self.host = host
@@ -138,8 +149,10 @@ class EventRecorder:
         # The workload's add count when it was last found quiet: while it has not moved and
         # the queues are idle, it is still quiet (Events after the first go without waiting).
         self._quiet_at_adds: int | None = None
+        self._closed = CLOSED_NAMESPACES if closed_namespaces is None else closed_namespaces
         self._task: asyncio.Task[None] | None = None
-        # Every event not recorded (spam filter or full queue), for tests and debugging.
+        # Every event not recorded (spam filter, full queue, closed namespace), for tests and
+        # debugging.
         self.dropped = 0
         # Events dropped on a full queue since the last warning about it, and when that was.
         self._unreported_full = 0
@@ -157,6 +170,11 @@ class EventRecorder:
             "resourceVersion": meta.get("resourceVersion", ""),
         }
         involved = {k: v for k, v in involved.items() if v}
+        namespace = meta.get("namespace") or "default"
+        if namespace in self._closed:
+            self.dropped += 1
+            log.debug("event %s dropped: namespace %s is closed to new content", reason, namespace)
+            return
         object_id = "/".join(str(involved.get(k, "")) for k in ("kind", "namespace", "name", "uid"))
         if not self._allow(object_id):
             self.dropped += 1
@@ -164,7 +182,7 @@ class EventRecorder:
             return
         key = (object_id, event_type, reason, message, self.component)
         pending = _Pending(
-            key, involved, meta.get("namespace") or "default", event_type, reason, message[:1024],
+            key, involved, namespace, event_type, reason, message[:1024],
             rfc3339(self._clock.time()), self._clock.monotonic(),
         )  # fmt: skip
         try:
@@ -225,12 +243,21 @@ class EventRecorder:
         while True:
             pending = await self._queue.get()
             try:
+                # Checked again after the wait: the namespace may have closed meanwhile.
+                if self._drop_closed(pending):
+                    continue
                 await self._wait_turn(pending)
+                if self._drop_closed(pending):
+                    continue
                 # While the API server is down, wait for it rather than fail the Event.
                 await self._client.reachability.wait()
                 await self._send(pending)
             except asyncio.CancelledError:
                 raise
+            except NamespaceClosed as error:
+                # Before Forbidden: a namespace being deleted is no permission problem.
+                self.dropped += 1
+                self._closed.close(error, pending.namespace)
             except Forbidden as error:
                 log.error(
                     "cannot record events: %s (memop needs create and patch on events in %s)",
@@ -243,6 +270,14 @@ class EventRecorder:
                 log.exception("failed to record event %s", pending.reason)
             finally:
                 self._queue.task_done()
+
+    def _drop_closed(self, pending: _Pending) -> bool:
+        """Whether ``pending``'s namespace is closed to new content (then it is dropped)."""
+        if pending.namespace not in self._closed:
+            return False
+        self.dropped += 1
+        log.debug("event %s dropped: namespace %s is closed", pending.reason, pending.namespace)
+        return True
 
     async def _wait_turn(self, pending: _Pending) -> None:
         """Wait until ``pending`` may go: once the workload is idle, or after ``max_defer``
