@@ -267,9 +267,14 @@ async def test_injected_statuses_become_typed_errors(cluster: ClusterHandle, nam
     with pytest.raises(errors.Gone):
         await client.list(CONFIGMAPS, namespace)
 
-    server.faults.fail(429, times=1, verb="get", resource="configmaps", retry_after=7)
+    # The Retry-After cases read objects of their own: the client then holds back every
+    # request to that path for as long as the server asked (7 s, 2 s), which the other cases'
+    # requests, to x, need not wait out.
+    await client.create(CONFIGMAPS, cm("throttled", namespace))
+    await client.create(CONFIGMAPS, cm("unavailable", namespace))
+    server.faults.fail(429, times=1, verb="get", resource="configmaps", name="throttled", retry_after=7)
     with pytest.raises(errors.TooManyRequests) as throttled:
-        await client.get(CONFIGMAPS, "x", namespace)
+        await client.get(CONFIGMAPS, "throttled", namespace)
     assert throttled.value.retry_after == 7.0
 
     server.faults.fail(500, times=1, verb="get", resource="configmaps")
@@ -279,9 +284,9 @@ async def test_injected_statuses_become_typed_errors(cluster: ClusterHandle, nam
     assert failed.value.method == "GET"
     assert failed.value.path == f"/api/v1/namespaces/{namespace}/configmaps/x"
 
-    server.faults.fail(503, times=1, verb="get", resource="configmaps", retry_after=2)
+    server.faults.fail(503, times=1, verb="get", resource="configmaps", name="unavailable", retry_after=2)
     with pytest.raises(errors.ServerError) as unavailable:
-        await client.get(CONFIGMAPS, "x", namespace)
+        await client.get(CONFIGMAPS, "unavailable", namespace)
     assert (unavailable.value.code, unavailable.value.retry_after) == (503, 2.0)
 
     # What an API server sends for a missing or expired token (the in-memory server does not
