@@ -24,6 +24,7 @@ from kubernetes_asyncio.client import ApiClient
 from memop.runtime.client.client import Client
 from memop.runtime.manager.gctuning import tune_gc
 from memop.testing.apply import ApplyError, SourcedObject, create_objects, load_objects
+from memop.testing.controllers.common import ControllerLimits
 from memop.testing.server import ApiServer
 
 
@@ -62,6 +63,29 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         metavar="S",
         help="seconds a simulated pod stays Pending before it is Running and ready (default: 0)",
+    )
+    serve.add_argument(
+        "--controller-qps",
+        type=float,
+        default=0.0,
+        metavar="Q",
+        help="each simulated kube-controller-manager controller writes at most Q requests a second, "
+        "as its client rate limit (--kube-api-qps, 20 in kube-controller-manager) makes it; the "
+        "scheduler or kubelet then at most 50 (default: 0, no limit)",
+    )
+    serve.add_argument(
+        "--controller-burst",
+        type=int,
+        default=30,
+        metavar="N",
+        help="the burst of that rate limit (--kube-api-burst; default: 30)",
+    )
+    serve.add_argument(
+        "--nodes",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="simulate a node whose kubelet runs the pods (default); --no-nodes: a control plane "
+        "without nodes, whose pods stay Pending, unschedulable",
     )
     serve.add_argument(
         "--bookmark-interval",
@@ -116,6 +140,23 @@ def write_kubeconfig_atomically(server: ApiServer, path: Path) -> None:
         raise
 
 
+def limits_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the simulation options, in one line, or None."""
+    if args.controller_qps < 0:
+        return "--controller-qps must not be negative"
+    if args.controller_burst < 1:
+        return "--controller-burst must be at least 1"
+    if not args.simulate_controllers and (args.controller_qps or not args.nodes):
+        return "--controller-qps and --no-nodes need --simulate-controllers"
+    return None
+
+
+def controller_limits(qps: float, burst: int) -> ControllerLimits | None:
+    """The simulated controllers' rate limits for ``--controller-qps``/``--controller-burst``
+    (None, no limit, for a qps of 0)."""
+    return ControllerLimits(qps=qps, burst=burst) if qps > 0 else None
+
+
 async def _create(server: ApiServer, objects: list[SourcedObject]) -> None:
     """Create ``objects`` in ``server`` (--apply), before anyone is told where it listens."""
     async with ApiClient(server.client_configuration()) as api:
@@ -131,6 +172,10 @@ async def serve(args: argparse.Namespace) -> int:
     if args.pod_ready_delay < 0:
         print("--pod-ready-delay must not be negative", file=sys.stderr)
         return 2
+    problem = limits_problem(args)
+    if problem:
+        print(f"python -m memop.testing serve: error: {problem}", file=sys.stderr)
+        return 2
     try:
         objects = load_objects(args.apply)
     except ApplyError as error:
@@ -143,6 +188,8 @@ async def serve(args: argparse.Namespace) -> int:
         simulate_controllers=args.simulate_controllers,
         pod_ready_delay=args.pod_ready_delay,
         tls=args.tls,
+        controller_limits=controller_limits(args.controller_qps, args.controller_burst),
+        nodes=args.nodes,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

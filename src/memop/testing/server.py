@@ -32,6 +32,7 @@ from multidict import CIMultiDict
 
 from memop.runtime.util.clock import Clock, RealClock
 from memop.testing import discovery, openapi, protobuf, tables
+from memop.testing.controllers.common import ControllerLimits
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
 from memop.testing.errors import (
     ApiError,
@@ -92,6 +93,8 @@ class ApiServer:
         clock: Clock | None = None,
         tls: bool = False,
         publish_root_ca: bool = False,
+        controller_limits: ControllerLimits | None = None,
+        nodes: bool = True,
     ) -> None:
         """``tls``: serve HTTPS with a certificate of a CA of its own (in :attr:`certificates`;
         the kubeconfig and :meth:`client_configuration` trust it), as every cluster does.
@@ -100,13 +103,19 @@ class ApiServer:
         (:mod:`memop.testing.controllers`), its root CA publisher included: a
         ``kube-root-ca.crt`` ConfigMap in every namespace, as in every cluster.
         ``publish_root_ca`` runs that publisher alone, for tests that must meet namespaces as a
-        cluster has them with nothing else acting behind their backs."""
+        cluster has them with nothing else acting behind their backs.
+        ``controller_limits`` (default: none, the simulated controllers write at once) paces
+        them as kube-controller-manager's client rate limits do; ``nodes=False`` simulates a
+        control plane with no node, whose pods stay Pending, unschedulable (see
+        :class:`~memop.testing.controllers.simulated.SimulatedControllers`)."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
         self.simulate_controllers = simulate_controllers
         self.publish_root_ca = publish_root_ca or simulate_controllers
         self.pod_ready_delay = pod_ready_delay
+        self.controller_limits = controller_limits
+        self.nodes = nodes
         self._clock: Clock = clock or RealClock()
         self.store = Store(history_size=history_size, clock=self._clock)
         self.faults = Faults()
@@ -150,7 +159,12 @@ class ApiServer:
             # Imported only when asked for: the simulation is optional and heavier to load.
             from memop.testing.controllers import SimulatedControllers  # noqa: PLC0415
 
-            self.controllers = SimulatedControllers(self.store, pod_ready_delay=self.pod_ready_delay)
+            self.controllers = SimulatedControllers(
+                self.store,
+                pod_ready_delay=self.pod_ready_delay,
+                limits=self.controller_limits,
+                nodes=self.nodes,
+            )
             await self.controllers.start()
 
     async def stop(self) -> None:

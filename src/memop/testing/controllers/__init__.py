@@ -6,6 +6,10 @@ ready, and namespace deletion, all acting in-process on the store. The root CA p
 (:mod:`memop.testing.controllers.rootca`) runs beside them, or alone
 (``ApiServer(publish_root_ca=True)``).
 
+``ControllerLimits`` paces the controllers' writes as kube-controller-manager's client rate
+limits do (off by default: tests want their pods at once); ``nodes=False`` models a control
+plane without kubelets.
+
 ``SimulatedControllers`` is loaded on first use: a server without the simulation imports at
 most the root CA publisher and the work loop it runs on.
 """
@@ -14,10 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memop.testing.controllers.common import ControllerLimits
+
 if TYPE_CHECKING:
     from memop.testing.controllers.simulated import SimulatedControllers
 
-__all__ = ["SimulatedControllers"]
+__all__ = ["ControllerLimits", "SimulatedControllers"]
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,10 @@ invariants:
   is retried with per-item exponential backoff; the worker never dies of it;
 * a sync may return a delay: the key is synced again after it (timers: readiness, deadlines);
 * workers yield to the event loop after every key, so the API server keeps answering while
-  thousands of objects are being worked on.
+  thousands of objects are being worked on;
+* with a :class:`TokenBucket`, a worker takes a key only once the bucket holds a token, and
+  every write the sync made (and every request that failed) is taken from it afterwards: the
+  loop writes at most at the bucket's rate, as a client-go client with ``QPS``/``Burst`` does.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from memop.runtime.util.clock import Clock
@@ -41,11 +45,81 @@ _RETRY_BASE = 0.005
 _RETRY_MAX = 2.0
 
 
+# kube-scheduler's and the kubelet's default client limits (KubeSchedulerConfiguration's and
+# KubeletConfiguration's kubeAPIQPS/kubeAPIBurst).
+NODE_QPS = 50.0
+NODE_BURST = 100
+
+
+@dataclass(frozen=True)
+class ControllerLimits:
+    """Client-side rate limits of the simulated control plane, as kube-controller-manager's
+    ``--kube-api-qps``/``--kube-api-burst`` (defaults 20 and 30).
+
+    Each controller (garbage collector, deployment, replicaset, namespace) gets a token bucket
+    of its own, because kube-controller-manager builds a client per controller
+    (``ClientOrDie(name)``) and client-go gives every client its own limiter; the Events a
+    controller records take tokens from its bucket too. The scheduler (or the kubelet) gets
+    ``node_qps``/``node_burst``, their own defaults.
+    """
+
+    qps: float = 20.0
+    burst: int = 30
+    node_qps: float = NODE_QPS
+    node_burst: int = NODE_BURST
+
+    def __post_init__(self) -> None:
+        if self.qps <= 0 or self.node_qps <= 0 or self.burst < 1 or self.node_burst < 1:
+            raise ValueError("controller limits need qps > 0 and burst >= 1")
+
+
+class TokenBucket:
+    """client-go's client-side rate limiter (``flowcontrol.NewTokenBucketRateLimiter(qps, burst)``):
+    ``burst`` tokens at first, refilled at ``qps`` a second up to ``burst``, one per request.
+
+    A simulated controller's sync is synchronous (it reads and writes a store snapshot with no
+    await in between), so it cannot wait before each write as a Go client does: its writes are
+    taken after the fact with :meth:`take` and may leave the bucket in debt, and the loop waits
+    (:meth:`delay`) until the bucket holds a whole token again before the next sync. Over any
+    stretch longer than one sync the writes keep the rate exactly.
+
+    Invariant: ``_tokens <= burst``; negative while in debt.
+    """
+
+    def __init__(self, qps: float, burst: int, *, clock: Clock) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError("a token bucket needs qps > 0 and burst >= 1")
+        self.qps = qps
+        self.burst = burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._at = clock.monotonic()
+        self.taken = 0  # every token taken so far (requests made, for tests and reports)
+
+    def _refill(self) -> None:
+        now = self._clock.monotonic()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.qps)
+        self._at = now
+
+    def take(self, n: int = 1) -> None:
+        """Count ``n`` requests made (the bucket may go into debt)."""
+        self._refill()
+        self._tokens -= n
+        self.taken += n
+
+    def delay(self) -> float:
+        """Seconds until the bucket holds a whole token (0 when it does)."""
+        self._refill()
+        return 0.0 if self._tokens >= 1 else (1 - self._tokens) / self.qps
+
+
 class WorkLoop(Generic[K]):
     """A queue of keys and ``workers`` tasks that call ``sync(key)`` for each (see module doc).
 
     ``sync`` returns None when the key is done, or a delay in seconds after which it must be
     synced again. Call :meth:`start` once on the running loop and :meth:`stop` to finish.
+
+    Its writes are free until :meth:`pace` gives it a :class:`TokenBucket`.
     """
 
     def __init__(
@@ -54,6 +128,9 @@ class WorkLoop(Generic[K]):
         self.name = name
         self._sync = sync
         self._workers = workers
+        self._clock = clock
+        self.limiter: TokenBucket | None = None
+        self._writes: Callable[[], int] | None = None
         self._queue: WorkQueue[K] = WorkQueue(
             name,
             controller="simulation",
@@ -76,6 +153,21 @@ class WorkLoop(Generic[K]):
         """How many keys are ready and not yet taken by a worker."""
         return len(self._queue)
 
+    def pace(self, limiter: TokenBucket, writes: Callable[[], int]) -> None:
+        """From the next key on, write at ``limiter``'s rate; ``writes`` is a counter that grows
+        by one per write the syncs make (the store's resourceVersion, which every committed
+        change bumps once). Several loops may share one bucket, as controllers sharing a
+        client would."""
+        self.limiter = limiter
+        self._writes = writes
+
+    def record_event(self) -> None:
+        """Take a token for an Event the real controller records here (client-go's recorder
+        sends it through the controller's own client, so it competes with the writes); the
+        simulation does not store it."""
+        if self.limiter is not None:
+            self.limiter.take()
+
     def start(self) -> None:
         """Start the workers on the running event loop."""
         if self._tasks:
@@ -93,16 +185,24 @@ class WorkLoop(Generic[K]):
         self._tasks = []
 
     async def _work(self) -> None:
-        queue = self._queue
+        queue, limiter, writes = self._queue, self.limiter, self._writes
         while True:
             try:
                 key = await queue.get()
             except ShutDown:
                 return
+            if limiter is not None:
+                # Holding the key while waiting, as a Go worker blocked in its client's Wait()
+                # does: a change to it meanwhile is synced once more afterwards.
+                while (wait := limiter.delay()) > 0:
+                    await self._clock.sleep(wait)
+            written = writes() if writes is not None else 0
             try:
                 again = self._sync(key)
             except ApiError as err:
                 log.debug("%s: %r failed, will retry: %s", self.name, key, err)
+                if limiter is not None:
+                    limiter.take(1)  # the request that failed
                 queue.add_rate_limited(key)
             except Exception:
                 log.exception("%s: syncing %r failed, will retry", self.name, key)
@@ -112,6 +212,8 @@ class WorkLoop(Generic[K]):
                 if again is not None:
                     queue.add_after(key, again)
             finally:
+                if limiter is not None and writes is not None:
+                    limiter.take(writes() - written)
                 queue.done(key)
             # The store is synchronous: without this, a long backlog would starve the server.
             await asyncio.sleep(0)

@@ -227,7 +227,10 @@ class DeploymentController:
         }
         existing = self._cache.get(self._replicasets, dmeta["namespace"], name)
         if existing is None:
-            return self._store.create(self._replicasets, dmeta["namespace"], body), True
+            created = self._store.create(self._replicasets, dmeta["namespace"], body)
+            if desired > 0:
+                self.loop.record_event()  # ScalingReplicaSet: "Scaled up replica set ... from 0"
+            return created, True
         if is_controlled_by(existing, dmeta["uid"]) and without_hash(
             (existing.get("spec") or {}).get("template") or {}
         ) == without_hash(template):
@@ -277,6 +280,8 @@ class DeploymentController:
         annotations = meta(rs).get("annotations") or {}
         if desired_replicas(rs) == replicas and all(annotations.get(k) == v for k, v in want.items()):
             return rs
+        if desired_replicas(rs) != replicas:
+            self.loop.record_event()  # ScalingReplicaSet
         return self._update_rs(
             {
                 **rs,

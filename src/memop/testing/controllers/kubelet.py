@@ -10,6 +10,12 @@ Deleting a pod needs no kubelet here: the in-memory API server removes pods at o
 period), and a pod with finalizers waits for whoever owns them. Pods are never placed on a
 node (``spec.nodeName`` is only settable through a binding).
 
+With ``nodes=False`` the cluster has no node, as a control plane without kubelets: the
+scheduler finds nowhere to put a new pod and says so once, in one status write
+(``PodScheduled`` False, ``Unschedulable``, "no nodes available to schedule pods", as
+kube-scheduler v1.36 writes it), with a FailedScheduling Event; the pod stays Pending forever
+and no Deployment ever becomes Available.
+
 Invariant: ``_pending_since`` holds exactly the live pods acknowledged Pending and not yet Running.
 """
 
@@ -157,15 +163,34 @@ def running_status(pod: Mapping[str, Any], now: float, ip: str) -> Obj:
     return status
 
 
+NO_NODES = "no nodes available to schedule pods"
+
+
+def unschedulable_status(pod: Mapping[str, Any], now: float) -> Obj:
+    """The status kube-scheduler gives a pod it cannot place because there is no node."""
+    cond = _cond("PodScheduled", "False", rfc3339(now), "Unschedulable", NO_NODES)
+    generation = meta(pod).get("generation")
+    if generation is not None:
+        cond["observedGeneration"] = generation
+    return {**(pod.get("status") or {}), "phase": "Pending", "conditions": [cond]}
+
+
 def _needs_kubelet(pod: Mapping[str, Any]) -> bool:
     return not being_deleted(pod) and (pod.get("status") or {}).get("phase") in (None, "Pending")
 
 
 class Kubelet:
-    """Starts pods and makes them ready (see the module docstring)."""
+    """Starts pods and makes them ready, or with ``nodes=False`` only marks them unschedulable
+    (see the module docstring)."""
 
     def __init__(
-        self, store: Store, cache: ObjectCache, *, clock: Clock, pod_ready_delay: float = 0.0
+        self,
+        store: Store,
+        cache: ObjectCache,
+        *,
+        clock: Clock,
+        pod_ready_delay: float = 0.0,
+        nodes: bool = True,
     ) -> None:
         if pod_ready_delay < 0:
             raise ValueError("pod_ready_delay must not be negative")
@@ -173,6 +198,7 @@ class Kubelet:
         self._cache = cache
         self._clock = clock
         self._delay = pod_ready_delay
+        self.nodes = nodes
         self._pods = store.resource("", "v1", "pods")
         self._ips = itertools.count()
         # uid -> monotonic time the pod was acknowledged Pending (see the module invariant).
@@ -198,6 +224,11 @@ class Kubelet:
         uid = m.get("uid", "")
         if not _needs_kubelet(pod):
             self._pending_since.pop(uid, None)
+            return None
+        if not self.nodes:
+            if condition(pod, "PodScheduled") is None:
+                self._write_status(pod, unschedulable_status(pod, self._clock.time()))
+                self.loop.record_event()  # FailedScheduling
             return None
         now = self._clock.monotonic()
         since = self._pending_since.get(uid)

@@ -158,6 +158,7 @@ class ReplicaSetController:
             }
             # The store copies what it is given: the template may be shared with the cache.
             created.append(self._store.create(self._pods, m["namespace"], body))
+            self.loop.record_event()  # SuccessfulCreate
         return created
 
     def _delete_pods(self, pods: list[Obj]) -> None:
@@ -165,6 +166,7 @@ class ReplicaSetController:
             m = meta(pod)
             try:
                 self._store.delete(self._pods, m["namespace"], m["name"], preconditions={"uid": m["uid"]})
+                self.loop.record_event()  # SuccessfulDelete
             except ApiError as err:
                 if err.code not in (404, 409):
                     raise

@@ -19,7 +19,7 @@ from typing import Any
 
 from memop.runtime.util.clock import Clock, RealClock
 from memop.testing.controllers.cache import ObjectCache
-from memop.testing.controllers.common import WorkLoop
+from memop.testing.controllers.common import ControllerLimits, TokenBucket, WorkLoop
 from memop.testing.controllers.deployment import DeploymentController
 from memop.testing.controllers.gc import GarbageCollector
 from memop.testing.controllers.kubelet import Kubelet
@@ -35,17 +35,36 @@ class SimulatedControllers:
 
     ``pod_ready_delay`` is how long a new pod stays Pending before it runs and is ready;
     ``clock`` (default: real time) drives that delay, timestamps and retries.
+    ``limits`` (default: none) paces the controllers' writes as kube-controller-manager's
+    client rate limits do: with thousands of objects its controllers then lag behind their
+    objects, as a real one's do (see :class:`ControllerLimits`). ``nodes=False``: a cluster
+    with no node, where pods are marked unschedulable and stay Pending
+    (:class:`~memop.testing.controllers.kubelet.Kubelet`).
     """
 
-    def __init__(self, store: Store, *, pod_ready_delay: float = 0.0, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        pod_ready_delay: float = 0.0,
+        clock: Clock | None = None,
+        limits: ControllerLimits | None = None,
+        nodes: bool = True,
+    ) -> None:
         self._store = store
         clock = clock or RealClock()
+        self.limits = limits
         self.cache = ObjectCache()
         self.gc = GarbageCollector(store, self.cache, clock=clock)
         self.deployments = DeploymentController(store, self.cache, clock=clock)
         self.replicasets = ReplicaSetController(store, self.cache, clock=clock)
-        self.kubelet = Kubelet(store, self.cache, clock=clock, pod_ready_delay=pod_ready_delay)
+        self.kubelet = Kubelet(store, self.cache, clock=clock, pod_ready_delay=pod_ready_delay, nodes=nodes)
         self.namespaces = NamespaceController(store, self.cache, clock=clock)
+        if limits is not None:
+            writes = self._writes
+            for loop in (self.gc.loop, self.deployments.loop, self.replicasets.loop, self.namespaces.loop):
+                loop.pace(TokenBucket(limits.qps, limits.burst, clock=clock), writes)
+            self.kubelet.loop.pace(TokenBucket(limits.node_qps, limits.node_burst, clock=clock), writes)
         self._handlers: tuple[Callable[[StoreEvent], None], ...] = (
             self.gc.on_event,
             self.deployments.on_event,
@@ -87,6 +106,9 @@ class SimulatedControllers:
         self._unsubscribe = None
         for loop in self._loops:
             await loop.stop()
+
+    def _writes(self) -> int:
+        return self._store.resource_version
 
     def pending(self) -> int:
         """Keys ready to be worked on across all controllers (0 when the simulation is idle,
