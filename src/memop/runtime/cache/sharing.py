@@ -21,10 +21,11 @@ long the process runs.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Hashable, Sequence
 from typing import Any
+
+from memop.runtime.util import jsoncodec
 
 # A path into an object: keys of nested dicts; "*" stands for every item of a list.
 Path = tuple[str, ...]
@@ -53,7 +54,7 @@ class SubtreeSharer:
         key = _flat_key(value)
         if key is None:
             try:
-                key = json.dumps(value, sort_keys=True, separators=(",", ":"))
+                key = jsoncodec.canonical(value)
             except (TypeError, ValueError):  # not JSON (cannot come from the API): keep it apart
                 return value
         canonical = self._table.get(key)

@@ -4,8 +4,9 @@
 ``kubernetes_asyncio.client.ApiClient`` (its aiohttp session, TLS client certificates, proxy
 settings and bearer-token auth, including token refresh from a kubeconfig or the in-cluster
 service account). It addresses objects by :class:`memop.runtime.client.resources.Resource` and never
-builds the generated model classes: a response is ``json.loads`` of its body (a Deployment
-costs ~0.07 ms that way against ~1 ms through the models).
+builds the generated model classes: a response is its body decoded as JSON
+(:mod:`memop.runtime.util.jsoncodec`; a Deployment costs ~0.07 ms that way against ~1 ms
+through the models).
 
 Invariants, for every request it sends:
 
@@ -36,7 +37,6 @@ workqueues) still sees the failure when the retries run out and applies its own 
 from __future__ import annotations
 
 import enum
-import json
 import logging
 import math
 import random
@@ -63,6 +63,7 @@ from memop.runtime.client.errors import (
 from memop.runtime.client.reachability import Reachability
 from memop.runtime.client.resources import Resource
 from memop.runtime.metrics import REST_CLIENT_REQUEST_DURATION, REST_CLIENT_REQUESTS
+from memop.runtime.util import jsoncodec
 from memop.runtime.util.clock import Clock, RealClock, first_of
 from memop.runtime.util.tokenbucket import TokenBucket
 
@@ -718,7 +719,7 @@ class Client:
         if not data.strip():
             return None
         try:
-            parsed = json.loads(data)
+            parsed = jsoncodec.loads(data)
         except ValueError as error:
             raise TransportError(
                 f"{method} {path}: the {code} answer is not JSON: {data[:_EXCERPT]!r}"
@@ -798,7 +799,7 @@ class Client:
             url += "?" + urlencode(params)
         options: dict[str, Any] = {"headers": headers, "timeout": timeout}
         if body is not None and method in _METHODS_WITH_BODY:
-            options["data"] = json.dumps(body, separators=(",", ":")).encode()
+            options["data"] = jsoncodec.dumps(body)
         if rest.proxy:
             options["proxy"] = rest.proxy
         if rest.proxy_headers:
@@ -827,7 +828,7 @@ class Client:
         """The typed error for a non-2xx answer; a body that is no Status becomes its message."""
         body: dict[str, Any]
         try:
-            parsed = json.loads(data) if data else None
+            parsed = jsoncodec.loads(data) if data else None
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):

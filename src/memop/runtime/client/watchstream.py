@@ -4,7 +4,8 @@ The API server answers a watch with a chunked stream of ``{"type": ..., "object"
 and ends it cleanly when ``timeoutSeconds`` runs out. This module owns the mapping from what
 arrives on that stream to what the caller sees:
 
-- ADDED / MODIFIED / DELETED / BOOKMARK lines are yielded as parsed dicts (``json.loads``,
+- ADDED / MODIFIED / DELETED / BOOKMARK lines are yielded as parsed dicts (JSON decoded by
+  :mod:`memop.runtime.util.jsoncodec`,
   never the generated model classes), in batches of what arrived together
   (:func:`read_event_batches`; ``Client.watch`` hands them out one at a time);
 - an ERROR line raises the typed error of its ``Status`` (410 → :class:`errors.Gone`);
@@ -19,7 +20,6 @@ It never closes the response: its opener (memop.runtime.client.client) does.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 import aiohttp
 
 from memop.runtime.client.errors import TransportError, error_from_status
+from memop.runtime.util import jsoncodec
 
 log = logging.getLogger("memop.client")
 
@@ -49,7 +50,7 @@ def parse_event(line: bytes, where: str = "") -> dict[str, Any] | None:
     if not text:
         return None
     try:
-        event = json.loads(text)
+        event = jsoncodec.loads(text)
     except ValueError as error:
         log.warning("skipping a malformed watch line%s (%s): %.*r", _on(where), error, _EXCERPT, text)
         return None
