@@ -8,10 +8,16 @@ Processes (so that no party's CPU is charged to another):
 
 - the cluster: the in-memory API server with simulated controllers (Deployments get
   ReplicaSets and running pods, the garbage collector works), started as
-  ``python bench/converge.py serve``. That is ``python -m memop.testing serve`` plus a control
-  channel on stdin/stdout through which the bench reads the server's request log, so every
-  request memop makes is counted exactly, by verb, resource and subresource, as the server saw
-  it (memop's own ``rest_client_requests_total`` only knows the HTTP method);
+  ``python bench/converge.py serve``. Its controllers are paced as kube-controller-manager's
+  default client rate limits pace a real one (``--controller-qps 20 --controller-burst 30``,
+  0 disables it): with thousands of Memcacheds its deployment and replicaset controllers lag
+  behind, and memop gets the watch events a real server sends it. With ``--skip-settle`` it
+  has no nodes (``--no-nodes``; ``--nodes`` to override), as the real control plane it is
+  compared with: pods stay Pending, marked unschedulable once. That is
+  ``python -m memop.testing serve`` plus a control channel on stdin/stdout through which the
+  bench reads the server's request log, so every request memop makes is counted exactly, by
+  verb, resource and subresource, as the server saw it (memop's own
+  ``rest_client_requests_total`` only knows the HTTP method);
 - memop, ``python -m memop --max-concurrent-reconciles W --watch-namespace <the K namespaces>``
   (``--all-namespaces``: cluster-wide watches), through :class:`memop.testing.process.MemopProcess`;
 - or the floor, ``python bench/converge.py floor``: the same writes per Memcached (finalizer
@@ -41,6 +47,11 @@ Figures:
   ``writes_per_cr`` sums the writes (create, update, patch, delete) to memcacheds,
   memcacheds/status and deployments, with Events counted apart;
 - ``reconciles_per_cr`` from memop's ``controller_runtime_reconcile_total``;
+- ``watch_events_per_cr_to_converge``: the events of the run's Memcacheds and Deployments the
+  bench's own watches received until convergence, the same memop's watches receive; pods'
+  too with ``--count-pod-events`` (a watch of the bench's own, held in the floor's runs too);
+- ``memop_gc``: the CPU seconds memop's garbage collector spent, and its collections per
+  generation, to converge (``memop_gc_collection_seconds_total``, ``python_gc_collections_total``);
 - ``idle``: after settling, the bench adds a label of its own to every Deployment (nothing
   memop owns changes, so nothing needs doing) and counts memop's requests per resulting
   reconcile. A label, not an annotation: an annotation bumps a Deployment's generation (as in
@@ -55,6 +66,11 @@ run's wall time. With ``--compare``, ``memop_over_floor`` is the median memop ru
 over the median floor run's; ``memop_over_floor_each_pair`` has each memop run over the floor
 run after it, and ``memop_cpu_over_floor_cpu`` memop's CPU to converge over the floor
 script's (both steadier than absolute figures on a machine whose speed drifts).
+``--sizes 1000,3000,10000`` shows how cost grows with work: at each size in turn, ``--repeat``
+rounds of memop and the floor alternately (as ``--compare``), and one report with, per size,
+memop's wall time over the floor's (median, and each round's pair), its CPU seconds to
+converge and from its start to convergence, peak RSS, GC seconds, writes, reconciles and watch
+events per CR.
 ``--profile FILE`` samples memop with py-spy from the first create until settled,
 ``--profile-server FILE`` the API server until converged (as in the floor's run, so the two
 compare); both write collapsed stacks.
@@ -87,7 +103,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -135,7 +151,7 @@ async def serve(args: argparse.Namespace) -> int:
     """
     # Imported here: the bench's other roles do not need the server.
     from memop.runtime.manager.gctuning import tune_gc  # noqa: PLC0415
-    from memop.testing.__main__ import write_kubeconfig_atomically  # noqa: PLC0415
+    from memop.testing.__main__ import controller_limits, write_kubeconfig_atomically  # noqa: PLC0415
     from memop.testing.server import ApiServer  # noqa: PLC0415
 
     tune_gc()
@@ -144,6 +160,8 @@ async def serve(args: argparse.Namespace) -> int:
         pod_ready_delay=args.pod_ready_delay,
         history_size=args.history_size,
         tls=args.tls,
+        controller_limits=controller_limits(args.controller_qps, args.controller_burst),
+        nodes=args.nodes,
     )
     await server.start()
     try:
@@ -214,11 +232,27 @@ class RequestCounts:
 class ServerProcess:
     """The cluster's process (see :func:`serve`), driven from the bench."""
 
-    def __init__(self, kubeconfig: Path, *, pod_ready_delay: float, history_size: int, tls: bool) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        *,
+        pod_ready_delay: float,
+        history_size: int,
+        tls: bool,
+        controller_qps: float = 0.0,
+        controller_burst: int = 30,
+        nodes: bool = True,
+    ) -> None:
+        """``controller_qps``: the simulated controllers' client rate limit (0: none, the
+        default here; the converge bench passes kube-controller-manager's 20), ``nodes``: pods
+        run (or, False, stay Pending, unschedulable, as on a control plane without nodes)."""
         self.kubeconfig = kubeconfig
         self.pod_ready_delay = pod_ready_delay
         self.history_size = history_size
         self.tls = tls
+        self.controller_qps = controller_qps
+        self.controller_burst = controller_burst
+        self.nodes = nodes
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self._lock = asyncio.Lock()
@@ -240,6 +274,11 @@ class ServerProcess:
             "--history-size",
             str(self.history_size),
             "--tls" if self.tls else "--no-tls",
+            "--controller-qps",
+            str(self.controller_qps),
+            "--controller-burst",
+            str(self.controller_burst),
+            "--nodes" if self.nodes else "--no-nodes",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=64 * 1024 * 1024,
@@ -441,9 +480,15 @@ class Tracker:
     For each expected Memcached: when its ADDED event arrived, when its Deployment's did, when it
     first converged (Deployment at the wanted replicas, status for the current generation) and
     when it first settled (also Available with ``readyReplicas == size``).
+
+    It also counts the watch events of the expected Memcacheds' namespaces, per resource, up to
+    convergence (:attr:`events_to_converge`): the events memop's own watches receive for the
+    same work, at no extra cost to the server. ``count_pods`` adds a watch of the pods memop
+    watches (its label selector), the only one the bench holds for counting alone; it then
+    loads the server equally in memop's runs and the floor's.
     """
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, *, count_pods: bool = False) -> None:
         self.client = client
         self.wanted: dict[Key, int] = {}
         self.cr_seen: dict[Key, float] = {}
@@ -452,6 +497,9 @@ class Tracker:
         self.settled_at: dict[Key, float] = {}
         self.all_converged = asyncio.Event()
         self.all_settled = asyncio.Event()
+        self.events: Counter[str] = Counter()
+        self.events_to_converge: Counter[str] = Counter()
+        self._namespaces: set[str] = set()
         self.memcacheds = ObjectStore(MEMCACHEDS)
         self.deployments = ObjectStore(DEPLOYMENTS)
         # The client's reachability: after an outage (bench/outage.py) the bench sees the
@@ -464,6 +512,19 @@ class Tracker:
                 client, DEPLOYMENTS, self.deployments, self._on_deployment, reachability=client.reachability
             ),
         ]
+        if count_pods:
+            from memop.memcached.controller import POD_SELECTOR  # noqa: PLC0415
+
+            self._reflectors.append(
+                Reflector(
+                    client,
+                    PODS,
+                    ObjectStore(PODS),
+                    self._on_pod,
+                    label_selector=POD_SELECTOR,
+                    reachability=client.reachability,
+                )
+            )
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -478,6 +539,9 @@ class Tracker:
     def expect(self, wanted: dict[Key, int]) -> None:
         """From now on, wait for exactly these Memcacheds at these sizes."""
         self.wanted = dict(wanted)
+        self._namespaces = {namespace for namespace, _ in self.wanted}
+        self.events.clear()
+        self.events_to_converge.clear()
         self.converged_at.clear()
         self.settled_at.clear()
         self.all_converged.clear()
@@ -485,14 +549,23 @@ class Tracker:
         for key in self.wanted:
             self._check(key)
 
+    def _count(self, plural: str, key: Key) -> None:
+        if key[0] in self._namespaces:
+            self.events[plural] += 1
+
+    def _on_pod(self, kind: str, obj: Obj, old: Obj | None) -> None:
+        self._count(PODS.plural, _key(obj))
+
     def _on_memcached(self, kind: str, obj: Obj, old: Obj | None) -> None:
         key = _key(obj)
+        self._count(MEMCACHEDS.plural, key)
         if kind != DELETED:
             self.cr_seen.setdefault(key, time.monotonic())
         self._check(key)
 
     def _on_deployment(self, kind: str, obj: Obj, old: Obj | None) -> None:
         key = _key(obj)
+        self._count(DEPLOYMENTS.plural, key)
         if kind != DELETED:
             self.deployment_seen.setdefault(key, time.monotonic())
         self._check(key)
@@ -514,12 +587,18 @@ class Tracker:
             return
         now = time.monotonic()
         self.converged_at.setdefault(key, now)
-        if len(self.converged_at) == len(self.wanted):
+        if len(self.converged_at) == len(self.wanted) and not self.all_converged.is_set():
+            self.events_to_converge = Counter(self.events)
             self.all_converged.set()
         if _condition(cr, "Available").get("status") == "True" and status.get("readyReplicas") == size:
             self.settled_at[key] = now
             if len(self.settled_at) == len(self.wanted):
                 self.all_settled.set()
+
+    def events_per_cr(self) -> dict[str, float]:
+        """Watch events per expected Memcached up to convergence, per resource."""
+        crs = max(1, len(self.wanted))
+        return {k: round(v / crs, 2) for k, v in sorted(self.events_to_converge.items())}
 
     def latencies_ms(self) -> list[float]:
         """Per expected Memcached: its Deployment's arrival minus its own, in ms, sorted."""
@@ -852,6 +931,9 @@ async def cluster(args: argparse.Namespace, workdir: Path) -> Any:
             pod_ready_delay=args.pod_ready_delay,
             history_size=args.history_size,
             tls=args.tls,
+            controller_qps=args.controller_qps,
+            controller_burst=args.controller_burst,
+            nodes=simulated_nodes(args),
         ).start()
     try:
         configuration = await load_configuration(kubeconfig)
@@ -870,7 +952,7 @@ async def cluster(args: argparse.Namespace, workdir: Path) -> Any:
 async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[str]) -> dict[str, Any]:
     client, server = where.client, where.server
     keys = plan(args.crs, namespaces)
-    tracker = Tracker(client)
+    tracker = Tracker(client, count_pods=args.count_pod_events)
     await tracker.start()
     counter = WatchCounter(client, namespaces) if args.count_watch_events else None
     if counter is not None:
@@ -958,6 +1040,7 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         "wall_seconds": round(t_converged - t0, 2),
         "creates_seconds": round(t_created - t0, 2),
         "settle_seconds": round(t_settled - t0, 2) if t_settled is not None else None,
+        "watch_events_per_cr_to_converge": tracker.events_per_cr(),
         "cr_to_deployment_ms": {
             "p50": percentile(latencies, 0.5),
             "p99": percentile(latencies, 0.99),
@@ -967,8 +1050,10 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
             "to_converge": round(cpu_converged.cpu_seconds - cpu0.cpu_seconds, 2),
             "to_settle": round(cpu_settled.cpu_seconds - cpu0.cpu_seconds, 2) if cpu_settled else None,
             "startup": cpu0.cpu_seconds,
+            "from_start_to_converge": round(cpu_converged.cpu_seconds, 2),
             "process_total": final.cpu_seconds,
         },
+        "memop_gc": gc_figures(metrics0, metrics_converged, metrics_end),
         "memop_rss_mb": {"peak": final.peak_rss_mb, "end": final.rss_mb, "after_startup": cpu0.rss_mb},
         "while_converging": others.report(t_converged - t0),
         "reconciles_per_cr": reconciles,
@@ -979,18 +1064,19 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
     }
     if watch_traffic is not None:
         report["watch_traffic_to_converge"] = watch_traffic
-    if converge_requests is not None and settle_requests is not None:
+    if converge_requests is not None:
+        # With --skip-settle the figures "to settle" are None.
         converge_calls = converge_requests.by_call("memop")
-        settle_calls = settle_requests.by_call("memop")
+        settle_calls = settle_requests.by_call("memop") if settle_requests is not None else None
         report["writes_per_cr"] = {
             "to_converge": writes_per_cr(converge_calls, crs),
-            "to_settle": writes_per_cr(settle_calls, crs),
+            "to_settle": writes_per_cr(settle_calls, crs) if settle_calls is not None else None,
         }
         report["requests_per_cr"] = {
             "to_converge": per_cr(converge_calls, crs),
-            "to_settle": per_cr(settle_calls, crs),
+            "to_settle": per_cr(settle_calls, crs) if settle_calls is not None else None,
         }
-        report["failed_requests"] = settle_requests.failed("memop")
+        report["failed_requests"] = (settle_requests or converge_requests).failed("memop")
         report["requests_counted_from"] = "the API server's request log (user agent memop/...)"
     else:
 
@@ -1009,6 +1095,27 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
             "memop's rest_client_requests_total (by HTTP method only; Events and Leases included)"
         )
     return report
+
+
+def gc_figures(start: Metrics, converged: Metrics, end: Metrics) -> dict[str, Any]:
+    """memop's garbage collector to converge (from ``start`` to ``converged``) and over its whole
+    life (to ``end``): CPU seconds (memop_gc_collection_seconds_total) and collections
+    (python_gc_collections_total), per generation."""
+
+    def by_generation(metrics: Metrics, name: str, since: Metrics | None) -> dict[str, float]:
+        before = metric_by(since, name, "generation") if since is not None else {}
+        return {g: v - before.get(g, 0.0) for g, v in sorted(metric_by(metrics, name, "generation").items())}
+
+    seconds = by_generation(converged, "memop_gc_collection_seconds_total", start)
+    collections = by_generation(converged, "python_gc_collections_total", start)
+    return {
+        "seconds_to_converge": round(sum(seconds.values()), 3),
+        "seconds_to_converge_by_generation": {g: round(v, 3) for g, v in seconds.items()},
+        "collections_to_converge": {g: int(v) for g, v in collections.items()},
+        "seconds_process_total": round(
+            sum(by_generation(end, "memop_gc_collection_seconds_total", None).values()), 3
+        ),
+    }
 
 
 def log_summary(memop: MemopProcess) -> dict[str, int]:
@@ -1067,7 +1174,7 @@ async def idle_reconciles(
 async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[str]) -> dict[str, Any]:
     client, server = where.client, where.server
     keys = plan(args.crs, namespaces)
-    tracker = Tracker(client)
+    tracker = Tracker(client, count_pods=args.count_pod_events)
     await tracker.start()
     process = await FloorProcess(
         where.kubeconfig,
@@ -1107,6 +1214,7 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
     report: dict[str, Any] = {
         "wall_seconds": round(t_converged - t0, 2),
         "creates_seconds": round(t_created - t0, 2),
+        "watch_events_per_cr_to_converge": tracker.events_per_cr(),
         "cr_to_deployment_ms": {
             "p50": percentile(latencies, 0.5),
             "p99": percentile(latencies, 0.99),
@@ -1128,8 +1236,8 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
     return report
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    modes = ["memop", "floor"] if args.compare else ["floor" if args.floor else "memop"]
+async def run_rounds(args: argparse.Namespace, modes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """``args.repeat`` rounds of every mode at ``args.crs``, each run's report by mode."""
     # With --repeat, modes alternate (memop, floor, memop, ...) so that a slow spell of the
     # machine hits both; every run has a fresh cluster.
     runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
@@ -1147,17 +1255,38 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     finally:
                         if args.kubeconfig:
                             await remove_namespaces(where.client, namespaces, args.timeout)
-    report: dict[str, Any] = {
+    return runs
+
+
+def setup_report(args: argparse.Namespace) -> dict[str, Any]:
+    """What every report starts with: how the bench was run."""
+    return {
         "benchmark": "converge",
-        "crs": args.crs,
         "namespaces": args.namespaces,
         "workers": args.workers,
         "watch": "all namespaces" if args.all_namespaces else "each namespace",
         "create_concurrency": args.create_concurrency,
         "pod_ready_delay": args.pod_ready_delay,
         "cluster": args.kubeconfig or "in-memory API server with simulated controllers (own process)",
+        "simulated_control_plane": None
+        if args.kubeconfig
+        else {
+            "controller_qps": args.controller_qps or None,
+            "controller_burst": args.controller_burst if args.controller_qps else None,
+            "nodes": simulated_nodes(args),
+        },
         "repeat": args.repeat,
     }
+
+
+def machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "python": platform.python_version()}
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    modes = ["memop", "floor"] if args.compare else ["floor" if args.floor else "memop"]
+    runs = await run_rounds(args, modes)
+    report = {"crs": args.crs, **setup_report(args)}
     results = {mode: median_run(mode_runs) for mode, mode_runs in runs.items()}
     if len(results) == 1:
         ((mode, figures),) = results.items()
@@ -1179,8 +1308,89 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             report["memop_cpu_over_floor_cpu"] = round(
                 results["memop"]["memop_cpu_seconds"]["to_converge"] / floor_cpu, 2
             )
-    report["cpus"] = os.cpu_count()
-    report["python"] = platform.python_version()
+    report.update(machine())
+    return report
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def memop_writes_per_cr(run: dict[str, Any]) -> float:
+    """memop's writes per CR to converge: Memcacheds, their status and Deployments as the server
+    logged them; from a real cluster, every POST, PUT, PATCH and DELETE (Events and Leases
+    included: memop's own metric has the HTTP method only)."""
+    if "writes_per_cr" in run:
+        return float(run["writes_per_cr"]["to_converge"].get("total", 0.0))
+    by_method = run["requests_per_cr"]["to_converge_by_http_method"]
+    return round(
+        sum(float(v) for k, v in by_method.items() if k.upper() in ("POST", "PUT", "PATCH", "DELETE")), 3
+    )
+
+
+def size_summary(crs: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One size's figures over its rounds: medians, and every round's value where rounds spread."""
+    memop, floor = runs["memop"], runs["floor"]
+    pairs = [round(m["wall_seconds"] / f["wall_seconds"], 3) for m, f in zip(memop, floor, strict=True)]
+    cpu = [m["memop_cpu_seconds"]["to_converge"] for m in memop]
+    cpu_from_start = [m["memop_cpu_seconds"]["from_start_to_converge"] for m in memop]
+    gc_seconds = [m["memop_gc"]["seconds_to_converge"] for m in memop]
+    reconciles = [sum(m["reconciles_per_cr"].values()) for m in memop]
+    writes = [memop_writes_per_cr(m) for m in memop]
+    events = [m["watch_events_per_cr_to_converge"] for m in memop]
+    return {
+        "crs": crs,
+        "rounds": len(memop),
+        "memop_over_floor": {
+            "median": round(
+                median([m["wall_seconds"] for m in memop]) / median([f["wall_seconds"] for f in floor]), 3
+            ),
+            "median_of_pairs": round(median(pairs), 3),
+            "each_round": pairs,
+        },
+        "wall_seconds": {
+            "memop_each_round": [m["wall_seconds"] for m in memop],
+            "floor_each_round": [f["wall_seconds"] for f in floor],
+        },
+        "memop_cpu_seconds": {
+            "to_converge": round(median(cpu), 2),
+            "from_start_to_converge": round(median(cpu_from_start), 2),
+            "to_converge_each_round": cpu,
+            "from_start_each_round": cpu_from_start,
+        },
+        "floor_cpu_seconds": round(median([f["floor_cpu_seconds"] for f in floor]), 2),
+        "memop_peak_rss_mb": {
+            "median": round(median([m["memop_rss_mb"]["peak"] for m in memop]), 1),
+            "max": max(m["memop_rss_mb"]["peak"] for m in memop),
+        },
+        "memop_gc": {
+            "seconds_to_converge": round(median(gc_seconds), 3),
+            "seconds_each_round": gc_seconds,
+            "collections_to_converge": memop[len(memop) // 2]["memop_gc"]["collections_to_converge"],
+        },
+        "writes_per_cr": round(median(writes), 3),
+        "reconciles_per_cr": round(median(reconciles), 3),
+        "watch_events_per_cr": {
+            k: round(median([e.get(k, 0.0) for e in events]), 2)
+            for k in sorted({k for e in events for k in e})
+        },
+        "server_cpu_seconds_while_converging": median(
+            [m["while_converging"].get("server_cpu_seconds") or 0.0 for m in memop]
+        ),
+    }
+
+
+async def run_sizes(args: argparse.Namespace) -> dict[str, Any]:
+    """``--sizes``: memop and the floor, alternately, at each size in turn; one report."""
+    report = setup_report(args)
+    report["sizes"] = []
+    for crs in args.sizes:
+        sized = argparse.Namespace(**{**vars(args), "crs": crs})
+        runs = await run_rounds(sized, ["memop", "floor"])
+        report["sizes"].append(size_summary(crs, runs))
+    report.update(machine())
     return report
 
 
@@ -1227,6 +1437,13 @@ async def remove_namespaces(client: Client, namespaces: Sequence[str], timeout: 
     await wait_for(gone, timeout=timeout, interval=1.0)
 
 
+def simulated_nodes(args: argparse.Namespace) -> bool:
+    """Whether the in-memory server runs pods (see ``--nodes``)."""
+    if args.nodes is not None:
+        return bool(args.nodes)
+    return not getattr(args, "skip_settle", False)
+
+
 def bench_namespaces(args: argparse.Namespace) -> list[str]:
     """The run's namespaces: fresh names on a cluster that outlives the run (``--kubeconfig``),
     removed after each run (:func:`remove_namespaces`)."""
@@ -1243,14 +1460,24 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return chosen
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad input is one clear line and exit status 2, without the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = OneLineParser(description=(__doc__ or "").split("\n\n")[0])
     roles = parser.add_subparsers(dest="role")
     served = roles.add_parser("serve", help=argparse.SUPPRESS)
     served.add_argument("--kubeconfig", required=True)
     served.add_argument("--pod-ready-delay", type=float, default=0.0)
     served.add_argument("--history-size", type=int, default=100_000)
     served.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True)
+    served.add_argument("--controller-qps", type=float, default=0.0)
+    served.add_argument("--controller-burst", type=int, default=30)
+    served.add_argument("--nodes", action=argparse.BooleanOptionalAction, default=True)
     floored = roles.add_parser("floor", help=argparse.SUPPRESS)
     floored.add_argument("--kubeconfig", required=True)
     floored.add_argument("--workers", type=int, required=True)
@@ -1275,7 +1502,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per mode; figures are the median run's (default 1)"
     )
+    parser.add_argument(
+        "--sizes",
+        type=sizes_list,
+        metavar="N,N,...",
+        help="how cost grows with work: at each number of Memcacheds in turn, --repeat rounds of memop "
+        "and the floor alternately (as --compare), one report with each size's ratio, CPU, peak RSS, "
+        "writes, reconciles and watch events per CR (replaces --crs; on a real cluster each run's "
+        "namespaces are deleted, and waited for, before the next)",
+    )
     return parser
+
+
+def sizes_list(text: str) -> list[int]:
+    """``--sizes``' value: positive numbers separated by commas."""
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive: {text!r}")
+    return sizes
 
 
 def add_bench_options(parser: argparse.ArgumentParser) -> None:
@@ -1303,6 +1550,31 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="the in-memory server serves HTTPS, as every cluster does (default: on)",
+    )
+    parser.add_argument(
+        "--controller-qps",
+        type=float,
+        default=20.0,
+        metavar="Q",
+        help="the in-memory server's simulated controllers write at most Q requests a second each, "
+        "as kube-controller-manager's default client rate limit (--kube-api-qps 20) makes its "
+        "controllers lag behind thousands of objects; 0: no limit (default 20)",
+    )
+    parser.add_argument(
+        "--controller-burst",
+        type=int,
+        default=30,
+        metavar="N",
+        help="the burst of that limit (kube-controller-manager's --kube-api-burst; default 30)",
+    )
+    parser.add_argument(
+        "--nodes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the in-memory server simulates a node whose kubelet runs the pods; --no-nodes: a "
+        "control plane without nodes, pods Pending and unschedulable (default: --no-nodes with "
+        "--skip-settle, as the control plane a --kubeconfig run is compared with; --nodes "
+        "otherwise, since settling waits for ready pods)",
     )
     parser.add_argument(
         "--memop-arg",
@@ -1334,6 +1606,12 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         help="also watch what memop watches and report the events and bytes per CR to converge",
     )
     parser.add_argument(
+        "--count-pod-events",
+        action="store_true",
+        help="the bench also watches the pods memop watches, in memop's runs and the floor's alike, "
+        "to report pod watch events per CR (Memcacheds' and Deployments' are always counted)",
+    )
+    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="sample memop with py-spy (on PATH) from the first create until settled; collapsed stacks",
@@ -1346,12 +1624,19 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.role is None and args.nodes is False and not args.skip_settle:
+        parser.error("--no-nodes needs --skip-settle: without nodes no pod is ever ready")
+    if args.role is None and (args.controller_qps < 0 or args.controller_burst < 1):
+        parser.error("--controller-qps must not be negative and --controller-burst at least 1")
+    if args.role is None and args.sizes and args.floor:
+        parser.error("--sizes runs memop and the floor: drop --floor")
     if args.role == "serve":
         return asyncio.run(serve(args))
     if args.role == "floor":
         return asyncio.run(floor(args))
-    print(json.dumps(asyncio.run(run(args))))
+    print(json.dumps(asyncio.run(run_sizes(args) if args.sizes else run(args))))
     return 0
 
 

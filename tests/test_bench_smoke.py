@@ -126,6 +126,61 @@ def test_converge_benchmark_compares_memop_with_the_floor_run_by_run() -> None:
     assert memop["writes_per_cr"]["to_settle"]["events (apart)"] == 1.0
 
 
+def test_converge_benchmark_reports_cost_as_work_grows() -> None:
+    # The model of a real control plane without nodes: kube-controller-manager's rate limits,
+    # pods Pending. memop and the floor alternate at each size.
+    result = run_bench("converge.py", "--sizes=6,12", "--namespaces=2", "--skip-settle", "--count-pod-events")
+    assert result["simulated_control_plane"] == {
+        "controller_qps": 20.0,
+        "controller_burst": 30,
+        "nodes": False,
+    }
+    assert [size["crs"] for size in result["sizes"]] == [6, 12]
+    for size in result["sizes"]:
+        assert size["rounds"] == 1
+        [pair] = size["memop_over_floor"]["each_round"]
+        assert pair > 0
+        [memop_wall] = size["wall_seconds"]["memop_each_round"]
+        [floor_wall] = size["wall_seconds"]["floor_each_round"]
+        assert size["memop_over_floor"]["median"] == round(memop_wall / floor_wall, 3)
+        cpu = size["memop_cpu_seconds"]
+        assert cpu["from_start_to_converge"] > cpu["to_converge"] > 0
+        assert size["memop_peak_rss_mb"]["max"] > 0
+        assert size["memop_gc"]["seconds_to_converge"] >= 0
+        assert set(size["memop_gc"]["collections_to_converge"]) == {"0", "1", "2"}
+        # The three writes per CR at least, one reconcile each at least; memop's watches saw
+        # each Memcached at least created, given its finalizer and its status.
+        assert size["writes_per_cr"] >= 3.0
+        assert size["reconciles_per_cr"] >= 1.0
+        events = size["watch_events_per_cr"]
+        assert events["memcacheds"] >= 3.0
+        assert events["deployments"] >= 1.0
+        assert "pods" in events
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sizes=0"], "sizes must be positive"),
+        (["--sizes=3,x"], "not a list of numbers"),
+        (["--no-nodes"], "--no-nodes needs --skip-settle"),
+        (["--controller-qps=-1"], "--controller-qps must not be negative"),
+    ],
+)
+def test_converge_benchmark_refuses_bad_options_in_one_line(args: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "converge.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == ""
+
+
 def test_steady_benchmark_reports_an_idle_memop() -> None:
     result = run_bench("steady.py", "--crs=10", "--namespaces=2", "--seconds=2")
     assert result["crs"] == 10
