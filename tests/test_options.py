@@ -6,12 +6,14 @@ The real-process checks (exit code 2, the one stderr line) are in tests/e2e/test
 from __future__ import annotations
 
 import argparse
+import asyncio
 import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memop.cli import eventloop
 from memop.cli import main as cli
 from memop.cli.options import (
     RunConfig,
@@ -71,6 +73,7 @@ def test_defaults_are_controller_runtimes() -> None:
         event_qps=20.0,
         event_burst=100,
         graceful_shutdown_timeout=30.0,
+        event_loop="uvloop" if eventloop.uvloop_available() else "asyncio",
     )
 
 
@@ -115,8 +118,31 @@ def test_the_table_covers_every_flag() -> None:
         "--leader-for-life-outside-cluster",
         "--project",  # tests/test_project.py: they select the project
         "--controller-module",
+        "--event-loop",  # test_event_loop_flag: what auto means depends on what is installed
     }
     assert covered == set(long_flags())
+
+
+def test_event_loop_flag() -> None:
+    assert parse("--event-loop", "asyncio").event_loop == "asyncio"
+    assert parse(EVENT_LOOP="Asyncio").event_loop == "asyncio"
+    auto = parse("--event-loop", "auto").event_loop
+    assert auto == ("uvloop" if eventloop.uvloop_available() else "asyncio")
+    if eventloop.uvloop_available():
+        assert parse("--event-loop", "uvloop").event_loop == "uvloop"
+    else:
+        assert "uvloop is not installed" in usage_error("--event-loop", "uvloop")
+    message = usage_error(EVENT_LOOP="trio")
+    assert message == "--event-loop (from EVENT_LOOP): expected auto, uvloop, asyncio, got 'trio'"
+
+
+def test_the_event_loop_runs_a_coroutine_on_the_loop_chosen() -> None:
+    async def loop_module() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    assert eventloop.run(loop_module(), "asyncio").startswith("asyncio")
+    if eventloop.uvloop_available():
+        assert eventloop.run(loop_module(), "uvloop").startswith("uvloop")
 
 
 def test_secure_metrics_flags() -> None:

@@ -166,6 +166,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
             "controllers": ",".join(controllers),
             "leaderElection": config.leader_election_mode if election else False,
             "maxConcurrentReconciles": config.max_concurrent_reconciles,
+            "eventLoop": config.event_loop,
         },
     )
     metrics_tls = None

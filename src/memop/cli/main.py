@@ -12,14 +12,13 @@ loaded) exit with code 2 and one line on stderr.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memop import __version__
-from memop.cli import app
+from memop.cli import app, eventloop
 from memop.cli.options import UsageError, parse_run_args
 from memop.runtime.manager.gctuning import tune_gc
 
@@ -79,7 +78,7 @@ def run(project: Project | None = None, argv: Sequence[str] | None = None) -> in
         return done.code if isinstance(done.code, int) else 0
     tune_gc()
     try:
-        return asyncio.run(app.run(config))
+        return eventloop.run(app.run(config), config.event_loop)
     except KeyboardInterrupt:
         return 130
 

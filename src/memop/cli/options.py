@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memop import __version__
+from memop.cli import eventloop
 from memop.cli.controllers import parse_controllers
 from memop.project import BUILTIN, Project, ProjectError, select_project
 from memop.runtime.api.validation import is_dns1123_label, is_dns1123_subdomain
@@ -125,6 +126,8 @@ class RunConfig:
     # types it (``memop``, ``python -m mypkg``), for error lines and hints.
     project: Project = field(default_factory=_builtin_project)
     prog: str = "memop"
+    # The resolved event loop, "uvloop" or "asyncio" (memop.cli.eventloop).
+    event_loop: str = eventloop.ASYNCIO
 
     def __post_init__(self) -> None:
         if not self.controllers:
@@ -275,6 +278,11 @@ def build_parser(
         action="store_true",
     )
     flag("--metrics-cert-dir", "directory with tls.crt and tls.key; default: a self-signed one", default=None)
+    flag(
+        "--event-loop",
+        "auto (uvloop when installed, else asyncio's), uvloop or asyncio",
+        default=eventloop.AUTO,
+    )
     return parser
 
 
@@ -495,6 +503,10 @@ def parse_run_args(
         )
     if args.metrics_cert_dir and not args.metrics_secure:
         raise UsageError("--metrics-cert-dir is only used with --metrics-secure")
+    try:
+        event_loop = eventloop.resolve(args.event_loop.strip().lower())
+    except ValueError as error:
+        raise UsageError(f"{label('event-loop')}: {error}") from None
     return RunConfig(
         kubeconfig=args.kubeconfig or None,
         namespaces=namespaces,
@@ -530,4 +542,5 @@ def parse_run_args(
         leader_for_life_outside_cluster=bool(args.leader_for_life_outside_cluster),
         project=project,
         prog=prog,
+        event_loop=event_loop,
     )
