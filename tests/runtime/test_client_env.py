@@ -1,10 +1,10 @@
-"""The client and the process environment: proxies are honoured, per-request lookups are not.
+"""The client's session: proxies are honoured, per-request lookups and cookies are not.
 
-kubernetes_asyncio builds its aiohttp session with ``trust_env=True``; Client switches the
-session's per-request environment lookups (proxy variables, ``~/.netrc``) off when no proxy
-applies to the API server, and leaves them on when one does. These tests pin both halves
-against the in-memory API server and a loopback HTTP proxy, so a change in aiohttp (the
-attribute Client sets is a private one) fails here rather than silently.
+kubernetes_asyncio builds its aiohttp session with ``trust_env=True`` and a cookie jar; Client
+replaces it with one on the same connector whose per-request environment lookups (proxy
+variables, ``~/.netrc``) are off when no proxy applies to the API server, on when one does,
+and which keeps no cookies (as client-go). These tests pin each part against the in-memory
+API server, a loopback HTTP proxy and a loopback server that sets cookies.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CONFIGMAPS
@@ -150,3 +150,39 @@ async def test_a_proxy_the_server_is_exempt_from_is_not_used(
         assert (await client.get(CONFIGMAPS, "direct", NS))["metadata"]["name"] == "direct"
     assert proxy.requests == []
     assert server.log.count(verb="get", resource="configmaps") == 1
+
+
+async def test_cookies_are_never_sent_back_as_client_go_sends_none(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.delenv("NETRC")
+    seen: list[str | None] = []
+
+    async def answer(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Cookie"))
+        response = web.json_response({"kind": "ConfigMap", "metadata": {"name": "x", "namespace": NS}})
+        response.set_cookie("session", "sticky")
+        return response
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        # A host name: aiohttp's cookie jar refuses cookies from IP addresses.
+        configuration = Configuration(host=f"http://localhost:{port}")
+        async with ApiClient(configuration) as api:
+            client = Client(api)
+            await client.get(CONFIGMAPS, "x", NS)
+            await client.get(CONFIGMAPS, "x", NS)
+            session = session_of(api)
+            second = Client(api)  # a second Client on the same ApiClient keeps the same session
+            assert session_of(api) is session
+            await second.get(CONFIGMAPS, "x", NS)
+            connector = session_of(api).connector
+            assert connector is not None
+        assert seen == [None, None, None]
+        assert connector.closed  # closing the ApiClient closed the connector, as before
+    finally:
+        await runner.cleanup()

@@ -97,6 +97,9 @@ _NOT_BEFORE_PRUNE_AT = 256
 # The auth scheme kubernetes_asyncio's generated APIs ask for: a bearer token from
 # configuration.api_key (refreshed through configuration.refresh_api_key_hook).
 _AUTH_SETTINGS = ["BearerToken"]
+# The read buffer of kubernetes_asyncio's session: watch events can carry objects up to etcd's
+# 1.5 MiB request limit, beyond aiohttp's default buffer.
+_READ_BUFFER = 2**21
 
 Query = Sequence[tuple[str, str]]
 # An alias, because inside Client ``list`` names the LIST verb, not the builtin.
@@ -112,35 +115,52 @@ class _RetryWhen(enum.Enum):
     NOT_APPLIED = "not-applied"
 
 
-def _stop_per_request_env_lookups(api_client: ApiClient, base_url: str) -> None:
-    """Switch off the per-request environment lookups of the ApiClient's aiohttp session when
-    no proxy variable applies to the API server.
+def _use_a_lean_session(api_client: ApiClient, base_url: str) -> None:
+    """Give the ApiClient an aiohttp session that does per request only what a Kubernetes
+    client needs, on the same connector (its TLS context and connection pool).
 
-    kubernetes_asyncio builds its session with ``trust_env=True``, so before every request
-    aiohttp reads ``~/.netrc`` and the proxy variables, each in a worker thread: two thread
-    hand-offs per call, which were over a third of memop's CPU in bench/converge.py. Our host
-    never changes, so the proxy question has one answer, asked here once. When a proxy variable
-    applies, the session is left as it is (aiohttp then sends through that proxy, as client-go
-    would). ``~/.netrc`` is not a source of Kubernetes credentials (client-go never reads it),
-    and a ``~/.netrc`` entry for the API server's host would even break every request: aiohttp
-    refuses to combine its credentials with our Authorization header (a ValueError).
+    kubernetes_asyncio builds its session with ``trust_env=True`` and a cookie jar:
 
-    ``ClientSession.trust_env`` has no setter and the session is kubernetes_asyncio's to build,
-    so this sets the attribute the property reads, ``_trust_env``, and only when aiohttp lists
-    it among the session's attributes (``ClientSession.ATTRS``); otherwise the session is left
-    as it is (slower, still correct). tests/runtime/test_client_env.py pins the behaviour.
+    - with ``trust_env``, before every request aiohttp reads ``~/.netrc`` and the proxy
+      variables, each in a worker thread: two thread hand-offs per call, which were over a third
+      of memop's CPU in bench/converge.py. Our host never changes, so the proxy question has one
+      answer, asked here once: when a proxy variable applies to the API server, the new session
+      keeps ``trust_env`` (aiohttp then sends through that proxy, as client-go would).
+      ``~/.netrc`` is not a source of Kubernetes credentials (client-go never reads it), and a
+      ``~/.netrc`` entry for the API server's host would even break every request: aiohttp
+      refuses to combine its credentials with our Authorization header (a ValueError);
+    - the cookie jar filters cookies for every request and stores those of every answer: a
+      tenth of a request's instructions (callgrind). client-go's HTTP client has no cookie jar,
+      so a cookie an API server or a proxy in front of it sets is never sent back; the new
+      session has none either (``DummyCookieJar``).
+
+    Everything else is kept (the read buffer kubernetes_asyncio sizes for large watch events).
+    The old session is detached from the connector, not closed, so the connector lives on; the
+    ApiClient's close closes the new session and the connector with it, as before.
+    tests/runtime/test_client_env.py pins the behaviour. A session made here (the only kind with
+    a ``DummyCookieJar``) is left alone, so several Clients may share one ApiClient.
     """
-    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-    if not isinstance(session, aiohttp.ClientSession) or not session.trust_env:
+    rest = getattr(api_client, "rest_client", None)
+    session = getattr(rest, "pool_manager", None)
+    if not isinstance(session, aiohttp.ClientSession):
+        return
+    if isinstance(session.cookie_jar, aiohttp.DummyCookieJar):
+        return
+    connector = session.connector
+    if connector is None or session.closed:
         return
     url = urlsplit(base_url)
     proxies = getproxies_environment()
-    if url.scheme in proxies and not proxy_bypass(url.hostname or ""):
-        return
-    if "_trust_env" not in getattr(aiohttp.ClientSession, "ATTRS", ()):
-        log.debug("this aiohttp has no ClientSession._trust_env: environment lookups stay on")
-        return
-    session._trust_env = False
+    proxied = url.scheme in proxies and not proxy_bypass(url.hostname or "")
+    lean = aiohttp.ClientSession(
+        connector=connector,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=proxied,
+        read_bufsize=_READ_BUFFER,
+    )
+    session.detach()
+    assert rest is not None
+    rest.pool_manager = lean
 
 
 class Unreachable(ConnectError):
@@ -245,7 +265,7 @@ class Client:
         # The request metrics' children, by (code, method) and by method.
         self._counters: dict[tuple[str, str], Callable[[], None]] = {}
         self._durations: dict[str, Callable[[float], None]] = {}
-        _stop_per_request_env_lookups(api_client, self.base_url)
+        _use_a_lean_session(api_client, self.base_url)
         # Whether the server answers at all, shared by everything that uses this client: a
         # call that cannot connect reports it, and while it is down no call is sent (the
         # reflectors wait on it too), only one probe a few times a second.
