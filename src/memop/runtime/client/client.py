@@ -49,6 +49,7 @@ from urllib.request import getproxies_environment, proxy_bypass
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from yarl import URL
 
 from memop.runtime.client import watchstream
 from memop.runtime.client.errors import (
@@ -814,9 +815,12 @@ class Client:
         # already hold, a quarter of the client's own CPU per call. The response comes back
         # raw, unread and unchecked: we parse and judge it.
         rest = api.rest_client
-        url = self.base_url + path
+        text = self.base_url + path
         if params:
-            url += "?" + urlencode(params)
+            text += "?" + urlencode(params)
+        # Already percent-encoded (path segments by _quote, the query by urlencode): yarl is told
+        # so, instead of parsing and re-quoting the URL of every request (4% of memop's CPU).
+        url = URL(text, encoded=True)
         options: dict[str, Any] = {"headers": headers, "timeout": timeout}
         if body is not None and method in _METHODS_WITH_BODY:
             options["data"] = jsoncodec.dumps(body)
