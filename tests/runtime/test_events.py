@@ -240,3 +240,28 @@ async def test_an_event_deferred_for_max_defer_goes_anyway_at_the_rate_limit(cli
         clock.advance(1.0)
         await wait_for(lambda: sent(expected), timeout=5)  # noqa: B023 - awaited in the loop
     await recorder.stop()
+
+
+async def test_stop_sends_the_events_held_for_quiet_at_once(client: Client) -> None:
+    """The manager stops its recorders after its controllers: with no reconcile work left to
+    yield to, Events held for a quiet second (or for busy queues) go at once on stop, not after
+    a second that stop's own deadline may cut short (they were lost then)."""
+    clock = FakeClock()
+    busy, quiet = (
+        WorkQueue[str]("busy", clock=clock, metrics=False),
+        WorkQueue[str]("quiet", clock=clock, metrics=False),
+    )
+    recorder = EventRecorder(
+        client, "memcached-controller", clock=clock, qps=1.0, burst=1,
+        workload=AllQueues(lambda: [busy, quiet]),
+    )  # fmt: skip
+    recorder.start()
+    busy.add("x")
+    for i in range(3):
+        recorder.record(subject(f"o{i}"), NORMAL, "Created", f"created {i}")
+    await settle()
+    assert await events(client) == []  # held: a queue has work
+    busy.shutdown()  # what stopping the controllers does; the fake clock never moves
+    quiet.shutdown()
+    await recorder.stop()
+    assert sorted(e["message"] for e in await events(client)) == [f"created {i}" for i in range(3)]

@@ -151,6 +151,9 @@ class EventRecorder:
         self._quiet_at_adds: int | None = None
         self._closed = CLOSED_NAMESPACES if closed_namespaces is None else closed_namespaces
         self._task: asyncio.Task[None] | None = None
+        # Set by stop(): the manager stops its recorders after its controllers, so there is no
+        # reconcile work left to yield to and held Events go at once.
+        self._stopping = asyncio.Event()
         # Every event not recorded (spam filter, full queue, closed namespace), for tests and
         # debugging.
         self.dropped = 0
@@ -211,11 +214,15 @@ class EventRecorder:
             self._task = asyncio.create_task(self._send_loop(), name=f"events-{self.component}")
 
     async def stop(self, timeout: float = 2.0) -> None:
-        """Send what is queued (for at most ``timeout`` seconds), then stop."""
+        """Send what is queued (for at most ``timeout`` seconds), then stop.
+
+        Events held for the workload to be quiet go at once: the manager stops its recorders
+        after its controllers, so no reconcile work is left for them to yield to."""
         if self._unreported_full:
             self._report_full(None)
         if self._task is None:
             return
+        self._stopping.set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 await self._queue.join()
@@ -293,17 +300,17 @@ class EventRecorder:
         """Until the workload has been idle for ``quiet`` seconds with nothing added (True),
         or the monotonic time ``until`` (False)."""
         while True:
-            if workload.idle and workload.adds == self._quiet_at_adds:
+            if self._stopping.is_set() or (workload.idle and workload.adds == self._quiet_at_adds):
                 return True
             self._quiet_at_adds = None
             remaining = until - self._clock.monotonic()
             if remaining <= 0:
                 return False
             if not workload.idle:
-                await first_of(workload.wait_idle(), self._clock.sleep(remaining))
+                await first_of(workload.wait_idle(), self._stopping.wait(), self._clock.sleep(remaining))
                 continue
             adds = workload.adds
-            await self._clock.sleep(min(self._quiet, remaining))
+            await first_of(self._stopping.wait(), self._clock.sleep(min(self._quiet, remaining)))
             if workload.idle and workload.adds == adds and self._quiet <= remaining:
                 self._quiet_at_adds = adds
 
