@@ -10,7 +10,6 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,31 +18,7 @@ from memop.testing.controllers import ControllerLimits, SimulatedControllers
 from memop.testing.controllers.common import TokenBucket, WorkLoop
 from memop.testing.controllers.kubelet import NO_NODES
 from memop.testing.store import Store
-from memop.testing.wait import wait_for
-
-
-def deployment(name: str, replicas: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "memcached:1.6"}]},
-            },
-        },
-    }
-
-
-async def idle(sim: SimulatedControllers) -> None:
-    async def no_work() -> bool:
-        await asyncio.sleep(0)
-        return sim.pending() == 0
-
-    await wait_for(no_work, message="the simulation to run out of ready work")
+from tests.testing.test_simulation_inprocess import deployment, idle
 
 
 async def settle() -> None:
@@ -124,7 +99,7 @@ async def test_rate_limited_controllers_lag_behind_many_deployments_and_catch_up
     await sim.start()
     try:
         for i in range(40):
-            store.create(deployments, "default", deployment(f"d{i}"))
+            store.create(deployments, "default", deployment(f"d{i}", replicas=1))
         await settle()
         # The deployment controller's burst: per Deployment a ReplicaSet, its ScalingReplicaSet
         # Event and a status write, 3 tokens; 30 tokens reach 10 Deployments, then it waits.
