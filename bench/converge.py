@@ -106,6 +106,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kubernetes_asyncio.client import ApiClient
+from otheroperator import OperatorProcess, parse_operator
 from prometheus_client.parser import text_string_to_metric_families
 
 from memop.memcached.api import FINALIZER, MEMCACHEDS, parse_spec
@@ -579,10 +580,14 @@ class Tracker:
         if cr is None or deployment is None:
             return
         status = _mapping(cr.get("status"))
+        generation = cr["metadata"].get("generation")
+        # An operator that writes no status.observedGeneration (controller-runtime's tutorial
+        # writes conditions only) has converged at its first status, as the issue defines it.
         if not (
             _mapping(cr.get("spec")).get("size") == size
             and _mapping(deployment.get("spec")).get("replicas") == size
-            and status.get("observedGeneration") == cr["metadata"].get("generation")
+            and status
+            and status.get("observedGeneration", generation) == generation
         ):
             return
         now = time.monotonic()
@@ -1236,6 +1241,104 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
     return report
 
 
+async def wait_operator_ready(
+    tracker: Tracker, client: Client, process: OperatorProcess, namespace: str, timeout: float
+) -> None:
+    """Another operator has no readiness memop's bench can read: it is ready once it has
+    converged a probe Memcached of its own namespace (created before the run's, never counted:
+    the run's figures start after it)."""
+    probe: Key = (namespace, "bench-probe")
+    tracker.expect({probe: 1})
+    await create_memcacheds(client, [probe], 1, 1)
+    assert process.process is not None
+    converged = asyncio.create_task(tracker.all_converged.wait())
+    exited = asyncio.create_task(process.process.wait())
+    try:
+        done, _ = await asyncio.wait(
+            {converged, exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        converged.cancel()
+        exited.cancel()
+    if exited in done:
+        raise RuntimeError(
+            f"operator {process.name} exited with {process.exited()} before it was ready "
+            f"(its log: {process.log_path})"
+        )
+    if converged not in done:
+        raise RuntimeError(f"operator {process.name} did not converge a probe Memcached in {timeout:.0f} s")
+
+
+async def run_operator(
+    args: argparse.Namespace, where: Cluster, namespaces: list[str], name: str, template: str
+) -> dict[str, Any]:
+    """``--operator NAME=COMMAND``: another operator's run, measured as memop's is (wall time to
+    converge, CPU from its start, peak RSS), without memop's metrics."""
+    client, server = where.client, where.server
+    keys = plan(args.crs, namespaces)
+    tracker = Tracker(client, count_pods=args.count_pod_events)
+    await tracker.start()
+    fd, log_name = tempfile.mkstemp(prefix=f"memop-bench-{name}-", suffix=".log")
+    os.close(fd)
+    process = await OperatorProcess(
+        name,
+        template,
+        kubeconfig=where.kubeconfig,
+        workers=args.workers,
+        namespaces=[] if args.all_namespaces else namespaces,
+        log_path=Path(log_name),
+    ).start()
+    share_core(args, server, process.pid)
+    try:
+        await wait_operator_ready(tracker, client, process, namespaces[0], timeout=120)
+        start_log = await server.log_end() if server else 0
+        cpu0 = proc_stats(process.pid)
+        tracker.expect(dict.fromkeys(keys, 1))
+        others = OthersCpu(server.pid if server else None)
+        others.mark_start()
+        t0 = time.monotonic()
+        await create_memcacheds(client, keys, 1, args.create_concurrency)
+        t_created = time.monotonic()
+        await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
+        t_converged = max(tracker.converged_at.values())
+        stats = proc_stats(process.pid)
+        others.mark_end()
+        requests = await server.requests(start_log) if server else None
+    finally:
+        exit_status = await process.stop()
+        await tracker.stop()
+    latencies = tracker.latencies_ms()
+    report: dict[str, Any] = {
+        "operator": name,
+        "command": process.args,
+        "wall_seconds": round(t_converged - t0, 2),
+        "creates_seconds": round(t_created - t0, 2),
+        "watch_events_per_cr_to_converge": tracker.events_per_cr(),
+        "cr_to_deployment_ms": {
+            "p50": percentile(latencies, 0.5),
+            "p99": percentile(latencies, 0.99),
+            "max": round(latencies[-1], 1) if latencies else None,
+        },
+        "cpu_seconds": {
+            "to_converge": round(stats.cpu_seconds - cpu0.cpu_seconds, 2),
+            "startup": cpu0.cpu_seconds,
+            "from_start_to_converge": stats.cpu_seconds,
+        },
+        "rss_mb": {"peak": stats.peak_rss_mb, "after_startup": cpu0.rss_mb},
+        "while_converging": others.report(t_converged - t0),
+        "log": process.log_summary(),
+        "exit_status_on_sigterm": exit_status,
+    }
+    if requests is not None:
+        # Every agent but the bench's: the operator's own user agent is its business.
+        calls: Counter[str] = Counter()
+        for agent in {key[0] for key in requests.counts} - {BENCH_AGENT}:
+            calls.update(requests.by_call(agent))
+        report["writes_per_cr"] = writes_per_cr(calls, args.crs)
+        report["requests_per_cr"] = per_cr(calls, args.crs)
+    return report
+
+
 async def run_rounds(args: argparse.Namespace, modes: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """``args.repeat`` rounds of every mode at ``args.crs``, each run's report by mode."""
     # With --repeat, modes alternate (memop, floor, memop, ...) so that a slow spell of the
@@ -1250,8 +1353,11 @@ async def run_rounds(args: argparse.Namespace, modes: Sequence[str]) -> dict[str
                     try:
                         if mode == "memop":
                             runs[mode].append(await run_memop(args, where, namespaces))
-                        else:
+                        elif mode == "floor":
                             runs[mode].append(await run_floor(args, where, namespaces))
+                        else:
+                            template = dict(args.operator)[mode]
+                            runs[mode].append(await run_operator(args, where, namespaces, mode, template))
                     finally:
                         if args.kubeconfig:
                             await remove_namespaces(where.client, namespaces, args.timeout)
@@ -1283,8 +1389,14 @@ def machine() -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "python": platform.python_version()}
 
 
+def run_modes(args: argparse.Namespace) -> list[str]:
+    """What runs in each round, in order: memop and/or the floor, then each ``--operator``."""
+    modes = ["memop", "floor"] if args.compare or args.sizes else ["floor" if args.floor else "memop"]
+    return modes + [name for name, _ in args.operator]
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    modes = ["memop", "floor"] if args.compare else ["floor" if args.floor else "memop"]
+    modes = run_modes(args)
     runs = await run_rounds(args, modes)
     report = {"crs": args.crs, **setup_report(args)}
     results = {mode: median_run(mode_runs) for mode, mode_runs in runs.items()}
@@ -1294,16 +1406,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         report.update(figures)
     else:
         report.update(results)
-        report["memop_over_floor"] = round(
-            results["memop"]["wall_seconds"] / results["floor"]["wall_seconds"], 3
-        )
-        # The machine's speed drifts between runs (a shared VM): each memop run over the floor
-        # run right after it, and memop's CPU over the floor script's, vary far less.
-        report["memop_over_floor_each_pair"] = [
-            round(m["wall_seconds"] / f["wall_seconds"], 3)
-            for m, f in zip(runs["memop"], runs["floor"], strict=True)
-        ]
-        floor_cpu = results["floor"].get("floor_cpu_seconds")
+        # The machine's speed drifts between runs (a shared VM): each run over the floor run of
+        # its round, and memop's CPU over the floor script's, vary far less.
+        for mode in modes:
+            if mode == "floor" or "floor" not in runs:
+                continue
+            report[f"{mode}_over_floor"] = round(
+                results[mode]["wall_seconds"] / results["floor"]["wall_seconds"], 3
+            )
+            report[f"{mode}_over_floor_each_pair"] = [
+                round(m["wall_seconds"] / f["wall_seconds"], 3)
+                for m, f in zip(runs[mode], runs["floor"], strict=True)
+            ]
+        floor_cpu = results["floor"].get("floor_cpu_seconds") if "memop" in runs and "floor" in runs else None
         if floor_cpu:
             report["memop_cpu_over_floor_cpu"] = round(
                 results["memop"]["memop_cpu_seconds"]["to_converge"] / floor_cpu, 2
@@ -1383,6 +1498,37 @@ def size_summary(crs: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, A
         },
         # The in-memory server's only: a real one's processes are not the bench's to read.
         "server_cpu_seconds_while_converging": median(server_cpu) if server_cpu else None,
+        "operators": {
+            mode: operator_summary(mode_runs, floor)
+            for mode, mode_runs in runs.items()
+            if mode not in ("memop", "floor")
+        },
+    }
+
+
+def operator_summary(runs: list[dict[str, Any]], floor: list[dict[str, Any]]) -> dict[str, Any]:
+    """An ``--operator``'s figures at one size, as memop's are given."""
+    pairs = [round(o["wall_seconds"] / f["wall_seconds"], 3) for o, f in zip(runs, floor, strict=True)]
+    cpu_from_start = [o["cpu_seconds"]["from_start_to_converge"] for o in runs]
+    return {
+        "over_floor": {
+            "median": round(
+                median([o["wall_seconds"] for o in runs]) / median([f["wall_seconds"] for f in floor]), 3
+            ),
+            "median_of_pairs": round(median(pairs), 3),
+            "each_round": pairs,
+        },
+        "wall_seconds_each_round": [o["wall_seconds"] for o in runs],
+        "cpu_seconds": {
+            "to_converge": round(median([o["cpu_seconds"]["to_converge"] for o in runs]), 2),
+            "from_start_to_converge": round(median(cpu_from_start), 2),
+            "from_start_each_round": cpu_from_start,
+        },
+        "peak_rss_mb": {
+            "median": round(median([o["rss_mb"]["peak"] for o in runs]), 1),
+            "max": max(o["rss_mb"]["peak"] for o in runs),
+        },
+        "log_error_lines_each_round": [o["log"]["error_lines"] for o in runs],
     }
 
 
@@ -1392,7 +1538,7 @@ async def run_sizes(args: argparse.Namespace) -> dict[str, Any]:
     report["sizes"] = []
     for crs in args.sizes:
         sized = argparse.Namespace(**{**vars(args), "crs": crs})
-        runs = await run_rounds(sized, ["memop", "floor"])
+        runs = await run_rounds(sized, run_modes(sized))
         report["sizes"].append(size_summary(crs, runs))
     report.update(machine())
     return report
@@ -1515,7 +1661,26 @@ def build_parser() -> argparse.ArgumentParser:
         "writes, reconciles and watch events per CR (replaces --crs; on a real cluster each run's "
         "namespaces are deleted, and waited for, before the next)",
     )
+    parser.add_argument(
+        "--operator",
+        type=operator_option,
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="also run another operator in every round, after memop and the floor, measured as memop "
+        "is (its wall time over the floor's, CPU from its start, peak RSS); COMMAND's {kubeconfig}, "
+        "{workers} and {namespaces} are replaced, and it gets KUBECONFIG and WATCH_NAMESPACE (unless "
+        "--all-namespaces); ready once it converged a probe Memcached; repeatable",
+    )
     return parser
+
+
+def operator_option(text: str) -> tuple[str, str]:
+    """``--operator``'s value, checked (see :func:`otheroperator.parse_operator`)."""
+    try:
+        return parse_operator(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def sizes_list(text: str) -> list[int]:
@@ -1636,6 +1801,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--controller-qps must not be negative and --controller-burst at least 1")
     if args.role is None and args.sizes and args.floor:
         parser.error("--sizes runs memop and the floor: drop --floor")
+    if args.role is None and len({name for name, _ in args.operator}) != len(args.operator):
+        parser.error("--operator: each NAME once")
     if args.role == "serve":
         return asyncio.run(serve(args))
     if args.role == "floor":

@@ -129,7 +129,19 @@ def test_converge_benchmark_compares_memop_with_the_floor_run_by_run() -> None:
 def test_converge_benchmark_reports_cost_as_work_grows() -> None:
     # The model of a real control plane without nodes: kube-controller-manager's rate limits,
     # pods Pending. memop and the floor alternate at each size.
-    result = run_bench("converge.py", "--sizes=6,12", "--namespaces=2", "--skip-settle", "--count-pod-events")
+    # Another operator runs beside them in every round: memop itself, started from a template.
+    other = (
+        f"again={sys.executable} -m memop --max-concurrent-reconciles {{workers}} "
+        "--metrics-bind-address 0 --health-probe-bind-address 0"
+    )
+    result = run_bench(
+        "converge.py",
+        "--sizes=6,12",
+        "--namespaces=2",
+        "--skip-settle",
+        "--count-pod-events",
+        f"--operator={other}",
+    )
     assert result["simulated_control_plane"] == {
         "controller_qps": 20.0,
         "controller_burst": 30,
@@ -156,6 +168,12 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         assert events["memcacheds"] >= 3.0
         assert events["deployments"] >= 1.0
         assert "pods" in events
+        again = size["operators"]["again"]
+        [pair] = again["over_floor"]["each_round"]
+        assert pair > 0
+        assert again["cpu_seconds"]["from_start_to_converge"] > again["cpu_seconds"]["to_converge"] > 0
+        assert again["peak_rss_mb"]["max"] > 0
+        assert again["log_error_lines_each_round"] == [0]
 
 
 @pytest.mark.parametrize(
@@ -165,6 +183,10 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         (["--sizes=3,x"], "not a list of numbers"),
         (["--no-nodes"], "--no-nodes needs --skip-settle"),
         (["--controller-qps=-1"], "--controller-qps must not be negative"),
+        (["--operator=cr"], "expected NAME=COMMAND"),
+        (["--operator=cr=/nonexistent/manager"], "is not an executable"),
+        (["--operator=floor=/bin/true"], "not memop or floor"),
+        (["--operator=a=/bin/true", "--operator=a=/bin/true"], "each NAME once"),
     ],
 )
 def test_converge_benchmark_refuses_bad_options_in_one_line(args: list[str], message: str) -> None:
