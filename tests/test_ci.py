@@ -54,7 +54,8 @@ def test_ci_reads_the_readme_set_up_commands() -> None:
     assert run.startswith("python3 -m venv .venv && .venv/bin/pip install . && ")
     assert run.endswith(".venv/bin/python -m memop demo")
     assert tests.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && ")
-    assert tests.endswith(".venv/bin/python -m pytest")
+    # pytest-xdist, one worker per core: the suite is mostly waiting on servers and processes.
+    assert tests.endswith(".venv/bin/python -m pytest -n auto")
     readme = (ROOT / "README.md").read_text()
     setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
     block = setup.split("```sh\n", 1)[1].split("```", 1)[0]

@@ -61,7 +61,7 @@ def test_setup_cfg_declares_the_dependencies_and_extras() -> None:
     install = requirement_names(cfg["options"]["install_requires"])
     assert {"kubernetes-asyncio", "aiohttp", "prometheus-client", "tenacity"} <= install
     extras = cfg["options.extras_require"]
-    assert {"pytest", "pytest-asyncio", "hypothesis"} <= requirement_names(extras["test"])
+    assert {"pytest", "pytest-asyncio", "pytest-xdist", "hypothesis"} <= requirement_names(extras["test"])
     assert {"ruff", "mypy"} <= requirement_names(extras["dev"])
     assert cfg["options.entry_points"]["console_scripts"].strip() == "memop = memop.cli.main:main"
     # The installed distribution says the same (an editable install reads setup.cfg too).
