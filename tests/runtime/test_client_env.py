@@ -19,6 +19,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop.runtime.client.client import Client
+from memop.runtime.client.http1 import Http1Pool
 from memop.runtime.client.resources import CONFIGMAPS
 from memop.testing.server import ApiServer
 
@@ -119,6 +120,32 @@ async def test_without_a_proxy_the_session_stops_reading_the_environment_per_req
         assert [i["metadata"]["name"] for i in items] == ["plain"]
 
 
+def pool_of(api: ApiClient) -> Http1Pool | None:
+    connector = session_of(api).connector
+    pool = getattr(connector, "http1", None)
+    assert pool is None or isinstance(pool, Http1Pool)
+    return pool
+
+
+async def test_requests_share_one_kept_alive_connection_closed_with_the_api_client(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    async with ApiServer(tls=True) as server, ApiClient(server.client_configuration()) as api:
+        assert server.url.startswith("https://")
+        client = Client(api)
+        pool = pool_of(api)
+        assert pool is not None
+        for i in range(5):
+            await client.create(CONFIGMAPS, configmap(f"cm-{i}"), NS)
+        assert len((await client.list_all(CONFIGMAPS, NS))[0]) == 5
+        # Sequential requests, one TLS connection, as client-go's transport keeps them.
+        assert pool.connections_opened == 1
+        assert pool.open_connections == 1
+    assert pool.open_connections == 0
+    with pytest.raises(Exception, match="closed"):
+        await pool.request("GET", "/readyz", {})
+
+
 async def test_a_proxy_that_applies_to_the_server_is_used(
     clean_env: pytest.MonkeyPatch, server: ApiServer, proxy: LoopbackProxy
 ) -> None:
@@ -127,6 +154,7 @@ async def test_a_proxy_that_applies_to_the_server_is_used(
     async with ApiClient(server.client_configuration()) as api:
         client = Client(api)
         assert session_of(api).trust_env is True  # left alone: aiohttp sends through the proxy
+        assert pool_of(api) is None  # and every request goes through aiohttp
         answer = await client.get(CONFIGMAPS, "anything", NS)
     assert answer["metadata"]["name"] == "from-the-proxy"
     assert len(proxy.requests) == 1

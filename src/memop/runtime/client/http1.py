@@ -1,0 +1,293 @@
+"""Keep-alive HTTP/1.1 connections to the API server for memop's one-answer requests (private).
+
+Why not aiohttp for these: a PATCH to a real kube-apiserver over TLS cost 1,170 µs of CPU
+through a bare aiohttp session and 455 µs through this module (uvloop, same connection reuse,
+same JSON decoding; httpx took 3,600 and aiosonic 1,100 and more). Three writes per Memcached
+made aiohttp's request path the largest part of memop's CPU. The parsing is httptools' (llhttp,
+the parser of Node.js, also uvicorn's); this module only keeps connections and frames requests.
+
+What it does, as Go's net/http transport does for client-go:
+
+- one request at a time per connection; idle connections are reused (the most recently used
+  first), at most ``limit`` connections at once, further requests wait for one;
+- a connection the server closed, or that stayed idle longer than ``idle_timeout``, is not
+  reused; a response the server ends with ``Connection: close`` closes it;
+- ``Accept-Encoding: gzip`` is sent (kube-apiserver compresses answers over 128 KiB: large
+  lists), and gzip answers are decompressed;
+- a request cancelled or timed out mid-way closes its connection (its state is unknown).
+
+It does not retry: :class:`memop.runtime.client.client.Client` decides what is safe to retry.
+Watches (streams) and proxied connections stay on aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+import zlib
+from collections.abc import Mapping
+from typing import NamedTuple, cast
+
+import httptools
+
+__all__ = ["Http1ConnectError", "Http1Error", "Http1Pool", "Http1Response"]
+
+# As Go's http.DefaultTransport (IdleConnTimeout): an idle connection older than this is closed.
+DEFAULT_IDLE_TIMEOUT = 90.0
+
+
+class Http1Response(NamedTuple):
+    status: int
+    reason: str
+    # Lower-case names; a repeated header's values joined with ", " (RFC 9110 5.3).
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class Http1Error(Exception):
+    """The exchange failed: the connection broke, the answer was not HTTP, or it could not be
+    decoded. The request may have reached the server."""
+
+
+class Http1ConnectError(Http1Error):
+    """No connection could be opened: the request never reached the server."""
+
+
+class _Connection(asyncio.Protocol):
+    """One connection; one request at a time (HTTP/1.1 without pipelining)."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.idle_since = time.monotonic()
+        self._parser = httptools.HttpResponseParser(self)
+        self._waiter: asyncio.Future[Http1Response] | None = None
+        self._headers: dict[str, str] = {}
+        self._body: list[bytes] = []
+        self._reason = ""
+        self._keep_alive = True
+        self.answered = False  # any byte of an answer ever arrived
+        self.answered_this = False  # any byte of the current request's answer
+
+    # asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses; a stream's has write().
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.answered = self.answered_this = True
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as error:
+            self._fail(Http1Error(f"the answer is not valid HTTP/1.1: {error}"))
+            self.close()
+
+    def eof_received(self) -> bool:
+        # The server closed its side: this connection cannot carry another request.
+        self.closed = True
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._fail(Http1Error(f"the connection was closed before the answer ended{_because(exc)}"))
+
+    # httptools' callbacks -----------------------------------------------------------------
+
+    def on_status(self, status: bytes) -> None:
+        self._reason += status.decode("latin-1")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        previous = self._headers.get(key)
+        self._headers[key] = text if previous is None else f"{previous}, {text}"
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        self._keep_alive = self._parser.should_keep_alive()
+        waiter, self._waiter = self._waiter, None
+        headers, self._headers = self._headers, {}
+        body = b"".join(self._body)
+        self._body = []
+        reason, self._reason = self._reason, ""
+        if waiter is None or waiter.done():
+            # An answer nobody asked for (a 408 before the server closes an idle connection).
+            self.close()
+            return
+        try:
+            body = _decoded(body, headers.get("content-encoding"))
+        except Http1Error as error:
+            waiter.set_exception(error)
+            self.close()
+            return
+        waiter.set_result(Http1Response(self._parser.get_status_code(), reason, headers, body))
+
+    # ours ----------------------------------------------------------------------------------
+
+    @property
+    def reusable(self) -> bool:
+        return not self.closed and self._keep_alive and self._waiter is None
+
+    def send(self, head: bytes, body: bytes | None) -> asyncio.Future[Http1Response]:
+        assert self.transport is not None
+        self._waiter = asyncio.get_running_loop().create_future()
+        self.answered_this = False
+        self.transport.write(head + body if body else head)
+        return self._waiter
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def _fail(self, error: Http1Error) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
+
+
+class Http1Pool:
+    """Connections to one server (``host``:``port``, TLS with ``ssl_context`` unless None)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        ssl_context: ssl.SSLContext | None,
+        server_hostname: str | None = None,
+        limit: int = 100,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.host = host
+        self.port = port
+        self._ssl = ssl_context
+        self._server_hostname = server_hostname
+        self._idle_timeout = idle_timeout
+        self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()
+        self._slots = asyncio.Semaphore(limit)
+        self._closed = False
+        # The Host header: the authority as the URL names it (IPv6 in brackets).
+        authority = f"[{host}]" if ":" in host else host
+        self._host_header = f"Host: {authority}:{port}\r\n"
+        self.connections_opened = 0
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._idle) + len(self._busy)
+
+    async def request(
+        self,
+        method: str,
+        target: str,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Http1Response:
+        """Send one request (``target``: the path and query, already encoded) and return the
+        whole answer, any status, within ``timeout`` seconds (None: no limit). Cancelled or
+        timed out, its connection is closed."""
+        if self._closed:
+            raise Http1ConnectError("the connection pool is closed")
+        head = self._head(method, target, headers, body)
+        stage = "waiting for a free connection"
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._slots:
+                    stage = "connecting"
+                    connection = await self._connection()
+                    stage = "waiting for the answer"
+                    reused = connection.answered
+                    try:
+                        return await self._exchange(connection, head, body)
+                    except Http1Error:
+                        # A kept-alive connection the server closed just as we sent: as Go's
+                        # transport, send again on a new one only what is safe to repeat.
+                        if not (reused and method == "GET" and not connection.answered_this):
+                            raise
+                    stage = "connecting"
+                    connection = await self._connection(fresh=True)
+                    stage = "waiting for the answer"
+                    return await self._exchange(connection, head, body)
+        except TimeoutError:
+            message = f"no answer within {timeout:g} s ({stage})"
+            raise (Http1ConnectError if stage == "connecting" else Http1Error)(message) from None
+
+    async def close(self) -> None:
+        """Close every connection; requests under way fail."""
+        self._closed = True
+        for connection in [*self._idle, *self._busy]:
+            connection.close()
+        self._idle.clear()
+        # Let the transports run their connection_lost before the loop may close.
+        await asyncio.sleep(0)
+
+    async def _exchange(self, connection: _Connection, head: bytes, body: bytes | None) -> Http1Response:
+        self._busy.add(connection)
+        try:
+            response = await connection.send(head, body)
+        except BaseException:
+            connection.close()
+            raise
+        finally:
+            self._busy.discard(connection)
+        if connection.reusable and not self._closed:
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.close()
+        return response
+
+    def _head(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> bytes:
+        lines = [f"{method} {target} HTTP/1.1\r\n", self._host_header]
+        lines.extend(f"{name}: {value}\r\n" for name, value in headers.items())
+        if body is not None:
+            lines.append(f"Content-Length: {len(body)}\r\n")
+        lines.append("Accept-Encoding: gzip\r\n\r\n")
+        return "".join(lines).encode("latin-1")
+
+    async def _connection(self, *, fresh: bool = False) -> _Connection:
+        now = time.monotonic()
+        while self._idle and not fresh:
+            connection = self._idle.pop()
+            if connection.reusable and now - connection.idle_since < self._idle_timeout:
+                return connection
+            connection.close()
+        loop = asyncio.get_running_loop()
+        try:
+            _, protocol = await loop.create_connection(
+                _Connection,
+                self.host,
+                self.port,
+                ssl=self._ssl,
+                server_hostname=(self._server_hostname or self.host) if self._ssl is not None else None,
+            )
+        except (OSError, ssl.SSLError) as error:
+            raise Http1ConnectError(f"cannot connect to {self.host}:{self.port}: {error}") from error
+        self.connections_opened += 1
+        return protocol
+
+
+def _decoded(body: bytes, encoding: str | None) -> bytes:
+    if not encoding or encoding == "identity" or not body:
+        return body
+    try:
+        if encoding == "gzip":
+            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        if encoding == "deflate":
+            return zlib.decompress(body)
+    except zlib.error as error:
+        raise Http1Error(f"the {encoding} answer cannot be decompressed: {error}") from error
+    raise Http1Error(f"the answer has a Content-Encoding memop did not ask for: {encoding}")
+
+
+def _because(exc: Exception | None) -> str:
+    return f": {exc}" if exc is not None else ""

@@ -1,0 +1,279 @@
+"""memop's HTTP/1.1 connections (memop.runtime.client.http1) against loopback servers: what a
+server may answer (kept-alive or closed connections, chunked and gzip bodies, garbage), the
+connection limit, timeouts and refused ports. The Client's use of it over TLS is covered by
+tests/runtime/test_client_env.py and every test that talks to the in-memory API server."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+
+from memop.runtime.client.http1 import Http1ConnectError, Http1Error, Http1Pool
+from memop.testing.wait import wait_for
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@asynccontextmanager
+async def aiohttp_server(handler: Handler) -> AsyncIterator[int]:
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        server = site._server
+        assert server is not None
+        yield server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+    finally:
+        await runner.cleanup()
+
+
+@asynccontextmanager
+async def raw_server(answer: Callable[[int], bytes | None]) -> AsyncIterator[tuple[int, list[int]]]:
+    """A server that reads one request per connection and writes ``answer(n)`` (the n-th
+    connection's), then closes; None: closes without answering. Yields its port and the
+    number of requests each connection got."""
+    requests: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        index = len(requests)
+        requests.append(0)
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            requests[index] += 1
+            data = answer(index)
+            if data is not None:
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], requests
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@asynccontextmanager
+async def pool_for(port: int, **options: float) -> AsyncIterator[Http1Pool]:
+    pool = Http1Pool("127.0.0.1", port, ssl_context=None, **options)  # type: ignore[arg-type]
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+async def test_sequential_requests_reuse_one_connection_and_carry_headers_and_bodies() -> None:
+    seen: list[tuple[str, str, str | None, bytes, int]] = []
+
+    async def echo(request: web.Request) -> web.Response:
+        body = await request.read()
+        assert request.transport is not None
+        seen.append(
+            (request.method, request.path_qs, request.headers.get("X-Test"), body, id(request.transport))
+        )
+        return web.json_response({"n": len(seen)}, headers={"Warning": "299 - one"})
+
+    async with aiohttp_server(echo) as port, pool_for(port) as pool:
+        first = await pool.request("PATCH", "/a/b?x=1%202", {"X-Test": "t"}, b'{"k":1}')
+        second = await pool.request("GET", "/c", {})
+    assert (first.status, first.reason, first.body) == (200, "OK", b'{"n": 1}')
+    assert first.headers["content-type"] == "application/json; charset=utf-8"
+    assert first.headers["warning"] == "299 - one"
+    assert second.body == b'{"n": 2}'
+    assert [s[:4] for s in seen] == [("PATCH", "/a/b?x=1%202", "t", b'{"k":1}'), ("GET", "/c", None, b"")]
+    assert seen[0][4] == seen[1][4]  # the same connection
+    assert pool.connections_opened == 1
+
+
+async def test_chunked_and_gzip_answers_are_whole_and_decoded() -> None:
+    payload = b'{"items":[' + b",".join(b'{"i":%d}' % i for i in range(20000)) + b"]}"
+
+    async def chunked(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, len(payload), 7000):
+            await response.write(payload[start : start + 7000])
+        await response.write_eof()
+        return response
+
+    async def gzipped(request: web.Request) -> web.Response:
+        assert request.headers["Accept-Encoding"] == "gzip"  # asked for, as client-go does
+        return web.Response(body=gzip.compress(payload), headers={"Content-Encoding": "gzip"})
+
+    async def route(request: web.Request) -> web.StreamResponse:
+        return await (chunked if request.path == "/chunked" else gzipped)(request)
+
+    async with aiohttp_server(route) as port, pool_for(port) as pool:
+        assert (await pool.request("GET", "/chunked", {})).body == payload
+        assert (await pool.request("GET", "/gzip", {})).body == payload
+        assert (await pool.request("GET", "/chunked", {})).body == payload
+    assert pool.connections_opened == 1
+
+
+async def test_a_closed_connection_is_not_reused() -> None:
+    def answer(index: int) -> bytes:
+        return b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+
+    async with raw_server(answer) as (port, requests), pool_for(port) as pool:
+        for _ in range(3):
+            assert (await pool.request("GET", "/", {})).body == b"ok"
+    assert requests == [1, 1, 1]
+    assert pool.connections_opened == 3
+
+
+async def test_a_kept_alive_connection_the_server_closed_while_idle_is_replaced() -> None:
+    # The server says keep-alive, then closes: the next request must not fail.
+    def answer(index: int) -> bytes:
+        return b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    async with raw_server(answer) as (port, requests), pool_for(port) as pool:
+        assert (await pool.request("GET", "/", {})).body == b"ok"
+        await wait_for(lambda: pool.open_connections == 0 or _all_closed(pool), timeout=5)
+        assert (await pool.request("POST", "/", {}, b"{}")).body == b"ok"
+    assert requests == [1, 1]
+
+
+def _all_closed(pool: Http1Pool) -> bool:
+    return all(connection.closed for connection in pool._idle)
+
+
+async def test_a_get_is_sent_again_when_a_kept_alive_connection_dies_with_it_but_a_post_is_not() -> None:
+    """Go's transport rule: only on a reused connection that gave no byte of the answer, and only
+    what is safe to repeat. The race (the server closes as the request leaves) is made certain
+    here: the server keeps the first connection open after its answer and closes it unanswered
+    on the second request."""
+    arrivals: list[tuple[int, bytes]] = []
+    connections = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        number = connections
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                arrivals.append((number, head.split(b" ", 1)[0]))
+                length = (
+                    int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n")[0])
+                    if b"ength: " in head
+                    else 0
+                )
+                await reader.readexactly(length)
+                if len([a for a in arrivals if a[0] == number]) == 2:
+                    return  # dies with the second request of a connection, unanswered
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            return
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with pool_for(port) as pool:
+            assert (await pool.request("GET", "/", {})).body == b"ok"
+            assert (await pool.request("GET", "/", {})).body == b"ok"  # sent again on connection 2
+            assert arrivals == [(1, b"GET"), (1, b"GET"), (2, b"GET")]
+            with pytest.raises(Http1Error, match="closed before the answer ended"):
+                await pool.request("POST", "/", {}, b"{}")  # connection 2's second: not repeated
+            assert arrivals[3:] == [(2, b"POST")]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_at_most_limit_connections_at_once() -> None:
+    running = 0
+    most = 0
+    release = asyncio.Event()
+
+    async def slow(request: web.Request) -> web.Response:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await release.wait()
+        running -= 1
+        return web.Response(text="done")
+
+    async with aiohttp_server(slow) as port, pool_for(port, limit=2) as pool:
+        calls = [asyncio.create_task(pool.request("GET", f"/{i}", {})) for i in range(5)]
+        await wait_for(lambda: running == 2, timeout=5)
+        release.set()
+        answers = await asyncio.gather(*calls)
+    assert [a.body for a in answers] == [b"done"] * 5
+    assert most == 2
+    assert pool.connections_opened == 2
+
+
+async def test_a_timeout_closes_the_connection_and_the_pool_goes_on() -> None:
+    stall = asyncio.Event()
+
+    async def maybe_stall(request: web.Request) -> web.Response:
+        if request.path == "/stall":
+            await stall.wait()
+        return web.Response(text="ok")
+
+    async with aiohttp_server(maybe_stall) as port, pool_for(port) as pool:
+        with pytest.raises(Http1Error, match=r"no answer within 0.2 s \(waiting for the answer\)"):
+            await pool.request("GET", "/stall", {}, timeout=0.2)
+        assert pool.open_connections == 0
+        stall.set()
+        assert (await pool.request("GET", "/", {}, timeout=5)).body == b"ok"
+
+
+async def test_a_refused_port_is_a_connect_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, not listening: refused
+        async with pool_for(port) as pool:
+            with pytest.raises(Http1ConnectError, match=f"cannot connect to 127.0.0.1:{port}"):
+                await pool.request("GET", "/", {})
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "not valid HTTP/1.1"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "closed before the answer ended"),
+        (None, "closed before the answer ended"),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Encoding: gzip\r\n\r\nabc",
+            "cannot be decompressed",
+        ),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Encoding: br\r\n\r\nabc", "did not ask for: br"),
+    ],
+)
+async def test_what_is_not_a_whole_answer_is_an_error(answer: bytes | None, message: str) -> None:
+    async with raw_server(lambda index: answer) as (port, _), pool_for(port) as pool:
+        with pytest.raises(Http1Error, match=message):
+            await pool.request("GET", "/", {})
+
+
+def test_the_pool_works_on_uvloop_whose_transports_are_not_asyncio_s() -> None:
+    """memop runs on uvloop where it is installed (``--event-loop auto``)."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scenario() -> tuple[list[bytes], int]:
+        async def hello(request: web.Request) -> web.Response:
+            return web.Response(text=f"hello {request.path}")
+
+        async with aiohttp_server(hello) as port, pool_for(port) as pool:
+            bodies = [(await pool.request("GET", f"/{i}", {})).body for i in range(3)]
+            return bodies, pool.connections_opened
+
+    bodies, opened = uvloop.run(scenario())
+    assert bodies == [b"hello /0", b"hello /1", b"hello /2"]
+    assert opened == 1
