@@ -277,3 +277,20 @@ def test_the_pool_works_on_uvloop_whose_transports_are_not_asyncio_s() -> None:
     bodies, opened = uvloop.run(scenario())
     assert bodies == [b"hello /0", b"hello /1", b"hello /2"]
     assert opened == 1
+
+
+async def test_a_request_that_waits_too_long_for_a_free_connection_times_out() -> None:
+    stall = asyncio.Event()
+
+    async def stalled(request: web.Request) -> web.Response:
+        await stall.wait()
+        return web.Response(text="ok")
+
+    async with aiohttp_server(stalled) as port, pool_for(port, limit=1) as pool:
+        first = asyncio.create_task(pool.request("GET", "/", {}))
+        await wait_for(lambda: pool.open_connections == 1, timeout=5)
+        with pytest.raises(Http1Error, match=r"no answer within 0.2 s \(waiting for a free connection\)"):
+            await pool.request("GET", "/", {}, timeout=0.2)
+        stall.set()
+        assert (await first).body == b"ok"
+        assert (await pool.request("GET", "/", {}, timeout=5)).body == b"ok"
