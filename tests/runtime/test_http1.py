@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 import pytest
 from aiohttp import web
 
-from memop.runtime.client.http1 import Http1ConnectError, Http1Error, Http1Pool
+from memop.runtime.client.http1 import STREAM_BUFFER, Http1ConnectError, Http1Error, Http1Pool, Http1Stream
 from memop.testing.wait import wait_for
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -294,3 +294,121 @@ async def test_a_request_that_waits_too_long_for_a_free_connection_times_out() -
         stall.set()
         assert (await first).body == b"ok"
         assert (await pool.request("GET", "/", {}, timeout=5)).body == b"ok"
+
+
+async def read_all(stream: Http1Stream) -> list[bytes]:
+    chunks = []
+    while chunk := await stream.readany():
+        chunks.append(chunk)
+    return chunks
+
+
+async def test_a_stream_is_read_as_it_arrives_and_its_connection_kept_when_read_whole() -> None:
+    more = asyncio.Event()
+
+    async def lines(request: web.Request) -> web.StreamResponse:
+        if request.path != "/watch":
+            return web.Response(text="ok")
+        assert "Accept-Encoding" not in request.headers  # streams are never compressed
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        await response.write(b'{"type":"ADDED"}\n')
+        await more.wait()
+        await response.write(b'{"type":"MODIFIED"}\n')
+        await response.write_eof()
+        return response
+
+    async with aiohttp_server(lines) as port, pool_for(port) as pool:
+        stream = await pool.stream("GET", "/watch", {}, timeout=5, read_timeout=5)
+        assert (stream.status, stream.headers["content-type"]) == (200, "application/json")
+        assert await stream.readany() == b'{"type":"ADDED"}\n'  # before the answer ends
+        more.set()
+        assert b"".join(await read_all(stream)) == b'{"type":"MODIFIED"}\n'
+        stream.close()
+        assert pool.open_connections == 1  # kept: the answer was read whole
+        assert (await pool.request("GET", "/x", {})).status == 200
+        assert pool.connections_opened == 1
+
+
+async def test_a_stream_closed_early_closes_its_connection_and_frees_its_slot() -> None:
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        while True:
+            await response.write(b"x" * 1000 + b"\n")
+            await asyncio.sleep(0.01)
+
+    async with aiohttp_server(endless) as port, pool_for(port, limit=1) as pool:
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5)
+        assert await stream.readany()
+        stream.close()
+        stream.close()  # idempotent
+        assert pool.open_connections == 0
+        again = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5)  # the one slot is free
+        again.close()
+    assert pool.connections_opened == 2
+
+
+async def test_a_silent_stream_times_out_and_a_broken_one_fails() -> None:
+    done = asyncio.Event()
+
+    async def silent(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await done.wait()
+        return response
+
+    async with aiohttp_server(silent) as port, pool_for(port) as pool:
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=0.2)
+        with pytest.raises(Http1Error, match=r"no answer within 0.2 s \(waiting for the next byte\)"):
+            await stream.readany()
+        stream.close()
+        done.set()
+
+    def cut(index: int) -> bytes:
+        return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
+
+    async with raw_server(cut) as (port, _), pool_for(port) as pool:
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5)
+        assert await stream.readany() == b"hello"
+        with pytest.raises(Http1Error, match="closed before the answer ended"):
+            await stream.readany()
+        stream.close()
+        assert pool.open_connections == 0
+
+
+async def test_headers_that_never_come_time_out_with_the_read_timeout() -> None:
+    done = asyncio.Event()
+
+    async def mute(request: web.Request) -> web.Response:
+        await done.wait()
+        return web.Response()
+
+    async with aiohttp_server(mute) as port, pool_for(port, limit=1) as pool:
+        with pytest.raises(Http1Error, match=r"no answer within 0.2 s \(waiting for the headers\)"):
+            await pool.stream("GET", "/", {}, timeout=5, read_timeout=0.2)
+        assert pool.open_connections == 0
+        with pytest.raises(Http1Error, match="waiting for the headers"):
+            await pool.stream("GET", "/", {}, timeout=5, read_timeout=0.2)  # the slot was freed
+        done.set()
+
+
+async def test_a_reader_behind_pauses_the_connection_until_it_reads() -> None:
+    total = 3 * STREAM_BUFFER
+
+    async def flood(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.content_length = total
+        await response.prepare(request)
+        for _ in range(total // 65536):
+            await response.write(b"y" * 65536)
+        return response
+
+    async with aiohttp_server(flood) as port, pool_for(port) as pool:
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5)
+        await wait_for(lambda: stream._paused, timeout=5)
+        assert stream._buffered <= STREAM_BUFFER + 2**18
+        received = sum(len(chunk) for chunk in await read_all(stream))
+        stream.close()
+    assert received == total

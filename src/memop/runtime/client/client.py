@@ -66,7 +66,7 @@ from memop.runtime.client.errors import (
     error_from_status,
     is_retryable,
 )
-from memop.runtime.client.http1 import Http1ConnectError, Http1Error, Http1Pool
+from memop.runtime.client.http1 import Http1ConnectError, Http1Error, Http1Pool, Http1Stream
 from memop.runtime.client.reachability import Reachability
 from memop.runtime.client.resources import Resource
 from memop.runtime.metrics import REST_CLIENT_REQUEST_DURATION, REST_CLIENT_REQUESTS
@@ -235,6 +235,11 @@ def _close_soon(connector: aiohttp.BaseConnector) -> None:
 
 async def _closed(connector: aiohttp.BaseConnector) -> None:
     await connector.close()
+
+
+async def _chunks(stream: Http1Stream) -> AsyncGenerator[bytes, None]:
+    while chunk := await stream.readany():
+        yield chunk
 
 
 class _Answer(NamedTuple):
@@ -698,6 +703,11 @@ class Client:
         _add(query, "labelSelector", label_selector)
         _add(query, "fieldSelector", field_selector)
         path = _collection_path(res, namespace)
+        pool = self._pool()
+        if pool is not None:
+            async for batch in self._watch_on(pool, path, query, read_timeout, resource_version):
+                yield batch
+            return
         # No total deadline: the stream lasts timeout_seconds by design. sock_read bounds
         # every wait for the next byte (the headers included), which is what detects a
         # connection that died silently.
@@ -719,7 +729,7 @@ class Client:
                 )
                 raise self._error_from(answer, "GET", path)
             log.debug("watching %s from resourceVersion %r", path, resource_version)
-            async for batch in watchstream.read_event_batches(response, path=path):
+            async for batch in watchstream.read_event_batches(response.content.readany, path=path):
                 yield batch
             finished = True
         finally:
@@ -728,6 +738,52 @@ class Client:
                 response.release()
             else:
                 response.close()
+
+    async def _watch_on(
+        self, pool: Http1Pool, path: str, query: Query, read_timeout: float, resource_version: str
+    ) -> AsyncGenerator[watchstream.EventLines, None]:
+        """:meth:`watch_batches` on memop's own connections: ``self.timeout`` to connect, then
+        at most ``read_timeout`` for the headers and for every next byte (what detects a
+        connection that died silently); no total deadline, the server ends the stream."""
+        headers, params = await self._headers(query, None)
+        target = self._base_path + path + "?" + urlencode(params)
+        try:
+            stream = await pool.stream(
+                "GET", target, headers, timeout=self.timeout, read_timeout=read_timeout
+            )
+        except Http1ConnectError as error:
+            self._count("<error>", "GET")
+            failure = ConnectError(f"GET {path}: cannot connect to {self.host}: {error}")
+            self.reachability.unreachable(failure)
+            raise failure from error
+        except Http1Error as error:
+            self._count("<error>", "GET")
+            raise TransportError(f"GET {path}: {_describe(error)}") from error
+        self._count(str(stream.status), "GET")
+        try:
+            if stream.status != 200:
+                try:
+                    data = b"".join([chunk async for chunk in _chunks(stream)])
+                except Http1Error as error:
+                    raise TransportError(
+                        f"GET {path}: reading the answer failed: {_describe(error)}"
+                    ) from error
+                raise self._error_from(
+                    _Answer(stream.status, stream.reason, stream.headers.get("retry-after"), data),
+                    "GET",
+                    path,
+                )
+            log.debug("watching %s from resourceVersion %r", path, resource_version)
+            async for batch in watchstream.read_event_batches(stream.readany, path=path):
+                yield batch
+        finally:
+            # Kept for another request if the stream was read to its end, closed otherwise.
+            stream.close()
+
+    def _pool(self) -> Http1Pool | None:
+        """memop's own connections, unless a proxy applies (then aiohttp carries everything)."""
+        connector = getattr(getattr(self.api_client.rest_client, "pool_manager", None), "connector", None)
+        return connector.http1 if isinstance(connector, _Connector) else None
 
     # Plumbing ------------------------------------------------------------------------------
 
@@ -937,9 +993,7 @@ class Client:
     ) -> _Answer:
         """One request with one answer (not a watch), whole: through the HTTP/1.1 pool, or
         aiohttp when a proxy applies."""
-        rest = self.api_client.rest_client
-        connector = getattr(getattr(rest, "pool_manager", None), "connector", None)
-        pool = connector.http1 if isinstance(connector, _Connector) else None
+        pool = self._pool()
         if pool is None:
             response = await self._open(
                 method,

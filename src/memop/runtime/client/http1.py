@@ -26,14 +26,18 @@ import asyncio
 import ssl
 import time
 import zlib
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, NamedTuple, TypeVar, cast
 
 import httptools
 
-__all__ = ["Http1ConnectError", "Http1Error", "Http1Pool", "Http1Response"]
+__all__ = ["Http1ConnectError", "Http1Error", "Http1Pool", "Http1Response", "Http1Stream"]
 
 _T = TypeVar("_T")
+
+# A stream's unread bytes past which its connection stops reading (aiohttp's read_bufsize as
+# kubernetes_asyncio sets it: a watch event can carry an object up to etcd's 1.5 MiB).
+STREAM_BUFFER = 2**21
 
 # As Go's http.DefaultTransport (IdleConnTimeout): an idle connection older than this is closed.
 DEFAULT_IDLE_TIMEOUT = 90.0
@@ -72,6 +76,8 @@ class _Connection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.answered = False  # any byte of an answer ever arrived
         self.answered_this = False  # any byte of the current request's answer
+        # The answer being read as it arrives (a watch), instead of whole.
+        self.stream: Http1Stream | None = None
 
     # asyncio.Protocol ---------------------------------------------------------------------
 
@@ -107,12 +113,24 @@ class _Connection(asyncio.Protocol):
         previous = self._headers.get(key)
         self._headers[key] = text if previous is None else f"{previous}, {text}"
 
+    def on_headers_complete(self) -> None:
+        if self.stream is not None:
+            headers, self._headers = self._headers, {}
+            reason, self._reason = self._reason, ""
+            self.stream.on_head(self._parser.get_status_code(), reason, headers)
+
     def on_body(self, body: bytes) -> None:
-        self._body.append(body)
+        if self.stream is not None:
+            self.stream.on_body(body)
+        else:
+            self._body.append(body)
 
     def on_message_complete(self) -> None:
         self._stop_timer()
         self._keep_alive = self._parser.should_keep_alive()
+        if self.stream is not None:
+            self.stream.on_end()
+            return
         waiter, self._waiter = self._waiter, None
         headers, self._headers = self._headers, {}
         body = b"".join(self._body)
@@ -134,7 +152,13 @@ class _Connection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
-        return not self.closed and self._keep_alive and self._waiter is None
+        return not self.closed and self._keep_alive and self._waiter is None and self.stream is None
+
+    def start_stream(self, head: bytes, stream: Http1Stream) -> None:
+        assert self.transport is not None
+        self.stream = stream
+        self.answered_this = False
+        self.transport.write(head)
 
     def send(
         self, head: bytes, body: bytes | None, deadline: float | None, timeout: float | None
@@ -167,6 +191,8 @@ class _Connection(asyncio.Protocol):
 
     def _fail(self, error: Http1Error) -> None:
         self._stop_timer()
+        if self.stream is not None:
+            self.stream.on_error(error)
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
@@ -222,28 +248,94 @@ class Http1Pool:
         head = self._head(method, target, headers, body)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        # asyncio.timeout only around what may wait (a free slot, a new connection): around
-        # every request it cost 2% of memop's CPU; the answer's wait has the connection's timer.
+        await self._acquire(deadline, timeout)
+        try:
+            return await self._on_a_connection(
+                method,
+                deadline,
+                timeout,
+                lambda connection: self._exchange(connection, head, body, deadline, timeout),
+            )
+        finally:
+            self._slots.release()
+
+    async def stream(
+        self, method: str, target: str, headers: Mapping[str, str], *, timeout: float, read_timeout: float
+    ) -> Http1Stream:
+        """Send a request whose answer is read as it arrives (a watch): returns once its status
+        and headers are in (within ``timeout`` to connect, ``read_timeout`` for the headers);
+        then :meth:`Http1Stream.readany` reads it, waiting at most ``read_timeout`` for each
+        byte. The stream holds its connection until :meth:`Http1Stream.close`."""
+        if self._closed:
+            raise Http1ConnectError("the connection pool is closed")
+        head = self._head(method, target, headers, None, gzip=False)
+        deadline = asyncio.get_running_loop().time() + timeout
+        await self._acquire(deadline, timeout)
+        try:
+            return await self._on_a_connection(
+                method,
+                deadline,
+                timeout,
+                lambda connection: self._start_stream(connection, head, read_timeout),
+            )
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def _acquire(self, deadline: float | None, timeout: float | None) -> None:
+        """Take a slot (one of ``limit`` connections). asyncio.timeout only around what may
+        wait (a free slot, a new connection): around every request it cost 2% of memop's CPU;
+        the wait for an answer has its connection's timer."""
         if self._slots.locked():
             await self._bounded(self._slots.acquire(), deadline, timeout, "waiting for a free connection")
         else:
             await self._slots.acquire()
-        try:
-            connection = self._reusable()
-            if connection is None:
-                connection = await self._bounded(self._connect(), deadline, timeout, "connecting")
-            reused = connection.answered
-            try:
-                return await self._exchange(connection, head, body, deadline, timeout)
-            except Http1Error:
-                # A kept-alive connection the server closed just as we sent: as Go's transport,
-                # send again on a new one only what is safe to repeat.
-                if not (reused and method == "GET" and not connection.answered_this):
-                    raise
+
+    async def _on_a_connection(
+        self,
+        method: str,
+        deadline: float | None,
+        timeout: float | None,
+        use: Callable[[_Connection], Awaitable[_T]],
+    ) -> _T:
+        """``use`` a kept-alive connection, or a new one."""
+        connection = self._reusable()
+        if connection is None:
             connection = await self._bounded(self._connect(), deadline, timeout, "connecting")
-            return await self._exchange(connection, head, body, deadline, timeout)
-        finally:
-            self._slots.release()
+        reused = connection.answered
+        try:
+            return await use(connection)
+        except Http1Error:
+            # A kept-alive connection the server closed just as we sent: as Go's transport,
+            # send again on a new one only what is safe to repeat (a GET: no body).
+            if not (reused and method == "GET" and not connection.answered_this):
+                raise
+        connection = await self._bounded(self._connect(), deadline, timeout, "connecting")
+        return await use(connection)
+
+    async def _start_stream(self, connection: _Connection, head: bytes, read_timeout: float) -> Http1Stream:
+        stream = Http1Stream(self, connection, read_timeout)
+        self._busy.add(connection)
+        connection.start_stream(head, stream)
+        try:
+            await stream.wait_for_head()
+        except BaseException:
+            self._busy.discard(connection)
+            connection.stream = None
+            connection.close()
+            raise
+        return stream
+
+    def _end_stream(self, connection: _Connection, *, whole: bool) -> None:
+        """A stream is done with its connection: kept if its answer was read whole."""
+        self._busy.discard(connection)
+        connection.stream = None
+        if whole and connection.reusable and not self._closed:
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.close()
+        self._slots.release()
 
     @staticmethod
     async def _bounded(
@@ -290,12 +382,15 @@ class Http1Pool:
             connection.close()
         return response
 
-    def _head(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> bytes:
+    def _head(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes | None, *, gzip: bool = True
+    ) -> bytes:
         lines = [f"{method} {target} HTTP/1.1\r\n", self._host_header]
         lines.extend(f"{name}: {value}\r\n" for name, value in headers.items())
         if body is not None:
             lines.append(f"Content-Length: {len(body)}\r\n")
-        lines.append("Accept-Encoding: gzip\r\n\r\n")
+        # A stream is never compressed (kube-apiserver does not compress watches).
+        lines.append("Accept-Encoding: gzip\r\n\r\n" if gzip else "\r\n")
         return "".join(lines).encode("latin-1")
 
     def _reusable(self) -> _Connection | None:
@@ -322,6 +417,108 @@ class Http1Pool:
             raise Http1ConnectError(f"cannot connect to {self.host}:{self.port}: {error}") from error
         self.connections_opened += 1
         return protocol
+
+
+class Http1Stream:
+    """An answer read as it arrives; from :meth:`Http1Pool.stream`."""
+
+    def __init__(self, pool: Http1Pool, connection: _Connection, read_timeout: float) -> None:
+        self.status = 0
+        self.reason = ""
+        self.headers: Mapping[str, str] = {}
+        self._pool = pool
+        self._connection = connection
+        self._read_timeout = read_timeout
+        self._chunks: list[bytes] = []
+        self._buffered = 0
+        self._paused = False
+        self._eof = False
+        self._error: Http1Error | None = None
+        self._wakeup: asyncio.Future[None] | None = None
+        self._closed = False
+
+    # from the connection --------------------------------------------------------------------
+
+    def on_head(self, status: int, reason: str, headers: Mapping[str, str]) -> None:
+        self.status, self.reason, self.headers = status, reason, headers
+        if headers.get("content-encoding", "identity") != "identity":
+            self.on_error(Http1Error(f"the stream has a Content-Encoding: {headers['content-encoding']}"))
+            self._connection.close()
+            return
+        self._wake()
+
+    def on_body(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._buffered += len(data)
+        if self._buffered > STREAM_BUFFER and not self._paused and self._connection.transport is not None:
+            # The reader is behind: let TCP hold the rest, as aiohttp's read buffer does.
+            self._paused = True
+            self._connection.transport.pause_reading()
+        self._wake()
+
+    def on_end(self) -> None:
+        self._eof = True
+        self._wake()
+
+    def on_error(self, error: Http1Error) -> None:
+        if not self._eof and self._error is None:
+            self._error = error
+        self._wake()
+
+    # the reader's -----------------------------------------------------------------------------
+
+    async def wait_for_head(self) -> None:
+        while not self.status:
+            if self._error is not None:
+                raise self._error
+            await self._wait("the headers")
+
+    async def readany(self) -> bytes:
+        """What has arrived since the last call (waiting for something if nothing has); b""
+        once the answer has ended. Http1Error if it broke or stayed silent ``read_timeout``."""
+        while not self._chunks:
+            if self._eof:
+                return b""
+            if self._error is not None:
+                raise self._error
+            await self._wait("the next byte")
+        data = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        self._chunks = []
+        self._buffered = 0
+        if self._paused and self._connection.transport is not None:
+            self._paused = False
+            self._connection.transport.resume_reading()
+        return data
+
+    def close(self) -> None:
+        """Give the connection back: kept for another request if the answer was read whole,
+        closed otherwise. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        whole = self._eof and not self._chunks and self._error is None
+        self._pool._end_stream(self._connection, whole=whole)
+
+    async def _wait(self, what: str) -> None:
+        loop = asyncio.get_running_loop()
+        self._wakeup = waiter = loop.create_future()
+        timer = loop.call_later(self._read_timeout, self._time_out, waiter, what)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._wakeup = None
+
+    def _time_out(self, waiter: asyncio.Future[None], what: str) -> None:
+        if not waiter.done():
+            waiter.set_exception(
+                Http1Error(f"no answer within {self._read_timeout:g} s (waiting for {what})")
+            )
+
+    def _wake(self) -> None:
+        waiter = self._wakeup
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
 
 def _decoded(body: bytes, encoding: str | None) -> bytes:

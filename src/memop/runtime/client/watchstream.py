@@ -21,12 +21,13 @@ It never closes the response: its opener (memop.runtime.client.client) does.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import aiohttp
 
 from memop.runtime.client.errors import TransportError, error_from_status
+from memop.runtime.client.http1 import Http1Error
 from memop.runtime.util import jsoncodec
 
 log = logging.getLogger("memop.client")
@@ -105,10 +106,13 @@ class EventLines:
 
 
 async def read_event_batches(
-    response: aiohttp.ClientResponse, *, path: str = ""
+    readany: Callable[[], Awaitable[bytes]], *, path: str = ""
 ) -> AsyncIterator[EventLines]:
-    """Yield the lines of an open 200 watch ``response`` as :class:`EventLines`: every complete
-    line that has arrived when the caller asks again, until the server ends the stream.
+    """Yield the lines of an open 200 watch answer as :class:`EventLines`: every complete line
+    that has arrived when the caller asks again, until the server ends the stream. ``readany``
+    reads what has arrived (``b""`` at the end): an
+    :class:`~memop.runtime.client.http1.Http1Stream`'s, or an aiohttp response's
+    ``content.readany``.
 
     Batches because a busy stream brings many events per read: handing over what is there in
     one piece costs one trip through the async generators per read instead of one per event.
@@ -116,16 +120,16 @@ async def read_event_batches(
 
     Raises TransportError when the stream breaks, stays silent longer than the response's
     socket-read timeout, or sends a line longer than :data:`MAX_EVENT_BYTES` (iterating a
-    batch raises the error of an ERROR event). The caller closes ``response``.
+    batch raises the error of an ERROR event). The caller closes the answer.
     """
     pending: list[bytes] = []  # the start of a line whose end has not arrived yet
     pending_size = 0
     while True:
         try:
-            chunk = await response.content.readany()
-        except (aiohttp.ClientError, OSError) as error:
-            # ClientPayloadError (broken chunked stream, connection reset mid-body) and
-            # SocketTimeoutError (no byte for sock_read seconds) both land here.
+            chunk = await readany()
+        except (aiohttp.ClientError, OSError, Http1Error) as error:
+            # A broken chunked stream, a connection reset mid-body, no byte for the read
+            # timeout: aiohttp's ClientPayloadError and SocketTimeoutError, or Http1Error.
             raise TransportError(f"watch {path} broke: {_describe(error)}") from error
         if not chunk:
             if pending:
