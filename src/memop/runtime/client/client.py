@@ -3,9 +3,9 @@
 :class:`Client` speaks REST to the API server with the settings of a caller-owned
 ``kubernetes_asyncio.client.ApiClient`` (TLS client certificates, proxy settings and
 bearer-token auth, including token refresh from a kubeconfig or the in-cluster service
-account). Watches go through the ApiClient's aiohttp session; every other request goes through
-memop's own kept-alive HTTP/1.1 connections (:mod:`memop.runtime.client.http1`, a third of
-aiohttp's CPU per request), or aiohttp too when a proxy applies. It addresses objects by
+account). Requests and watches go through memop's own kept-alive HTTP/1.1 connections
+(:mod:`memop.runtime.client.http1`, a third of aiohttp's CPU per request), or through the
+ApiClient's aiohttp session when a proxy applies. It addresses objects by
 :class:`memop.runtime.client.resources.Resource` and never
 builds the generated model classes: a response is its body decoded as JSON
 (:mod:`memop.runtime.util.jsoncodec`; a Deployment costs ~0.07 ms that way against ~1 ms
@@ -126,7 +126,7 @@ class _RetryWhen(enum.Enum):
 
 def _use_a_lean_session(api_client: ApiClient, base_url: str) -> None:
     """Give the ApiClient an aiohttp session that does per request only what a Kubernetes
-    client needs, and a pool of HTTP/1.1 connections for the requests with one answer.
+    client needs, and the pool of HTTP/1.1 connections that carries memop's requests.
 
     kubernetes_asyncio builds its session with ``trust_env=True`` and a cookie jar:
 
@@ -146,8 +146,9 @@ def _use_a_lean_session(api_client: ApiClient, base_url: str) -> None:
     Everything else is kept: the TLS context and connection limit kubernetes_asyncio derives
     from the configuration (built again here, by the same rules, see :func:`_tls_context`), the
     read buffer it sizes for large watch events. The new connector also holds the
-    :class:`~memop.runtime.client.http1.Http1Pool` that sends every request but watches when no
-    proxy applies (a third of aiohttp's CPU per request), so closing the ApiClient closes both.
+    :class:`~memop.runtime.client.http1.Http1Pool` that sends every request, watches included,
+    when no proxy applies (a third of aiohttp's CPU per request), so closing the ApiClient
+    closes both.
     The old session, never used, is detached and its connector closed. tests/runtime/
     test_client_env.py pins the behaviour. A session made here (the only kind with a
     ``DummyCookieJar``) is left alone, so several Clients may share one ApiClient.
@@ -190,18 +191,19 @@ def _use_a_lean_session(api_client: ApiClient, base_url: str) -> None:
 
 
 class _Connector(aiohttp.TCPConnector):
-    """aiohttp's connector for watches, which also owns the HTTP/1.1 pool of the other
-    requests: the ApiClient's close closes its session, the session this connector, and this
-    the pool."""
+    """aiohttp's connector (used when a proxy applies), which also owns memop's HTTP/1.1
+    pool: the ApiClient's close closes its session, the session this connector, and this the
+    pool."""
 
     def __init__(self, *, http1: Http1Pool | None, **options: Any) -> None:
         super().__init__(**options)
         self.http1 = http1
 
-    async def close(self, *, abort_ssl: bool = False) -> None:
+    async def close(self, **options: Any) -> None:
+        # Whatever options this aiohttp's close takes (abort_ssl since 3.12), passed on.
         if self.http1 is not None:
             await self.http1.close()
-        await super().close(abort_ssl=abort_ssl)
+        await super().close(**options)
 
 
 def _tls_context(configuration: Any) -> ssl.SSLContext:

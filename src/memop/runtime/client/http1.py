@@ -1,6 +1,6 @@
-"""Keep-alive HTTP/1.1 connections to the API server for memop's one-answer requests (private).
+"""Keep-alive HTTP/1.1 connections to the API server for memop's requests and watches (private).
 
-Why not aiohttp for these: a PATCH to a real kube-apiserver over TLS cost 1,170 µs of CPU
+Why not aiohttp: a PATCH to a real kube-apiserver over TLS cost 1,170 µs of CPU
 through a bare aiohttp session and 455 µs through this module (uvloop, same connection reuse,
 same JSON decoding; httpx took 3,600 and aiosonic 1,100 and more). Three writes per Memcached
 made aiohttp's request path the largest part of memop's CPU. The parsing is httptools' (llhttp,
@@ -14,10 +14,13 @@ What it does, as Go's net/http transport does for client-go:
   reused; a response the server ends with ``Connection: close`` closes it;
 - ``Accept-Encoding: gzip`` is sent (kube-apiserver compresses answers over 128 KiB: large
   lists), and gzip answers are decompressed;
-- a request cancelled or timed out mid-way closes its connection (its state is unknown).
+- a request cancelled or timed out mid-way closes its connection (its state is unknown);
+- an answer read as it arrives (:meth:`Http1Pool.stream`, a watch) holds its connection until
+  closed, is never compressed, and pauses reading when its reader falls behind.
 
-It does not retry: :class:`memop.runtime.client.client.Client` decides what is safe to retry.
-Watches (streams) and proxied connections stay on aiohttp.
+It does not retry, except a GET on a kept-alive connection that died as it left (Go's rule):
+:class:`memop.runtime.client.client.Client` decides what is safe to retry. Proxied connections
+stay on aiohttp.
 """
 
 from __future__ import annotations
