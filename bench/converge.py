@@ -954,6 +954,54 @@ async def cluster(args: argparse.Namespace, workdir: Path) -> Any:
             await server.stop()
 
 
+@dataclass(frozen=True)
+class Convergence:
+    """One run's measured stretch: from the first create until every Memcached converged."""
+
+    started: float
+    created: float
+    converged: float
+    cpu_before: ProcStats
+    cpu_after: ProcStats
+    others: OthersCpu
+
+
+async def create_and_converge(
+    args: argparse.Namespace,
+    client: Client,
+    tracker: Tracker,
+    keys: Sequence[Key],
+    *,
+    pid: int,
+    server: ServerProcess | None,
+) -> Convergence:
+    """Create the run's Memcacheds and wait until the operator ``pid`` converged them all,
+    with its CPU and the server's and bench's around it (the same for memop, the floor and
+    any ``--operator``)."""
+    cpu_before = proc_stats(pid)
+    tracker.expect(dict.fromkeys(keys, 1))
+    others = OthersCpu(server.pid if server else None)
+    others.mark_start()
+    started = time.monotonic()
+    await create_memcacheds(client, keys, 1, args.create_concurrency)
+    created = time.monotonic()
+    await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
+    converged = max(tracker.converged_at.values())
+    cpu_after = proc_stats(pid)
+    others.mark_end()
+    return Convergence(started, created, converged, cpu_before, cpu_after, others)
+
+
+def latency_figures(tracker: Tracker) -> dict[str, float | None]:
+    """``cr_to_deployment_ms``: percentiles of each Memcached's Deployment's arrival after its own."""
+    latencies = tracker.latencies_ms()
+    return {
+        "p50": percentile(latencies, 0.5),
+        "p99": percentile(latencies, 0.99),
+        "max": round(latencies[-1], 1) if latencies else None,
+    }
+
+
 async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[str]) -> dict[str, Any]:
     client, server = where.client, where.server
     keys = plan(args.crs, namespaces)
@@ -978,18 +1026,9 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         server_profiler = (
             await start_profiler(args.profile_server, server.pid) if args.profile_server and server else None
         )
-        cpu0 = proc_stats(memop.pid)
-        tracker.expect(dict.fromkeys(keys, 1))
-        others = OthersCpu(server.pid if server else None)
-
-        others.mark_start()
-        t0 = time.monotonic()
-        await create_memcacheds(client, keys, 1, args.create_concurrency)
-        t_created = time.monotonic()
-        await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
-        t_converged = max(tracker.converged_at.values())
-        cpu_converged = proc_stats(memop.pid)
-        others.mark_end()
+        run = await create_and_converge(args, client, tracker, keys, pid=memop.pid, server=server)
+        cpu0, cpu_converged, others = run.cpu_before, run.cpu_after, run.others
+        t0, t_created, t_converged = run.started, run.created, run.converged
         watch_traffic = counter.snapshot(args.crs) if counter is not None else None
         metrics_converged = await scrape(memop)
         # The server's profile covers convergence only, as in the floor's run, so the two compare.
@@ -1040,17 +1079,12 @@ async def run_memop(args: argparse.Namespace, where: Cluster, namespaces: list[s
         k: round((v - metric_by(metrics0, "controller_runtime_reconcile_total", "result").get(k, 0)) / crs, 3)
         for k, v in metric_by(metrics_settled, "controller_runtime_reconcile_total", "result").items()
     }
-    latencies = tracker.latencies_ms()
     report: dict[str, Any] = {
         "wall_seconds": round(t_converged - t0, 2),
         "creates_seconds": round(t_created - t0, 2),
         "settle_seconds": round(t_settled - t0, 2) if t_settled is not None else None,
         "watch_events_per_cr_to_converge": tracker.events_per_cr(),
-        "cr_to_deployment_ms": {
-            "p50": percentile(latencies, 0.5),
-            "p99": percentile(latencies, 0.99),
-            "max": round(latencies[-1], 1) if latencies else None,
-        },
+        "cr_to_deployment_ms": latency_figures(tracker),
         "memop_cpu_seconds": {
             "to_converge": round(cpu_converged.cpu_seconds - cpu0.cpu_seconds, 2),
             "to_settle": round(cpu_settled.cpu_seconds - cpu0.cpu_seconds, 2) if cpu_settled else None,
@@ -1198,33 +1232,20 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
         server_profiler = (
             await start_profiler(args.profile_server, server.pid) if args.profile_server and server else None
         )
-        cpu0 = proc_stats(process.pid)
-        tracker.expect(dict.fromkeys(keys, 1))
-        others = OthersCpu(server.pid if server else None)
-        others.mark_start()
-        t0 = time.monotonic()
-        await create_memcacheds(client, keys, 1, args.create_concurrency)
-        t_created = time.monotonic()
-        await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
-        t_converged = max(tracker.converged_at.values())
-        stats = proc_stats(process.pid)
-        others.mark_end()
+        run = await create_and_converge(args, client, tracker, keys, pid=process.pid, server=server)
+        cpu0, stats, others = run.cpu_before, run.cpu_after, run.others
+        t0, t_created, t_converged = run.started, run.created, run.converged
         if server_profiler is not None:
             await stop_profiler(server_profiler)
         requests = await server.requests(start_log) if server else None
     finally:
         outcome = await process.finish()
         await tracker.stop()
-    latencies = tracker.latencies_ms()
     report: dict[str, Any] = {
         "wall_seconds": round(t_converged - t0, 2),
         "creates_seconds": round(t_created - t0, 2),
         "watch_events_per_cr_to_converge": tracker.events_per_cr(),
-        "cr_to_deployment_ms": {
-            "p50": percentile(latencies, 0.5),
-            "p99": percentile(latencies, 0.99),
-            "max": round(latencies[-1], 1) if latencies else None,
-        },
+        "cr_to_deployment_ms": latency_figures(tracker),
         "floor_also": {
             "watches_deployments_and_pods": args.floor_watches,
             "records_events": args.floor_events,
@@ -1292,33 +1313,20 @@ async def run_operator(
     try:
         await wait_operator_ready(tracker, client, process, namespaces[0], timeout=120)
         start_log = await server.log_end() if server else 0
-        cpu0 = proc_stats(process.pid)
-        tracker.expect(dict.fromkeys(keys, 1))
-        others = OthersCpu(server.pid if server else None)
-        others.mark_start()
-        t0 = time.monotonic()
-        await create_memcacheds(client, keys, 1, args.create_concurrency)
-        t_created = time.monotonic()
-        await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
-        t_converged = max(tracker.converged_at.values())
-        stats = proc_stats(process.pid)
-        others.mark_end()
+        run = await create_and_converge(args, client, tracker, keys, pid=process.pid, server=server)
+        cpu0, stats, others = run.cpu_before, run.cpu_after, run.others
+        t0, t_created, t_converged = run.started, run.created, run.converged
         requests = await server.requests(start_log) if server else None
     finally:
         exit_status = await process.stop()
         await tracker.stop()
-    latencies = tracker.latencies_ms()
     report: dict[str, Any] = {
         "operator": name,
         "command": process.args,
         "wall_seconds": round(t_converged - t0, 2),
         "creates_seconds": round(t_created - t0, 2),
         "watch_events_per_cr_to_converge": tracker.events_per_cr(),
-        "cr_to_deployment_ms": {
-            "p50": percentile(latencies, 0.5),
-            "p99": percentile(latencies, 0.99),
-            "max": round(latencies[-1], 1) if latencies else None,
-        },
+        "cr_to_deployment_ms": latency_figures(tracker),
         "cpu_seconds": {
             "to_converge": round(stats.cpu_seconds - cpu0.cpu_seconds, 2),
             "startup": cpu0.cpu_seconds,
