@@ -23,6 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from memop.runtime.client.client import Client
 from memop.runtime.manager.gctuning import tune_gc
+from memop.testing import featuregates
 from memop.testing.apply import ApplyError, SourcedObject, create_objects, load_objects
 from memop.testing.controllers.common import ControllerLimits
 from memop.testing.server import ApiServer
@@ -118,12 +119,28 @@ def build_parser() -> argparse.ArgumentParser:
         "kubeconfig: CRDs first, waited for until Established (repeatable; see memop.testing.apply)",
     )
     serve.add_argument(
+        "--feature-gates",
+        type=feature_gates,
+        default={},
+        metavar="NAME=BOOL,...",
+        help="kube-apiserver's --feature-gates, for the gates this server implements: "
+        "ShardedListAndWatch (default: false; shardSelector on LIST and WATCH)",
+    )
+    serve.add_argument(
         "--log-level",
         default="WARNING",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
         help="logging level (default: WARNING)",
     )
     return parser
+
+
+def feature_gates(text: str) -> dict[str, bool]:
+    """``--feature-gates``: an unknown gate or a bad value is a usage error (exit 2)."""
+    try:
+        return featuregates.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def write_kubeconfig_atomically(server: ApiServer, path: Path) -> None:
@@ -190,6 +207,7 @@ async def serve(args: argparse.Namespace) -> int:
         tls=args.tls,
         controller_limits=controller_limits(args.controller_qps, args.controller_burst),
         nodes=args.nodes,
+        feature_gates=args.feature_gates,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

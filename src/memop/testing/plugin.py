@@ -11,7 +11,8 @@ for the fixtures; ``-p no:memop`` switches the plugin off. Fixtures (all functio
   exits 4 with one line) when a collected test needs ``kube``: memop never picks a cluster
   by itself. ``kube.server`` is None on a real cluster; ``kube.fake`` skips the test there.
   Override the fixture ``apiserver_options`` (keyword arguments of ``ApiServer``) to start
-  the in-memory server otherwise.
+  the in-memory server otherwise, e.g. with kube-apiserver's feature gates it implements:
+  ``feature_gates={"ShardedListAndWatch": True}`` (``shardSelector`` on lists and watches).
 - ``client`` (:class:`memop.runtime.Client`): a client of that cluster, user agent
   ``pytest/memop``.
 - ``namespace`` (str): a fresh namespace ``test-<10 hex digits>``. After the test the

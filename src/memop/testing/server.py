@@ -11,6 +11,17 @@ Lifecycle: :meth:`start` binds (port 0 picks a free one, kept across :meth:`rest
 ticker and, when asked for, the simulated controllers and the root CA publisher (a
 ``kube-root-ca.crt`` ConfigMap in every namespace, as every cluster's kube-controller-manager
 keeps) are the only background tasks.
+
+Feature gates (``feature_gates``, ``serve --feature-gates``; :mod:`memop.testing.featuregates`):
+with ``ShardedListAndWatch`` on, as ``kube-apiserver --feature-gates=ShardedListAndWatch=true``,
+LIST, WATCH and DELETE of a collection honour ``shardSelector``
+(``shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')``, ranges of a
+64-bit FNV-1a hash joined by ``||``; :mod:`memop.runtime.sharding.selector` renders them): only
+the objects in the shard are listed, watched (initial events too) or deleted, pages are cut
+among them, a built-in kind's list echoes ``metadata.shardInfo.selector`` (a custom resource's
+list, a Table and a PartialObjectMetadataList do not, as on v1.36), and a selector that does
+not parse gets a 500 ``invalid shard selector: ...`` before any watch stream starts. Off (the
+default, as on a real server), the parameter is ignored, even a malformed one.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +43,7 @@ from kubernetes_asyncio.client import Configuration
 from multidict import CIMultiDict
 
 from memop.runtime.util.clock import Clock, RealClock
-from memop.testing import discovery, openapi, protobuf, tables
+from memop.testing import discovery, featuregates, openapi, protobuf, tables
 from memop.testing.controllers.common import ControllerLimits
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
 from memop.testing.errors import (
@@ -95,6 +107,7 @@ class ApiServer:
         publish_root_ca: bool = False,
         controller_limits: ControllerLimits | None = None,
         nodes: bool = True,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         """``tls``: serve HTTPS with a certificate of a CA of its own (in :attr:`certificates`;
         the kubeconfig and :meth:`client_configuration` trust it), as every cluster does.
@@ -107,7 +120,11 @@ class ApiServer:
         ``controller_limits`` (default: none, the simulated controllers write at once) paces
         them as kube-controller-manager's client rate limits do; ``nodes=False`` simulates a
         control plane with no node, whose pods stay Pending, unschedulable (see
-        :class:`~memop.testing.controllers.simulated.SimulatedControllers`)."""
+        :class:`~memop.testing.controllers.simulated.SimulatedControllers`).
+
+        ``feature_gates``: kube-apiserver's ``--feature-gates`` as a mapping (e.g.
+        ``{"ShardedListAndWatch": True}``); only the gates :mod:`memop.testing.featuregates`
+        knows, others are a ValueError."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -116,6 +133,7 @@ class ApiServer:
         self.pod_ready_delay = pod_ready_delay
         self.controller_limits = controller_limits
         self.nodes = nodes
+        self.feature_gates = featuregates.resolve(feature_gates)
         self._clock: Clock = clock or RealClock()
         self.store = Store(history_size=history_size, clock=self._clock)
         self.faults = Faults()
@@ -596,6 +614,13 @@ class ApiServer:
             + b"]}"
         )
 
+    def _shard_selector(self, query: Mapping[str, str]) -> str | None:
+        """The request's shardSelector when the gate is on; with it off the server never reads
+        the parameter, so even a malformed one changes nothing."""
+        if not self.feature_gates[featuregates.SHARDED_LIST_AND_WATCH]:
+            return None
+        return query.get("shardSelector") or None
+
     def _table_writer(self, request: web.Request, served: Served) -> tables.TableWriter | None:
         """How to answer as a Table, when the request asks for one (see memop.testing.tables)."""
         accept = request.headers.get("Accept")
@@ -618,12 +643,18 @@ class ApiServer:
             continue_token=query.get("continue"),
             resource_version=query.get("resourceVersion"),
             resource_version_match=query.get("resourceVersionMatch"),
+            shard_selector=self._shard_selector(query),
         )
         meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
         if result.continue_token:
             meta["continue"] = result.continue_token
         if result.remaining:
             meta["remainingItemCount"] = result.remaining
+        if result.shard is not None and served.storage.strategy.builtin and table is None:
+            # Only typed lists (ListMeta's SetShardInfo) echo it: a custom resource's
+            # UnstructuredList does not, nor does a Table, which copies the list's metadata
+            # field by field.
+            meta["shardInfo"] = {"selector": str(result.shard)}
         if table is not None:
             return _json_response(table.table(result.entries, meta))
         return _json_response(self._list_bytes(served, result.entries, meta))
@@ -659,6 +690,8 @@ class ApiServer:
             namespace,
             label_selector=query.get("labelSelector"),
             field_selector=query.get("fieldSelector"),
+            # The registry's DeleteCollection lists with the request's ListOptions, shard and all.
+            shard_selector=self._shard_selector(query),
         )
         for entry in result.entries:
             meta = entry.obj["metadata"]
@@ -704,6 +737,7 @@ class ApiServer:
                     allow_bookmarks=bookmarks,
                     send_initial_events=send_initial,
                     encoder=table,
+                    shard_selector=self._shard_selector(query),
                 )
                 expired = None
             except ApiError as error:

@@ -8,6 +8,8 @@ Invariants:
   by every watch that gets it; each watch has its own queue of encoded lines, filled
   synchronously at commit time, so a watch sees changes in resourceVersion order and none is
   lost while it waits (or while the server is silenced).
+- A ``shardSelector`` (ShardedListAndWatch) filters like a selector, initial events included;
+  an object's uid and namespace never change, so an object never moves in or out of a shard.
 - With selectors, an object that starts matching arrives as ADDED and one that stops matching
   as DELETED (its previous content, stamped with the change's resourceVersion), as the watch
   cache does.
@@ -25,6 +27,7 @@ from typing import Any, Protocol
 
 from memop.runtime.cache.labels import Selector
 from memop.testing.errors import ApiError, too_old_resource_version
+from memop.testing.sharding import ShardSelector, compile_shard_selector
 from memop.testing.store import Change, Entry, Served, Storage, Store
 from memop.testing.strategy import FieldSelector
 
@@ -69,6 +72,7 @@ class Watcher:
         "namespace",
         "queue",
         "served",
+        "shard",
         "transport",
         "unfiltered",
     )
@@ -83,12 +87,14 @@ class Watcher:
         bookmarks: bool,
         start_rv: int,
         encoder: EventEncoder | None = None,
+        shard: ShardSelector | None = None,
     ) -> None:
         self.served = served
         self.namespace = namespace  # None: all namespaces
         self.labels = labels
         self.fields = fields
-        self.unfiltered = labels.is_empty() and fields.is_empty()
+        self.shard = shard
+        self.unfiltered = labels.is_empty() and fields.is_empty() and shard is None
         self.bookmarks = bookmarks
         self.queue: list[bytes] = []
         # The writer's pending wait, resolved by wake() (cheaper than an Event plus wait_for).
@@ -100,6 +106,8 @@ class Watcher:
         self.encoder = encoder  # None: the shared JSON lines
 
     def matches(self, obj: dict[str, Any]) -> bool:
+        if self.shard is not None and not self.shard.matches(obj):
+            return False
         return self.labels.matches(obj["metadata"].get("labels")) and (
             self.fields.is_empty() or self.fields.matches(obj)
         )
@@ -156,12 +164,17 @@ class WatchHub:
         allow_bookmarks: bool,
         send_initial_events: bool | None,
         encoder: EventEncoder | None = None,
+        shard_selector: str | None = None,
     ) -> Watcher:
         """Register a watch and queue what it must see first (initial state, or the history since
-        ``resource_version``). Raises ApiError: 400 for bad selectors, 410 for a version too old.
-        ``encoder`` encodes its events instead of the shared JSON lines."""
+        ``resource_version``). Raises ApiError: 400 for bad selectors, 410 for a version too old,
+        500 for a ``shard_selector`` that does not parse (pass one only with the
+        ShardedListAndWatch gate on). ``encoder`` encodes its events instead of the shared JSON
+        lines."""
         store = self._store
         labels, fields = store.selectors(served, label_selector, field_selector)
+        # The apiserver's registry parses it before the watch cache looks at the version.
+        shard = compile_shard_selector(shard_selector)
         if not served.rtype.namespaced:
             namespace = None
         rv_text = resource_version or ""
@@ -180,6 +193,7 @@ class WatchHub:
             bookmarks=allow_bookmarks,
             start_rv=store.resource_version,
             encoder=encoder,
+            shard=shard,
         )
         if initial:
             for entry in self._current(served.storage, namespace):
