@@ -4,6 +4,7 @@ compaction, restart, and the request log. They need the fake, so they skip on a 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -323,3 +324,31 @@ async def test_the_request_log_counts_by_verb_resource_and_client(cluster: Clust
     }
     assert log.counts()[("list", "configmaps")] == 2
     assert log.count(verb="delete", resource="configmaps", user_agent="kubectl/", status=200) == 1
+
+
+async def test_a_client_gone_before_its_body_is_one_log_line_not_a_traceback(
+    cluster: ClusterHandle, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An operator stopped mid-request (the benches stop theirs while they write Events): the
+    # server reads a body that never comes. That is the client's doing, not a server error.
+    caplog.set_level(logging.INFO)
+    server = cluster.fake
+    delay = server.faults.delay(0.2, times=1, verb="create", resource="configmaps", namespace="gone")
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    writer.write(
+        b"POST /api/v1/namespaces/gone/configmaps HTTP/1.1\r\nHost: x\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+    )
+    await writer.drain()
+    await wait_for(lambda: delay.hits == 1, timeout=10)
+    writer.close()
+    await wait_for(
+        lambda: any(r.path == "/api/v1/namespaces/gone/configmaps" for r in server.log.records),
+        timeout=10,
+    )
+    lines = [r for r in caplog.records if "/api/v1/namespaces/gone/configmaps" in r.getMessage()]
+    assert [(r.levelname, r.getMessage()) for r in lines] == [
+        ("INFO", "request POST /api/v1/namespaces/gone/configmaps: the client closed the connection first")
+    ]
+    assert all(r.exc_info is None for r in lines)
+    del reader

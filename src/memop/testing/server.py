@@ -374,6 +374,12 @@ class ApiServer:
         except ApiError as error:
             status = error.code
             return _json_response(_dumps(error.status()), error.code, error.headers or None)
+        except ConnectionResetError:
+            # The client went away before its request's body arrived (an operator stopped
+            # mid-request): nobody will read an answer, and it is no fault of the server's.
+            log.info("request %s %s: the client closed the connection first", request.method, request.path)
+            failure = internal_error("the client closed the connection before its request's body arrived")
+            return _json_response(_dumps(failure.status()), 500)
         except Exception as error:
             log.exception("request %s %s failed", request.method, request.path)
             failure = internal_error(f"{type(error).__name__}: {error}")
