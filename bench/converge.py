@@ -13,7 +13,9 @@ Processes (so that no party's CPU is charged to another):
   0 disables it): with thousands of Memcacheds its deployment and replicaset controllers lag
   behind, and memop gets the watch events a real server sends it. With ``--skip-settle`` it
   has no nodes (``--no-nodes``; ``--nodes`` to override), as the real control plane it is
-  compared with: pods stay Pending, marked unschedulable once. That is
+  compared with: pods stay Pending, marked unschedulable once. What the rest of a real control
+  plane on the same machine adds, each write's latency and CPU spent beside the server, is
+  modelled too (``--write-latency``, ``--control-plane-cpu``: bench/controlplanemodel.py). That is
   ``python -m memop.testing serve`` plus a control channel on stdin/stdout through which the
   bench reads the server's request log, so every request memop makes is counted exactly, by
   verb, resource and subresource, as the server saw it (memop's own
@@ -79,7 +81,9 @@ compare); both write collapsed stacks.
 With ``--kubeconfig`` the bench uses that cluster instead of starting one (it must serve
 apps/v1 Deployments with a working controller, and memop's CRD is installed if missing);
 request counts then come from memop's ``rest_client_requests_total`` and are by HTTP method
-only, Events and Leases included. Each run then uses fresh namespaces
+only, Events and Leases included; ``--server-pid`` (repeatable) names that control plane's
+processes when they run on this machine, whose CPU is then reported as the in-memory server's
+is. Each run then uses fresh namespaces
 (``bench-<random>-<i>``), which it deletes (and waits for) before the next run.
 ``--skip-settle`` stops each run at convergence (on a real cluster, readying a thousand pods
 measures its kubelets more than memop).
@@ -105,6 +109,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from controlplanemodel import DEFAULT_CONTROL_PLANE_CPU, DEFAULT_WRITE_LATENCY, ControlPlaneModel
 from kubernetes_asyncio.client import ApiClient
 from otheroperator import OperatorProcess, parse_operator
 from prometheus_client.parser import text_string_to_metric_families
@@ -164,10 +169,12 @@ async def serve(args: argparse.Namespace) -> int:
         controller_limits=controller_limits(args.controller_qps, args.controller_burst),
         nodes=args.nodes,
     )
+    model = ControlPlaneModel(args.write_latency, args.control_plane_cpu)
     await server.start()
+    await model.start(server)
     try:
         write_kubeconfig_atomically(server, Path(args.kubeconfig))
-        print(json.dumps({"url": server.url, "pid": os.getpid()}), flush=True)
+        print(json.dumps({"url": server.url, "pid": os.getpid(), "load_pids": model.pids}), flush=True)
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -200,6 +207,7 @@ async def serve(args: argparse.Namespace) -> int:
                 answer = {"error": f"unknown command {command!r}"}
             print(json.dumps(answer), flush=True)
     finally:
+        await model.stop()
         await server.stop()
     return 0
 
@@ -243,6 +251,8 @@ class ServerProcess:
         controller_qps: float = 0.0,
         controller_burst: int = 30,
         nodes: bool = True,
+        write_latency: float = 0.0,
+        control_plane_cpu: float = 0.0,
     ) -> None:
         """``controller_qps``: the simulated controllers' client rate limit (0: none, the
         default here; the converge bench passes kube-controller-manager's 20), ``nodes``: pods
@@ -254,8 +264,12 @@ class ServerProcess:
         self.controller_qps = controller_qps
         self.controller_burst = controller_burst
         self.nodes = nodes
+        # What a real control plane adds (bench/controlplanemodel.py): 0, 0 is the server alone.
+        self.write_latency = write_latency
+        self.control_plane_cpu = control_plane_cpu
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
+        self.load_pids: list[int] = []
         self._lock = asyncio.Lock()
 
     @property
@@ -280,6 +294,10 @@ class ServerProcess:
             "--controller-burst",
             str(self.controller_burst),
             "--nodes" if self.nodes else "--no-nodes",
+            "--write-latency",
+            str(self.write_latency),
+            "--control-plane-cpu",
+            str(self.control_plane_cpu),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=64 * 1024 * 1024,
@@ -288,7 +306,9 @@ class ServerProcess:
         first = await asyncio.wait_for(self.process.stdout.readline(), 60)
         if not first:
             raise RuntimeError(f"the API server process exited with {await self.process.wait()}")
-        self.url = json.loads(first)["url"]
+        hello = json.loads(first)
+        self.url = hello["url"]
+        self.load_pids = hello["load_pids"]
         return self
 
     async def call(self, op: str, *, timeout: float = 60.0, **args: Any) -> dict[str, Any]:
@@ -362,12 +382,12 @@ class OthersCpu:
     """CPU seconds of the API server's process and of the bench itself, between two marks:
     whether they, rather than memop, were the bottleneck."""
 
-    server_pid: int | None
+    server_pids: Sequence[int]
     start: tuple[float, float] = (0.0, 0.0)
     end: tuple[float, float] = (0.0, 0.0)
 
     def _now(self) -> tuple[float, float]:
-        server = proc_stats(self.server_pid).cpu_seconds if self.server_pid else 0.0
+        server = sum(proc_stats(pid).cpu_seconds for pid in self.server_pids)
         return server, own_cpu_seconds()
 
     def mark_start(self) -> None:
@@ -379,7 +399,7 @@ class OthersCpu:
     def report(self, wall: float) -> dict[str, Any]:
         server = self.end[0] - self.start[0]
         out: dict[str, Any] = {"bench_cpu_seconds": round(self.end[1] - self.start[1], 2)}
-        if self.server_pid:
+        if self.server_pids:
             out["server_cpu_seconds"] = round(server, 2)
             out["server_cpu_utilisation"] = round(server / wall, 2) if wall > 0 else None
         return out
@@ -939,6 +959,8 @@ async def cluster(args: argparse.Namespace, workdir: Path) -> Any:
             controller_qps=args.controller_qps,
             controller_burst=args.controller_burst,
             nodes=simulated_nodes(args),
+            write_latency=args.write_latency,
+            control_plane_cpu=args.control_plane_cpu,
         ).start()
     try:
         configuration = await load_configuration(kubeconfig)
@@ -980,7 +1002,8 @@ async def create_and_converge(
     any ``--operator``)."""
     cpu_before = proc_stats(pid)
     tracker.expect(dict.fromkeys(keys, 1))
-    others = OthersCpu(server.pid if server else None)
+    # With --kubeconfig, the control plane's processes when they run here (--server-pid).
+    others = OthersCpu([server.pid, *server.load_pids] if server else args.server_pid)
     others.mark_start()
     started = time.monotonic()
     await create_memcacheds(client, keys, 1, args.create_concurrency)
@@ -1388,7 +1411,10 @@ def setup_report(args: argparse.Namespace) -> dict[str, Any]:
             "controller_qps": args.controller_qps or None,
             "controller_burst": args.controller_burst if args.controller_qps else None,
             "nodes": simulated_nodes(args),
+            "write_latency": args.write_latency,
+            "control_plane_cpu_per_write": args.control_plane_cpu,
         },
+        "server_pids": args.server_pid or None,
         "repeat": args.repeat,
     }
 
@@ -1468,6 +1494,11 @@ def size_summary(crs: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, A
         for m in memop
         if m["while_converging"].get("server_cpu_seconds") is not None
     ]
+    floor_server_cpu = [
+        float(f["while_converging"]["server_cpu_seconds"])
+        for f in floor
+        if f.get("while_converging", {}).get("server_cpu_seconds") is not None
+    ]
     return {
         "crs": crs,
         "rounds": len(memop),
@@ -1504,8 +1535,9 @@ def size_summary(crs: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, A
             k: round(median([e.get(k, 0.0) for e in events]), 2)
             for k in sorted({k for e in events for k in e})
         },
-        # The in-memory server's only: a real one's processes are not the bench's to read.
+        # The in-memory server's, or with --kubeconfig the --server-pid processes' (memop's runs).
         "server_cpu_seconds_while_converging": median(server_cpu) if server_cpu else None,
+        "server_cpu_seconds_while_floor_converges": median(floor_server_cpu) if floor_server_cpu else None,
         "operators": {
             mode: operator_summary(mode_runs, floor)
             for mode, mode_runs in runs.items()
@@ -1634,6 +1666,8 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("--history-size", type=int, default=100_000)
     served.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True)
     served.add_argument("--controller-qps", type=float, default=0.0)
+    served.add_argument("--write-latency", type=float, default=0.0)
+    served.add_argument("--control-plane-cpu", type=float, default=0.0)
     served.add_argument("--controller-burst", type=int, default=30)
     served.add_argument("--nodes", action=argparse.BooleanOptionalAction, default=True)
     floored = roles.add_parser("floor", help=argparse.SUPPRESS)
@@ -1714,6 +1748,16 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--kubeconfig", help="use this cluster instead of starting the in-memory one")
     parser.add_argument(
+        "--server-pid",
+        type=int,
+        action="append",
+        default=[],
+        metavar="PID",
+        help="with --kubeconfig, a process of that control plane running on this machine (etcd, "
+        "kube-apiserver, ...; repeatable): their CPU while converging is reported, as the "
+        "in-memory server's is",
+    )
+    parser.add_argument(
         "--create-concurrency", type=int, default=16, help="the bench's concurrent creates (default 16)"
     )
     parser.add_argument(
@@ -1743,6 +1787,25 @@ def add_bench_options(parser: argparse.ArgumentParser) -> None:
         default=30,
         metavar="N",
         help="the burst of that limit (kube-controller-manager's --kube-api-burst; default 30)",
+    )
+    parser.add_argument(
+        "--write-latency",
+        type=float,
+        default=DEFAULT_WRITE_LATENCY,
+        metavar="S",
+        help="seconds the in-memory server adds to each write, the latency a real control plane "
+        "sharing this machine has beyond it (etcd's commit, admission, API Priority and Fairness; "
+        f"default {DEFAULT_WRITE_LATENCY:g}, measured on a v1.36.2 control plane here: see "
+        "bench/controlplanemodel.py); 0: none",
+    )
+    parser.add_argument(
+        "--control-plane-cpu",
+        type=float,
+        default=DEFAULT_CONTROL_PLANE_CPU,
+        metavar="S",
+        help="CPU seconds spent per write beside the in-memory server, on every core and through "
+        "memory, as the rest of a real control plane sharing the machine spends them (default "
+        f"{DEFAULT_CONTROL_PLANE_CPU:g}, measured as --write-latency); 0: none",
     )
     parser.add_argument(
         "--nodes",
@@ -1811,6 +1874,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--sizes runs memop and the floor: drop --floor")
     if args.role is None and len({name for name, _ in args.operator}) != len(args.operator):
         parser.error("--operator: each NAME once")
+    if args.role is None and (args.write_latency < 0 or args.control_plane_cpu < 0):
+        parser.error("--write-latency and --control-plane-cpu must not be negative")
+    if args.role is None and args.server_pid and not args.kubeconfig:
+        parser.error("--server-pid is for a control plane given by --kubeconfig")
+    if args.role is None:
+        for pid in args.server_pid:
+            if not Path(f"/proc/{pid}/stat").exists():
+                parser.error(f"--server-pid {pid}: no such process on this machine")
     if args.role == "serve":
         return asyncio.run(serve(args))
     if args.role == "floor":

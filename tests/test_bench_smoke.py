@@ -146,6 +146,8 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         "controller_qps": 20.0,
         "controller_burst": 30,
         "nodes": False,
+        "write_latency": 0.02,
+        "control_plane_cpu_per_write": 0.01,
     }
     assert [size["crs"] for size in result["sizes"]] == [6, 12]
     for size in result["sizes"]:
@@ -158,6 +160,8 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         cpu = size["memop_cpu_seconds"]
         assert cpu["from_start_to_converge"] > cpu["to_converge"] > 0
         assert size["memop_peak_rss_mb"]["max"] > 0
+        # The modelled control plane's CPU: the server's and its load processes'.
+        assert size["server_cpu_seconds_while_converging"] > 0
         assert size["memop_gc"]["seconds_to_converge"] >= 0
         assert set(size["memop_gc"]["collections_to_converge"]) == {"0", "1", "2"}
         # The three writes per CR at least, one reconcile each at least; memop's watches saw
@@ -183,6 +187,10 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         (["--sizes=3,x"], "not a list of numbers"),
         (["--no-nodes"], "--no-nodes needs --skip-settle"),
         (["--controller-qps=-1"], "--controller-qps must not be negative"),
+        (["--write-latency=-0.1"], "--write-latency and --control-plane-cpu must not be negative"),
+        (["--control-plane-cpu=-1"], "--write-latency and --control-plane-cpu must not be negative"),
+        (["--server-pid=1"], "--server-pid is for a control plane given by --kubeconfig"),
+        (["--kubeconfig=k", "--server-pid=999999999"], "--server-pid 999999999: no such process"),
         (["--operator=cr"], "expected NAME=COMMAND"),
         (["--operator=cr=/nonexistent/manager"], "is not an executable"),
         (["--operator=floor=/bin/true"], "not memop or floor"),
