@@ -14,6 +14,7 @@ cel-go, any syntax error is reported before it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,25 +297,25 @@ class _Parser:
         return Expr(IDENT, name=name)
 
     def list_of(self, close: str) -> list[Expr]:
-        items: list[Expr] = []
-        while self.accept(close) is None:
-            if items:
-                self.expect(",")
-                if self.accept(close) is not None:
-                    break
-            items.append(self.expr())
-        return items
+        return self._separated(close, lambda: [self.expr()])
 
     def entries(self, close: str, *, keys: str) -> list[Expr]:
+        def entry() -> list[Expr]:
+            key = Expr(IDENT, name=self.identifier()) if keys == "field" else self.expr()
+            self.expect(":")
+            return [key, self.expr()]
+
+        return self._separated(close, entry)
+
+    def _separated(self, close: str, item: Callable[[], list[Expr]]) -> list[Expr]:
+        """Comma-separated items up to ``close``, a trailing comma allowed (as CEL's grammar)."""
         out: list[Expr] = []
         while self.accept(close) is None:
             if out:
                 self.expect(",")
                 if self.accept(close) is not None:
                     break
-            key = Expr(IDENT, name=self.identifier()) if keys == "field" else self.expr()
-            self.expect(":")
-            out.extend((key, self.expr()))
+            out.extend(item())
         return out
 
 
