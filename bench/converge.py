@@ -1479,6 +1479,15 @@ def memop_writes_per_cr(run: dict[str, Any]) -> float:
     )
 
 
+def server_cpu_seconds(runs: Iterable[dict[str, Any]]) -> list[float]:
+    """The server's CPU while each run converged, where it was measured."""
+    return [
+        float(run["while_converging"]["server_cpu_seconds"])
+        for run in runs
+        if run.get("while_converging", {}).get("server_cpu_seconds") is not None
+    ]
+
+
 def size_summary(crs: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """One size's figures over its rounds: medians, and every round's value where rounds spread."""
     memop, floor = runs["memop"], runs["floor"]
@@ -1489,16 +1498,8 @@ def size_summary(crs: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, A
     reconciles = [sum(m["reconciles_per_cr"].values()) for m in memop]
     writes = [memop_writes_per_cr(m) for m in memop]
     events = [m["watch_events_per_cr_to_converge"] for m in memop]
-    server_cpu = [
-        float(m["while_converging"]["server_cpu_seconds"])
-        for m in memop
-        if m["while_converging"].get("server_cpu_seconds") is not None
-    ]
-    floor_server_cpu = [
-        float(f["while_converging"]["server_cpu_seconds"])
-        for f in floor
-        if f.get("while_converging", {}).get("server_cpu_seconds") is not None
-    ]
+    server_cpu = server_cpu_seconds(memop)
+    floor_server_cpu = server_cpu_seconds(floor)
     return {
         "crs": crs,
         "rounds": len(memop),
