@@ -13,6 +13,7 @@ from memop.project import Project
 
 EVERY = "*"
 
+
 def parse_controllers(text: str, project: Project) -> tuple[str, ...]:
     """The names of ``project``'s controllers ``text`` (``--controllers``) enables, in the
     project's order. ValueError names an unknown controller, or says when nothing is left

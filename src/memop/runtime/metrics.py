@@ -22,8 +22,46 @@ from prometheus_client.registry import Collector
 
 # controller-runtime pkg/internal/controller/metrics
 RECONCILE_TIME_BUCKETS = (
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
-    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.35,
+    0.4,
+    0.45,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    1.0,
+    1.25,
+    1.5,
+    1.75,
+    2.0,
+    2.5,
+    3.0,
+    3.5,
+    4.0,
+    4.5,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    15,
+    20,
+    25,
+    30,
+    40,
+    50,
+    60,
 )
 # controller-runtime pkg/metrics/workqueue.go: ExponentialBuckets(10e-9, 10, 12)
 WORKQUEUE_DURATION_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
@@ -102,6 +140,41 @@ LEADER_ELECTION_MASTER_STATUS = Gauge(
     "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
     "1 indicates master. 'name' is the string used to identify the lease.",
     ["name"],
+)
+
+
+# Sharding (memop.runtime.sharding): memop's own, no controller-runtime counterpart.
+SHARDS_OWNED = Gauge("memop_sharding_shards_owned", "Shards of the ring this replica works on", ["group"])
+SHARDING_MEMBERS = Gauge(
+    "memop_sharding_members", "Live members of the sharding group, as this replica sees them", ["group"]
+)
+SHARD_RING_CHANGES = Counter(
+    "memop_sharding_ring_changes_total",
+    "Times the assignment of shards to members changed, as this replica computed it",
+    ["group"],
+)
+SHARD_HANDOVER_SECONDS = Histogram(
+    "memop_sharding_handover_seconds",
+    "Seconds from a shard being assigned to this replica until it took the shard's Lease",
+    ["group"],
+    buckets=(0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55),
+)
+SHARDING_SERVER_SIDE = Gauge(
+    "memop_sharding_server_side",
+    "1 while the API server filters lists and watches by shardSelector, 0 while memop filters "
+    "them itself (the server ignores the selector)",
+    ["group"],
+)
+SHARDING_OBJECTS_FILTERED = Counter(
+    "memop_sharding_objects_filtered_total",
+    "Objects the API server sent that belong to no shard of this replica, dropped by memop "
+    "(non-zero: the server ignored the shardSelector)",
+    ["resource"],
+)
+SHARDING_OBJECTS_OWNED = Gauge(
+    "memop_sharding_objects_owned",
+    "Objects of the resource in this replica's shards, held in its cache",
+    ["resource"],
 )
 
 

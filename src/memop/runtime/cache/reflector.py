@@ -41,6 +41,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memop.runtime.cache.labels import Selector
@@ -77,6 +78,7 @@ class ListWatcher(Protocol):
         limit: int | None = None,
         continue_token: str | None = None,
         resource_version: str | None = None,
+        shard_selector: str | None = None,
     ) -> dict[str, Any]: ...
 
     def watch_batches(
@@ -90,6 +92,7 @@ class ListWatcher(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
+        shard_selector: str | None = None,
     ) -> Any: ...
 
     @property
@@ -101,6 +104,10 @@ class Reflector:
 
     ``dispatch(type, obj, old)`` is called synchronously for every change applied to the store,
     after it is applied. ``synced`` is set once the first LIST has been stored.
+
+    ``shard``: this reflector keeps only one shard's objects (see :class:`ShardScope`): it sends
+    the shard's selectors, checks every object itself, and its LIST replaces only the objects
+    of its shard in a store that other shards' reflectors share.
     """
 
     def __init__(
@@ -120,6 +127,7 @@ class Reflector:
         backoff: Backoff | None = None,
         rand: random.Random | None = None,
         reachability: Reachability | None = None,
+        shard: ShardScope | None = None,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
@@ -139,7 +147,13 @@ class Reflector:
         self._rand = rand or random.Random()
         self._reachability = reachability
         self._listed_at = 0.0  # monotonic time of the last stored LIST
-        self._name = f"{resource}" + (f" in {namespace}" if namespace else "")
+        self._shard = shard
+        self._shard_selector = shard.selector if shard is not None else None
+        self._name = (
+            f"{resource}"
+            + (f" in {namespace}" if namespace else "")
+            + (f" shard {shard.name}" if shard is not None else "")
+        )
 
     def __repr__(self) -> str:
         return f"<Reflector {self._name} rv={self.last_resource_version or '-'}>"
@@ -193,7 +207,20 @@ class Reflector:
                 # backoff of our own (see memop.runtime.client.reachability). The outage is not this
                 # watch's failure, so its backoff does not grow.
                 await self._reachability.wait()
-            except (ApiError, TransportError) as error:
+            except ApiError as error:
+                if self._shard_selector is not None and _invalid_shard_selector(error):
+                    # A 500 no retry fixes: ask for everything and keep filtering ourselves.
+                    log.error(
+                        "the API server refused the shard selector of %s, filtering client-side: %s",
+                        self._name,
+                        error,
+                        extra=self._fields(),
+                    )
+                    self._shard_selector = None
+                    need_list = True
+                    continue
+                await self._failed(error, need_list)
+            except TransportError as error:
                 await self._failed(error, need_list)
             except Exception:
                 # A bug or a response we cannot make sense of: start again from a fresh list.
@@ -233,7 +260,10 @@ class Reflector:
     async def _list(self) -> None:
         prepared, list_rv = await self._list_prepared()
         changes = self.store.replace(
-            prepared, self.namespace if self.resource.namespaced else None, list_version=list_rv
+            prepared,
+            self.namespace if self.resource.namespaced else None,
+            list_version=list_rv,
+            scope=self._shard.accepts if self._shard is not None else None,
         )
         self.last_resource_version = list_rv
         self._listed_at = self._clock.monotonic()
@@ -263,6 +293,7 @@ class Reflector:
                     label_selector=self._selector,
                     limit=self._page_size,
                     continue_token=token,
+                    shard_selector=self._shard_selector,
                 )
             except Gone:
                 if token is None:
@@ -274,9 +305,16 @@ class Reflector:
                     extra=self._fields(),
                 )
                 prepared = []
-                page = await self._client.list(self.resource, self.namespace, label_selector=self._selector)
+                page = await self._client.list(
+                    self.resource,
+                    self.namespace,
+                    label_selector=self._selector,
+                    shard_selector=self._shard_selector,
+                )
             for item in page.get("items") or ():
-                if _well_formed(item):
+                if _well_formed(item) and self._shard is not None and not self._shard.accepts(item):
+                    self._shard.filtered()
+                elif _well_formed(item):
                     # A LIST's items carry no apiVersion and kind; watch events' objects do.
                     item.setdefault("apiVersion", self.resource.api_version)
                     item.setdefault("kind", self.resource.kind)
@@ -308,6 +346,7 @@ class Reflector:
             read_timeout=self._read_timeout,
             label_selector=self._selector,
             allow_bookmarks=True,
+            shard_selector=self._shard_selector,
         )
         started = self._clock.monotonic()
         delivered = False
@@ -355,6 +394,16 @@ class Reflector:
             if rv:
                 self.last_resource_version = rv
             return
+        if kind != DELETED and self._shard is not None and not self._shard.accepts(obj):
+            # Not this shard's (the server ignored the selector, or the object's label moved
+            # it to another shard): gone from here if we held it, as the server would say.
+            self._shard.filtered()
+            old = self.store.remove(object_key(obj))
+            if old is not None:
+                self._dispatch(DELETED, old, old)
+            if rv:
+                self.last_resource_version = rv
+            return
         if kind != DELETED:
             stored = self.store.get(obj["metadata"]["name"], obj["metadata"].get("namespace"))
             if stored is not None and rv and not _newer(rv, resource_version(stored)):
@@ -366,6 +415,10 @@ class Reflector:
         obj = self.store.prepare(obj)
         if kind == DELETED:
             old = self.store.remove(object_key(obj))
+            if old is None and self._shard is not None:
+                # Never held here (another shard's, the server ignoring the selector).
+                self.last_resource_version = rv
+                return
             self._dispatch(DELETED, obj, old)
         else:
             old = self.store.upsert(obj)
@@ -391,6 +444,26 @@ _MIN_RETRY_AFTER = 0.5
 
 # A stream that broke sooner than this without delivering anything counts as a failed watch.
 _SHORT_WATCH_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class ShardScope:
+    """What one shard's reflector asks the server for and keeps.
+
+    name: for logs (``3/16``). selector: the ``shardSelector`` to send, None when the key is
+    a label (then ``label_selector`` of the reflector carries it). accepts(obj): whether an
+    object belongs to the shard, by the same hash or label the server uses; objects it refuses
+    are dropped and counted with ``filtered()``.
+    """
+
+    name: str
+    selector: str | None
+    accepts: Callable[[Obj], bool]
+    filtered: Callable[[], None]
+
+
+def _invalid_shard_selector(error: ApiError) -> bool:
+    return error.code == 500 and "invalid shard selector" in error.message
 
 
 class _StreamBroke(Exception):

@@ -312,7 +312,12 @@ class ObjectStore:
         )
 
     def replace(
-        self, objects: Iterable[Obj], namespace: str | None = None, *, list_version: str | None = None
+        self,
+        objects: Iterable[Obj],
+        namespace: str | None = None,
+        *,
+        list_version: str | None = None,
+        scope: Callable[[Obj], bool] | None = None,
     ) -> builtins.list[tuple[str, Obj, Obj | None]]:
         """Make the store (or the part of it in ``namespace``) hold exactly ``objects``.
 
@@ -325,6 +330,9 @@ class ObjectStore:
         while the list was under way): it is kept as it is, not taken back to the list's older
         state or deleted, since the watch from ``list_version`` brings whatever follows. Without
         this a relist would forget a pod we just created, and a reconcile create it again.
+
+        ``scope``: only stored objects it accepts are this list's to delete (one shard's
+        reflector, in a store other shards' reflectors fill too).
         """
         snapshot = _as_int(list_version)
         changes: builtins.list[tuple[str, Obj, Obj | None]] = []
@@ -338,6 +346,8 @@ class ObjectStore:
             self.upsert(obj)
             changes.append((ADDED if old is None else MODIFIED, obj, old))
         in_scope = self.keys(namespace) if namespace else list(self._objects)
+        if scope is not None:
+            in_scope = [key for key in in_scope if scope(self._objects[key])]
         for key in in_scope:
             if key not in seen and not _newer(self._objects[key], snapshot):
                 gone = self.remove(key)

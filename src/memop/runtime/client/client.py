@@ -395,13 +395,17 @@ class Client:
         limit: int | None = None,
         continue_token: str | None = None,
         resource_version: str | None = None,
+        shard_selector: str | None = None,
     ) -> dict[str, Any]:
         """One LIST call: the raw List object (``items``, ``metadata.resourceVersion``,
         ``metadata.continue``). ``namespace`` None on a namespaced resource lists all
-        namespaces. Items may lack apiVersion/kind, as the server sends them."""
+        namespaces. Items may lack apiVersion/kind, as the server sends them.
+        ``shard_selector``: v1.36's ``shardSelector`` (see :mod:`memop.runtime.sharding`); a
+        server without the ShardedListAndWatch gate ignores it and lists every object."""
         query: list[tuple[str, str]] = []
         _add(query, "labelSelector", label_selector)
         _add(query, "fieldSelector", field_selector)
+        _add(query, "shardSelector", shard_selector)
         _add(query, "limit", str(limit) if limit is not None else None)
         _add(query, "continue", continue_token)
         _add(query, "resourceVersion", resource_version)
@@ -681,6 +685,7 @@ class Client:
         label_selector: str | None = None,
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
+        shard_selector: str | None = None,
     ) -> AsyncGenerator[watchstream.EventLines, None]:
         """Stream the watch events of ``res`` after ``resource_version`` ("" = from now on,
         starting with the current objects as ADDED).
@@ -704,6 +709,7 @@ class Client:
             query.append(("allowWatchBookmarks", "true"))
         _add(query, "labelSelector", label_selector)
         _add(query, "fieldSelector", field_selector)
+        _add(query, "shardSelector", shard_selector)
         path = _collection_path(res, namespace)
         pool = self._pool()
         if pool is not None:

@@ -45,7 +45,7 @@ import math
 import random
 import socket
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -53,7 +53,7 @@ from typing import Any, Protocol, TypeVar
 from memop.runtime.client.errors import ApiError, Conflict, NotFound, TransportError
 from memop.runtime.client.resources import LEASES, Resource
 from memop.runtime.metrics import LEADER_ELECTION_MASTER_STATUS
-from memop.runtime.util.clock import Clock, RealClock
+from memop.runtime.util.clock import Clock, RealClock, run_until
 
 log = logging.getLogger("memop.leaderelection")
 
@@ -366,7 +366,7 @@ class LeaderElector:
         started = self._clock.monotonic()
         acquired = False
         try:
-            acquired = await self._bounded(self._try_acquire_or_renew(renewing=renewing), deadline)
+            acquired = await run_until(self._clock, self._try_acquire_or_renew(renewing=renewing), deadline)
         except TimeoutError:
             self.last_error = (
                 f"no answer from the API server within {deadline - started:.3g}s"
@@ -475,7 +475,7 @@ class LeaderElector:
         """Clear the holder if it is still us; log, never raise, on failure or timeout."""
         deadline = self._clock.monotonic() + self.config.retry_period
         try:
-            released = await self._bounded(self._write_release(), deadline)
+            released = await run_until(self._clock, self._write_release(), deadline)
         except TimeoutError:
             log.warning(
                 "failed to release lease %s: no answer within %ss (or the API server asked to "
@@ -552,42 +552,6 @@ class LeaderElector:
         log.info("stopped leading lease %s: %s", self.config.describe(), reason)
         if self._on_stopped_leading is not None:
             _call(self._on_stopped_leading)
-
-    async def _bounded(self, work: Coroutine[Any, Any, T], deadline: float) -> T:
-        """Await ``work`` in this task, cancelled (TimeoutError) when the clock reaches
-        ``deadline`` — asyncio.timeout_at, but on the injected clock."""
-        current = asyncio.current_task()
-        assert current is not None, "_bounded runs inside a task"
-        task: asyncio.Task[Any] = current
-        if self._clock.monotonic() >= deadline:
-            work.close()
-            raise TimeoutError
-        expired = False
-
-        def expire() -> None:
-            nonlocal expired
-            expired = True
-            task.cancel()
-
-        cancelling = task.cancelling()
-        handle = self._clock.call_at(deadline, expire)
-        try:
-            result = await work
-        except asyncio.CancelledError:
-            # Ours only if nobody else cancelled the task meanwhile (asyncio.timeout's rule).
-            if expired and task.uncancel() <= cancelling:
-                raise TimeoutError from None
-            raise
-        except BaseException:
-            if expired:
-                task.uncancel()
-            raise
-        finally:
-            handle.cancel()
-        if expired:
-            # The work finished despite the cancellation; withdraw the request.
-            task.uncancel()
-        return result
 
 
 def _call(callback: Callable[..., None], *args: Any) -> None:

@@ -11,8 +11,10 @@ import asyncio
 import heapq
 import itertools
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 def rfc3339(seconds: float) -> str:
@@ -141,3 +143,40 @@ class FakeClock:
     def pending_timers(self) -> int:
         """How many timers are scheduled and not cancelled (for test assertions)."""
         return sum(1 for _, _, timer in self._timers if not timer.cancelled)
+
+
+async def run_until(clock: Clock, work: Coroutine[Any, Any, T], deadline: float) -> T:
+    """Await ``work`` in this task, cancelled (TimeoutError) when ``clock`` reaches
+    ``deadline``: asyncio.timeout_at, but on an injected clock."""
+    current = asyncio.current_task()
+    assert current is not None, "run_until runs inside a task"
+    task: asyncio.Task[Any] = current
+    if clock.monotonic() >= deadline:
+        work.close()
+        raise TimeoutError
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    cancelling = task.cancelling()
+    handle = clock.call_at(deadline, expire)
+    try:
+        result = await work
+    except asyncio.CancelledError:
+        # Ours only if nobody else cancelled the task meanwhile (asyncio.timeout's rule).
+        if expired and task.uncancel() <= cancelling:
+            raise TimeoutError from None
+        raise
+    except BaseException:
+        if expired:
+            task.uncancel()
+        raise
+    finally:
+        handle.cancel()
+    if expired:
+        # The work finished despite the cancellation; withdraw the request.
+        task.uncancel()
+    return result

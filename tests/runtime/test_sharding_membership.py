@@ -1,0 +1,307 @@
+"""Sharding membership against the in-memory API server, over real HTTP through the real Client.
+
+Members share one FakeClock and have no jitter, so a round falls due every retry period (2 s);
+``Group.tick`` advances the clock one period and waits until every running member has finished
+the round that fell due. The work on shards is a recording listener: after every tick, no shard
+may be worked on by two members, counting a shard being given up as still worked on until its
+drain has finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client import REGISTRY
+
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import LEASES
+from memop.runtime.sharding.membership import (
+    GROUP_LABEL,
+    MembershipLost,
+    ShardingConfig,
+    ShardMembership,
+    member_lease_name,
+)
+from memop.runtime.util.clock import FakeClock
+from memop.testing.server import ApiServer
+from memop.testing.wait import wait_for
+
+NS = "default"
+SHARDS = 8
+
+
+@dataclass
+class Work:
+    """What a replica's controllers would do with the shards the membership hands them."""
+
+    active: set[int] = field(default_factory=set)
+    draining: set[int] = field(default_factory=set)
+    calls: list[str] = field(default_factory=list)
+    gate: asyncio.Event | None = None  # while unset, drains do not finish
+    lost_called: bool = False
+
+    async def acquired(self, shard: int) -> None:
+        self.calls.append(f"acquired {shard}")
+        self.active.add(shard)
+
+    async def releasing(self, shard: int) -> None:
+        self.calls.append(f"releasing {shard}")
+        self.draining.add(shard)
+        try:
+            if self.gate is not None:
+                await self.gate.wait()
+        finally:
+            self.draining.discard(shard)
+            self.active.discard(shard)
+
+    def lost(self) -> None:
+        self.lost_called = True
+        self.active.clear()
+
+
+@dataclass
+class Member:
+    membership: ShardMembership
+    work: Work
+    client: Client
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def identity(self) -> str:
+        return self.membership.config.identity
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self.membership.run(), name=f"member-{self.identity}")
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    async def kill(self) -> None:
+        """SIGKILL: stop at once, without leaving."""
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        self.work.active.clear()  # a dead process works on nothing
+        self.work.draining.clear()
+
+
+@dataclass
+class Group:
+    clock: FakeClock
+    members: list[Member]
+    server: ApiServer
+
+    async def settle(self) -> None:
+        for member in self.members:
+            if member.running:
+                await wait_for(lambda m=member: m.membership.rounds >= 1 or not m.running, timeout=5)
+
+    async def tick(self, periods: int = 1) -> None:
+        for _ in range(periods):
+            due = {id(m): m.membership.rounds + 1 for m in self.members if m.running}
+            self.clock.advance(2.0)
+            for member in self.members:
+                wanted = due.get(id(member))
+                if wanted is not None:
+                    await wait_for(
+                        lambda m=member, d=wanted: m.membership.rounds >= d or not m.running,
+                        timeout=5,
+                        message=lambda m=member: f"{m.identity} did not finish its round",
+                    )
+            # Let release tasks that can finish do so before checking.
+            for _ in range(20):
+                await asyncio.sleep(0)
+            self.check_exclusive()
+
+    def check_exclusive(self) -> None:
+        seen: dict[int, str] = {}
+        for member in self.members:
+            for shard in member.work.active | member.work.draining:
+                assert shard not in seen, f"shard {shard} worked on by {seen[shard]} and {member.identity}"
+                seen[shard] = member.identity
+
+    def holders(self) -> dict[int, str]:
+        rtype = self.server.store.resource("coordination.k8s.io", "v1", "leases")
+        held = {}
+        for shard in range(SHARDS):
+            lease = self.server.store.get(rtype, NS, f"test-shard-{shard}-of-{SHARDS}")
+            held[shard] = lease["spec"].get("holderIdentity") or ""
+        return held
+
+
+@pytest.fixture
+async def group(apiserver: ApiServer) -> AsyncIterator[Callable[..., Any]]:
+    clients: list[ApiClient] = []
+    made: list[Member] = []
+    clock = FakeClock(wall_start=1_700_000_000.0)
+    state = Group(clock, made, apiserver)
+
+    def add(identity: str, *, shards: int = SHARDS, start: bool = True) -> Member:
+        api = ApiClient(apiserver.client_configuration())
+        clients.append(api)
+        client = Client(api, user_agent=identity, max_retries=0, clock=clock)
+        work = Work()
+        config = ShardingConfig("test", NS, identity=identity, shards=shards)
+        member = Member(ShardMembership(client, config, work, clock=clock, rand=lambda: 0.0), work, client)
+        made.append(member)
+        if start:
+            member.start()
+        return member
+
+    def make() -> tuple[Group, Callable[..., Member]]:
+        return state, add
+
+    yield make
+    for member in made:
+        if member.task is not None and not member.task.done():
+            await member.kill()
+    for api in clients:
+        await api.close()
+
+
+def owned_counts(group: Group) -> list[int]:
+    return [len(m.work.active) for m in group.members if m.running]
+
+
+async def test_a_lone_member_takes_every_shard(group: Callable[..., Any], apiserver: ApiServer) -> None:
+    state, add = group()
+    a = add("a")
+    await state.settle()
+    assert a.work.active == set(range(SHARDS))
+    assert set(state.holders().values()) == {"a"}
+    assert REGISTRY.get_sample_value("memop_sharding_shards_owned", {"group": "test"}) == SHARDS
+    leases = await a.client.list(LEASES, NS, label_selector=f"{GROUP_LABEL}=test")
+    names = {item["metadata"]["name"] for item in leases["items"]}
+    assert member_lease_name("test", "a") in names
+    assert len(names) == SHARDS + 1
+
+
+async def test_a_joining_member_gets_its_share_only_after_the_holder_drained_it(
+    group: Callable[..., Any],
+) -> None:
+    state, add = group()
+    a = add("a")
+    await state.settle()
+    a.work.gate = asyncio.Event()
+    b = add("b")
+    await state.settle()
+    await state.tick(3)
+    # a gives up half, but its drains have not finished: b must not have started on them.
+    assert len(a.work.draining) == SHARDS // 2
+    assert b.work.active == set()
+    assert set(state.holders().values()) == {"a"}
+    a.work.gate.set()
+    await state.tick(2)
+    assert owned_counts(state) == [SHARDS // 2, SHARDS // 2]
+    assert a.work.active.isdisjoint(b.work.active)
+    assert state.holders() == {s: ("a" if s in a.work.active else "b") for s in range(SHARDS)}
+    assert REGISTRY.get_sample_value("memop_sharding_members", {"group": "test"}) == 2
+
+
+async def test_four_members_split_the_ring_evenly_and_a_killed_ones_shards_move_after_the_lease(
+    group: Callable[..., Any],
+) -> None:
+    state, add = group()
+    members = [add(name) for name in "abcd"]
+    await state.settle()
+    await state.tick(4)
+    assert owned_counts(state) == [2, 2, 2, 2]
+    victim = members[1]
+    orphaned = set(victim.work.active)
+    await victim.kill()
+    # Within the lease duration (15 s) the others wait: b may still be working, for all they know.
+    await state.tick(6)
+    assert all(orphaned.isdisjoint(m.work.active) for m in members if m is not victim)
+    await state.tick(3)
+    taken = set().union(*(m.work.active for m in members if m is not victim))
+    assert taken == set(range(SHARDS))
+    assert sorted(owned_counts(state)) == [2, 3, 3]
+
+
+async def test_a_member_that_leaves_hands_over_at_the_next_round(group: Callable[..., Any]) -> None:
+    state, add = group()
+    a, b = add("a"), add("b")
+    await state.settle()
+    await state.tick(3)
+    assert owned_counts(state) == [4, 4]
+    assert b.task is not None
+    b.task.cancel()
+    await asyncio.gather(b.task, return_exceptions=True)
+    b.work.active.clear()  # the manager stops the controllers before it leaves
+    await b.membership.leave()
+    assert "b" not in state.holders().values()
+    await state.tick(1)
+    assert a.work.active == set(range(SHARDS))
+
+
+async def test_a_member_that_cannot_renew_stops_before_anyone_may_take_over(
+    group: Callable[..., Any], apiserver: ApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    state, add = group()
+    a, b = add("a"), add("b")
+    await state.settle()
+    await state.tick(3)
+    assert owned_counts(state) == [4, 4]
+    apiserver.faults.fail(503, times=None, user_agent="a")
+    lost_at = None
+    with caplog.at_level(logging.ERROR, logger="memop.sharding"):
+        for tick in range(10):
+            await state.tick(1)
+            if a.task is not None and a.task.done() and lost_at is None:
+                lost_at = tick
+            # b never works on a shard while a still may.
+            assert not (a.work.active and b.work.active & {s for s, h in state.holders().items() if h == "a"})
+    assert lost_at is not None
+    assert lost_at <= 5
+    assert a.work.lost_called
+    assert a.work.active == set()
+    assert a.task is not None
+    assert isinstance(a.task.exception(), MembershipLost)
+    assert "could not renew" in caplog.text
+    await state.tick(3)
+    assert b.work.active == set(range(SHARDS))
+
+
+async def test_members_with_another_number_of_shards_take_nothing_until_the_others_are_gone(
+    group: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    state, add = group()
+    a = add("a")
+    await state.settle()
+    with caplog.at_level(logging.ERROR, logger="memop.sharding"):
+        c = add("c", shards=4)
+        await state.settle()
+        await state.tick(2)
+    assert c.work.active == set()
+    assert "another number of shards: a (8)" in caplog.text
+    await a.kill()
+    await state.tick(10)
+    assert c.work.active == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"group": "Bad_Group"}, "must be a DNS label"),
+        ({"shards": 10}, "power of two"),
+        ({"lease_duration": 10.0}, "greater than the renew deadline"),
+        ({"retry_period": 9.0}, "greater than 1.2 x the retry period"),
+        ({"namespace": ""}, "lease namespace must not be empty"),
+    ],
+)
+def test_bad_settings_are_refused_with_what_is_wrong(settings: dict[str, Any], message: str) -> None:
+    config = ShardingConfig(**{"group": "memop", "namespace": "ns", "identity": "x", **settings})
+    with pytest.raises(ValueError, match=message):
+        config.validate()
+
+
+def test_member_lease_names_fold_identities_into_what_a_name_allows() -> None:
+    assert member_lease_name("memop", "Host_1f2e-ab") == "memop-member-host-1f2e-ab"
+    assert len(member_lease_name("memop", "x" * 400)) <= 253
