@@ -77,6 +77,13 @@ may build it from these alone):
 - ``ManagerOptions.leader_election``: a :class:`LeaderElectionConfig` (a renewed Lease, its
   candidate named by :func:`default_identity`) or a :class:`LeaderForLifeConfig` (a ConfigMap
   lock owned by the replica's Pod).
+- ``ManagerOptions.sharding``: a :class:`ShardingConfig` instead of leader election: every
+  replica reconciles its share of the objects (Leases assign the shards of a ring; the API
+  server's ``shardSelector`` sends each replica only its share where the ShardedListAndWatch
+  gate is on). A controller chooses how its objects split with a :class:`ShardKey` on ``for_``
+  (:data:`BY_UID`, the default, or :data:`BY_NAMESPACE`) and how children follow them on
+  ``owns`` (:data:`BY_OWNER_BUCKET`: the label :data:`BUCKET_LABEL` its reconciler puts on
+  what it creates, from ``Cache.shard_labels(owner)``).
 - :class:`Address`: where probes and metrics listen (``host:port``); :func:`tls_context`
   for ``ManagerOptions.metrics_tls``.
 - :func:`configure_logging`: JSON (or console) log lines carrying the reconcile context.
@@ -154,6 +161,9 @@ if TYPE_CHECKING:
     from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
     from memop.runtime.manager.manager import Manager, ManagerOptions
     from memop.runtime.manager.server import Address
+    from memop.runtime.sharding.keys import BY_NAMESPACE, BY_OWNER_BUCKET, BY_UID, ShardKey
+    from memop.runtime.sharding.membership import ShardingConfig
+    from memop.runtime.sharding.ring import BUCKET_LABEL
     from memop.runtime.util.clock import Clock, FakeClock, RealClock, rfc3339
 
 # Loaded on first use (PEP 562), so that importing one submodule (memop.runtime.client.k8simport,
@@ -161,6 +171,12 @@ if TYPE_CHECKING:
 # "module:attribute" exports the attribute under another name.
 _EXPORTS: dict[str, str] = {
     "Address": "memop.runtime.manager.server",
+    "BUCKET_LABEL": "memop.runtime.sharding.ring",
+    "BY_NAMESPACE": "memop.runtime.sharding.keys",
+    "BY_OWNER_BUCKET": "memop.runtime.sharding.keys",
+    "BY_UID": "memop.runtime.sharding.keys",
+    "ShardKey": "memop.runtime.sharding.keys",
+    "ShardingConfig": "memop.runtime.sharding.membership",
     "AlreadyExists": "memop.runtime.client.errors",
     "ApiError": "memop.runtime.client.errors",
     "BadRequest": "memop.runtime.client.errors",
@@ -250,6 +266,10 @@ __getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [
+    "BUCKET_LABEL",
+    "BY_NAMESPACE",
+    "BY_OWNER_BUCKET",
+    "BY_UID",
     "CLUSTER_ROLES",
     "CLUSTER_ROLE_BINDINGS",
     "CONFIGMAPS",
@@ -308,6 +328,8 @@ __all__ = [
     "Scope",
     "Selector",
     "SetupContext",
+    "ShardKey",
+    "ShardingConfig",
     "TerminalError",
     "TransportError",
     "add_finalizer",

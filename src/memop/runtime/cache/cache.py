@@ -19,6 +19,16 @@ can find the objects that refer to another (``by_index``) without scanning them 
 Invariants: an informer's handlers see every change to its store exactly once and in store
 order; a handler added after objects are stored is first replayed the current objects as
 ADDED (as client-go's shared informer does), so no subscriber misses state.
+
+Sharded (:meth:`Cache.enable_sharding`), an informer declared with a ``shard_key`` holds only
+the objects of the shards this replica owns. Each owned shard has its own reflectors, which
+ask the server for that shard only (a ``shardSelector``, or the owner-bucket label) and check
+every object themselves: :meth:`Cache.add_shard` starts them (their first LIST reports the
+shard's objects as ADDED, so each is reconciled once) and :meth:`Cache.remove_shard` stops
+them and forgets the shard's objects, without relisting the shards kept. When the server
+ignores ``shardSelector`` (the ShardedListAndWatch gate is off) an informer keyed by uid or
+namespace has one reflector for all its shards that filters client-side; gaining a shard then
+relists it once.
 """
 
 from __future__ import annotations
@@ -30,8 +40,9 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Sequence
 
-from memop.runtime.cache.labels import Selector
-from memop.runtime.cache.reflector import ListWatcher, Reflector
+from memop.runtime import metrics
+from memop.runtime.cache.labels import Requirement, Selector
+from memop.runtime.cache.reflector import ListWatcher, Reflector, ShardScope
 from memop.runtime.cache.sharing import Path
 from memop.runtime.cache.store import (
     ADDED,
@@ -41,9 +52,12 @@ from memop.runtime.cache.store import (
     Obj,
     ObjectStore,
     Transform,
+    object_key,
     resource_version,
 )
 from memop.runtime.client.resources import Resource
+from memop.runtime.sharding.keys import ShardKey
+from memop.runtime.sharding.ring import BUCKET_LABEL, Ring, bucket_label_value
 from memop.runtime.util.clock import Clock, RealClock
 
 log = logging.getLogger("memop.cache")
@@ -55,11 +69,17 @@ class Informer:
     """A resource's store, the reflectors filling it and the handlers told of each change."""
 
     def __init__(
-        self, resource: Resource, store: ObjectStore, *, label_selector: Selector | None = None
+        self,
+        resource: Resource,
+        store: ObjectStore,
+        *,
+        label_selector: Selector | None = None,
+        shard_key: ShardKey | None = None,
     ) -> None:
         self.resource = resource
         self.store = store
         self.label_selector = label_selector
+        self.shard_key = shard_key
         self.reflectors: list[Reflector] = []
         self._handlers: list[EventHandler] = []
 
@@ -84,7 +104,9 @@ class Informer:
 
     @property
     def has_synced(self) -> bool:
-        return bool(self.reflectors) and all(r.synced.is_set() for r in self.reflectors)
+        # A sharded informer of a replica that owns no shard yet has nothing to wait for.
+        started = bool(self.reflectors) or self.shard_key is not None
+        return started and all(r.synced.is_set() for r in self.reflectors)
 
     def _call(self, handler: EventHandler, event_type: str, obj: Obj, old: Obj | None) -> None:
         # One handler's bug must not starve the others or kill the reflector feeding them.
@@ -129,7 +151,15 @@ class Cache:
         # future, keeps these indexes.
         self._indexers: dict[Resource, dict[str, IndexFunc]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._reflector_tasks: dict[Reflector, asyncio.Task[None]] = {}
+        self._running: set[Informer] = set()  # informers whose reflectors were started
         self._started = False
+        # Sharding (enable_sharding): the ring, whether the server filters by shardSelector,
+        # and the shards this replica owns now.
+        self.ring: Ring | None = None
+        self.server_side_sharding = False
+        self.shards: set[int] = set()
+        self._warned_ignored: set[Resource] = set()
 
     def informer(
         self,
@@ -138,6 +168,7 @@ class Cache:
         transform: Transform | None = None,
         shared: tuple[Path, ...] = (),
         label_selector: Selector | None = None,
+        shard_key: ShardKey | None = None,
     ) -> Informer:
         """The informer for ``resource`` and ``label_selector``, created on first use (and
         started if the cache runs).
@@ -147,7 +178,9 @@ class Cache:
         change the one it is given (:meth:`record_write` passes objects their writer still
         uses). The subtrees at the ``shared`` paths are held once however many objects have
         them equal (see :mod:`memop.runtime.cache.sharing`); ``label_selector`` narrows the watch
-        itself. The transform and shared paths are fixed by the first caller.
+        itself. The transform and shared paths are fixed by the first caller. ``shard_key``:
+        how its objects map to shards when the cache is sharded (see the module docstring); an
+        informer first declared without one (shared by another controller) gets it here.
 
         Without a ``label_selector`` (and no transform), a resource that already has exactly
         one informer gets that one, whatever its selector: code that only subscribes to a
@@ -160,14 +193,25 @@ class Cache:
         if informer is None and label_selector is None and transform is None and not shared:
             existing = self._informers_of(resource)
             if len(existing) == 1:
-                return existing[0]
-            if existing:
+                informer = existing[0]
+            elif existing:
                 raise ValueError(_ambiguous(resource, existing))
         if informer is None:
             informer = self._new_informer(resource, transform, shared, label_selector)
             by_selector[label_selector] = informer
+        if shard_key is not None and informer.shard_key != shard_key:
+            if informer.shard_key is not None:
+                raise ValueError(
+                    f"{resource.kind} is sharded by {informer.shard_key.name} already, "
+                    f"not by {shard_key.name}"
+                )
             if self._started:
-                self._start_informer(informer)
+                raise RuntimeError(f"{resource.kind}: shard keys must be set before the cache starts")
+            informer.shard_key = shard_key
+            if self.ring is not None:
+                informer.reflectors = []  # never started: they come with the shards
+        if self._started and informer not in self._running:
+            self._start_informer(informer)
         return informer
 
     def _new_informer(
@@ -182,24 +226,35 @@ class Cache:
         for name, fn in self._indexers.get(resource, {}).items():
             store.add_index(name, fn)
         informer = Informer(resource, store, label_selector=label_selector)
-        scopes: Iterable[str | None] = self.namespaces if resource.namespaced and self.namespaces else [None]
-        for namespace in scopes:
-            informer.reflectors.append(
-                Reflector(
-                    self._client,
-                    resource,
-                    informer.store,
-                    informer.dispatch,
-                    namespace=namespace,
-                    label_selector=label_selector,
-                    read_timeout=self._read_timeout,
-                    page_size=self._page_size,
-                    clock=self._clock,
-                    rand=self._rand,
-                    reachability=self.reachability,
-                )
-            )
+        informer.reflectors = self._new_reflectors(informer)
         return informer
+
+    def _new_reflectors(
+        self,
+        informer: Informer,
+        label_selector: Selector | None = None,
+        shard: ShardScope | None = None,
+    ) -> builtins.list[Reflector]:
+        """One reflector per watched namespace (or one cluster-wide) for ``informer``."""
+        resource = informer.resource
+        scopes: Iterable[str | None] = self.namespaces if resource.namespaced and self.namespaces else [None]
+        return [
+            Reflector(
+                self._client,
+                resource,
+                informer.store,
+                informer.dispatch,
+                namespace=namespace,
+                label_selector=label_selector or informer.label_selector,
+                read_timeout=self._read_timeout,
+                page_size=self._page_size,
+                clock=self._clock,
+                rand=self._rand,
+                reachability=self.reachability,
+                shard=shard,
+            )
+            for namespace in scopes
+        ]
 
     def _informers_of(self, resource: Resource) -> builtins.list[Informer]:
         return list(self._informers.get(resource, {}).values())
@@ -260,6 +315,132 @@ class Cache:
         if name not in self._indexers.get(resource, {}):
             raise KeyError(f"{resource.kind} has no index named {name!r}: add_index declares one")
         return self.informer_for(resource).store.by_index(name, value)
+
+    # -- sharding ----------------------------------------------------------------------------
+
+    def enable_sharding(self, ring: Ring, *, server_side: bool) -> None:
+        """Keep only owned shards' objects in the informers that have a shard key (see the
+        module docstring); no shard is owned until :meth:`add_shard`. ``server_side``: whether
+        the API server honours ``shardSelector`` (else uid and namespace keys filter here)."""
+        if self._started:
+            raise RuntimeError("sharding must be enabled before the cache starts")
+        self.ring = ring
+        self.server_side_sharding = server_side
+        for informer in self._sharded_informers():
+            informer.reflectors = []  # never started: they come with the shards
+
+    @property
+    def sharded(self) -> bool:
+        return self.ring is not None
+
+    def shard_labels(self, owner: Obj) -> dict[str, str]:
+        """The labels a controller puts on the children it creates for ``owner`` (and on its
+        pod templates), so they reach the replica that owns the owner: the owner's bucket when
+        the cache is sharded, nothing otherwise."""
+        uid = (owner.get("metadata") or {}).get("uid")
+        if self.ring is None or not isinstance(uid, str) or not uid:
+            return {}
+        return {BUCKET_LABEL: bucket_label_value(uid)}
+
+    def shard_of(self, resource: Resource, obj: Obj) -> int | None:
+        """The shard of ``obj`` by its informer's key; None when not sharded or keyless."""
+        informer = self.informer_for(resource)
+        if self.ring is None or informer.shard_key is None:
+            return None
+        return informer.shard_key.shard_of(self.ring, obj)
+
+    async def add_shard(self, shard: int) -> None:
+        """Start watching ``shard`` in every sharded informer. Returns at once; its objects
+        arrive as ADDED when each reflector's first LIST is stored."""
+        ring = self._sharded_ring()
+        if shard in self.shards:
+            return
+        self.shards.add(shard)
+        for informer in self._sharded_informers():
+            key = informer.shard_key
+            assert key is not None
+            if key.needs_server_gate and not self.server_side_sharding:
+                # One reflector for every owned shard: relist it to fetch the gained shard.
+                await self._stop_reflectors(informer, informer.reflectors)
+                reflectors = self._new_reflectors(informer, shard=self._client_side_scope(informer, ring))
+            else:
+                reflectors = self._new_reflectors(
+                    informer,
+                    label_selector=_with(informer.label_selector, key.label_requirement(ring, shard)),
+                    shard=self._shard_scope(informer, ring, shard),
+                )
+            informer.reflectors.extend(reflectors)
+            if self._started:
+                self._start_reflectors(reflectors)
+
+    async def remove_shard(self, shard: int) -> None:
+        """Stop watching ``shard`` and forget its objects (no DELETED events: they still
+        exist, another replica owns them now). The shards kept are not relisted."""
+        ring = self._sharded_ring()
+        if shard not in self.shards:
+            return
+        self.shards.discard(shard)
+        for informer in self._sharded_informers():
+            key = informer.shard_key
+            assert key is not None
+            gone = [r for r in informer.reflectors if r.shard_name == _shard_name(ring, shard)]
+            await self._stop_reflectors(informer, gone)
+            if not self.shards:
+                await self._stop_reflectors(informer, informer.reflectors)
+            for obj in informer.store.list():
+                if key.shard_of(ring, obj) == shard:
+                    informer.store.remove(object_key(obj))
+
+    def kinds_filtered_by_shard_selector(self) -> builtins.list[str]:
+        """The kinds whose shards the server filters only with ShardedListAndWatch on."""
+        informers = self._sharded_informers()
+        return sorted({i.resource.kind for i in informers if i.shard_key and i.shard_key.needs_server_gate})
+
+    def _sharded_ring(self) -> Ring:
+        if self.ring is None:
+            raise RuntimeError("the cache is not sharded: call enable_sharding first")
+        return self.ring
+
+    def _sharded_informers(self) -> builtins.list[Informer]:
+        return [i for i in self._all_informers() if i.shard_key is not None]
+
+    def _shard_scope(self, informer: Informer, ring: Ring, shard: int) -> ShardScope:
+        key = informer.shard_key
+        assert key is not None
+        filtered = metrics.SHARDING_OBJECTS_FILTERED.labels(str(informer.resource))
+
+        def ignored() -> None:
+            filtered.inc()
+            if key.needs_server_gate and informer.resource not in self._warned_ignored:
+                # Correct still (we filter), but every replica now receives every object.
+                self._warned_ignored.add(informer.resource)
+                log.warning(
+                    "the API server sent %s outside this replica's shards: it ignores shardSelector "
+                    "(is the ShardedListAndWatch feature gate off?); memop filters them itself",
+                    informer.resource.kind,
+                )
+
+        return ShardScope(
+            _shard_name(ring, shard),
+            key.shard_selector(ring, shard),
+            lambda obj: key.shard_of(ring, obj) == shard,
+            ignored,
+        )
+
+    def _client_side_scope(self, informer: Informer, ring: Ring) -> ShardScope:
+        key = informer.shard_key
+        assert key is not None
+        filtered = metrics.SHARDING_OBJECTS_FILTERED.labels(str(informer.resource))
+        owned = self.shards
+        return ShardScope("client-side", None, lambda obj: key.shard_of(ring, obj) in owned, filtered.inc)
+
+    async def _stop_reflectors(self, informer: Informer, reflectors: Iterable[Reflector]) -> None:
+        stopping = builtins.list(reflectors)
+        tasks = [task for r in stopping if (task := self._reflector_tasks.pop(r, None)) is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        informer.reflectors = [r for r in informer.reflectors if r not in stopping]
 
     def in_scope(self, namespace: str | None) -> bool:
         """Whether objects in ``namespace`` are watched by this cache."""
@@ -349,14 +530,24 @@ class Cache:
     async def stop(self) -> None:
         """Cancel every reflector and wait for them to end."""
         tasks, self._tasks = self._tasks, []
+        tasks.extend(self._reflector_tasks.values())
+        self._reflector_tasks.clear()
+        self._running.clear()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._started = False
 
     def _start_informer(self, informer: Informer) -> None:
-        for reflector in informer.reflectors:
-            self._tasks.append(asyncio.create_task(reflector.run(), name=f"reflector {reflector!r}"))
+        # A sharded informer has the reflectors of the shards added so far (none, or some
+        # added before the start); the others come with add_shard.
+        self._running.add(informer)
+        self._start_reflectors(informer.reflectors)
+
+    def _start_reflectors(self, reflectors: Iterable[Reflector]) -> None:
+        for reflector in reflectors:
+            task = asyncio.create_task(reflector.run(), name=f"reflector {reflector!r}")
+            self._reflector_tasks[reflector] = task
 
     async def _resync_loop(self) -> None:
         assert self._resync_period is not None
@@ -371,9 +562,9 @@ def _record(informer: Informer, obj: Obj) -> bool:
     if not informer.reflectors:
         return False
     namespace = (obj.get("metadata") or {}).get("namespace") or None
-    reflector = next(
-        (r for r in informer.reflectors if r.namespace is None or r.namespace == namespace), None
-    )
+    # The reflector whose stream the object is in (its namespace, its shard); none when the
+    # object is in a shard this replica does not own.
+    reflector = next((r for r in informer.reflectors if r.covers(obj)), None)
     if reflector is None or not reflector.synced.is_set():
         return False
     try:
@@ -391,6 +582,16 @@ def _record(informer: Informer, obj: Obj) -> bool:
     old = informer.store.upsert(stored)
     informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
     return True
+
+
+def _shard_name(ring: Ring, shard: int) -> str:
+    return f"{shard}/{ring.shards}"
+
+
+def _with(selector: Selector | None, requirement: Requirement | None) -> Selector | None:
+    if requirement is None:
+        return selector
+    return Selector([*(selector.requirements if selector is not None else ()), requirement])
 
 
 def _ambiguous(resource: Resource, informers: Iterable[Informer], selector: Selector | None = None) -> str:

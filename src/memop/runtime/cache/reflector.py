@@ -332,6 +332,17 @@ class Reflector:
                 return prepared, str(meta.get("resourceVersion") or "")
 
     @property
+    def shard_name(self) -> str | None:
+        """The shard this reflector keeps (``3/16``), None for one that is not a shard's."""
+        return self._shard.name if self._shard is not None else None
+
+    def covers(self, obj: Obj) -> bool:
+        """Whether ``obj`` is one this reflector lists and watches (its namespace, its shard)."""
+        if self.namespace is not None and (obj.get("metadata") or {}).get("namespace") != self.namespace:
+            return False
+        return self._shard is None or self._shard.accepts(obj)
+
+    @property
     def label_selector(self) -> str | None:
         """The label selector of this reflector's LIST and WATCH (None: every object)."""
         return self._selector

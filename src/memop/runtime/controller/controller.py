@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from memop.runtime import metrics
 from memop.runtime.cache.cache import Cache, EventHandler, Informer
 from memop.runtime.cache.labels import Selector
-from memop.runtime.cache.store import ADDED, RESYNC, Obj
+from memop.runtime.cache.store import ADDED, DELETED, RESYNC, Obj
 from memop.runtime.client.closednamespaces import CLOSED_NAMESPACES, ClosedNamespaces
 from memop.runtime.client.errors import ApiError, Conflict, NamespaceClosed, TransportError
 from memop.runtime.client.resources import Resource
@@ -62,6 +62,8 @@ from memop.runtime.controller.handlers import (
 from memop.runtime.controller.predicates import Predicate
 from memop.runtime.controller.reconcile import Reconciler, Request, Result, TerminalError
 from memop.runtime.logs import log_context
+from memop.runtime.sharding.gate import ShardGate
+from memop.runtime.sharding.keys import BY_OWNER_BUCKET, BY_UID, ShardKey
 from memop.runtime.util.clock import Clock, RealClock, first_of
 from memop.runtime.workqueue.ratelimiter import RateLimiter
 from memop.runtime.workqueue.workqueue import ShutDown, WorkQueue
@@ -81,9 +83,12 @@ class WatchSpec:
     secondary: bool = False
     # Which of the resource's informers (see memop.runtime.cache.cache): None for its only one.
     label_selector: Selector | None = None
+    # How its objects map to shards when the cache is sharded (memop.runtime.sharding.keys):
+    # None for a resource every replica watches whole.
+    shard_key: ShardKey | None = None
 
     def informer(self, cache: Cache) -> Informer:
-        return cache.informer(self.resource, label_selector=self.label_selector)
+        return cache.informer(self.resource, label_selector=self.label_selector, shard_key=self.shard_key)
 
 
 @dataclass
@@ -155,6 +160,8 @@ class Controller:
         # Informers must exist before the cache starts so that it syncs them.
         for spec in self.watches:
             spec.informer(cache)
+        # Sharded: which requests this replica may reconcile now (see sharding.gate).
+        self.gate: ShardGate | None = ShardGate(cache, self.watches[0].resource) if cache.sharded else None
 
     async def start(self, sync_timeout: float | None = None) -> None:
         """Attach the watch handlers, wait for the cache to sync, start the workers.
@@ -217,8 +224,11 @@ class Controller:
     def _handler_for(self, spec: WatchSpec) -> EventHandler:
         queue, predicates, mapper, secondary = self.queue, spec.predicates, spec.mapper, spec.secondary
         reopen = self.closed_namespaces.reopen
+        gate = self.gate if spec is self.watches[0] else None
 
         def handle(event_type: str, obj: Obj, old: Obj | None) -> None:
+            if gate is not None and event_type == DELETED:
+                gate.deleted(obj)
             if event_type == ADDED:
                 # Nothing can be created in a closed namespace: one that has a new object
                 # was recreated, and what happens there is worth saying again.
@@ -240,8 +250,21 @@ class Controller:
             except ShutDown:
                 return
             try:
-                if not self._stopping and await self._server_answers():
-                    await self._reconcile(request)
+                if self.gate is None:
+                    if not self._stopping and await self._server_answers():
+                        await self._reconcile(request)
+                    continue
+                shard = self.gate.admit(request)
+                if shard is None:
+                    # Not in a shard of ours (any more): another replica reconciles it.
+                    self.queue.forget(request)
+                    continue
+                try:
+                    answered = not self._stopping and await self._server_answers()
+                    if answered and await self._reconcile(request) == "success":
+                        self.gate.reconciled(request)
+                finally:
+                    self.gate.finish(shard)
             finally:
                 self.queue.done(request)
 
@@ -257,7 +280,7 @@ class Controller:
         await first_of(reachability.wait(), self._stop.wait())
         return not self._stopping
 
-    async def _reconcile(self, request: Request) -> None:
+    async def _reconcile(self, request: Request) -> str:
         reconcile_id = str(uuid.uuid4())
         context = {
             "controller": self.name,
@@ -277,6 +300,7 @@ class Controller:
                 self.stats.in_flight.discard(request)
                 self._m_active.dec()
             self._m_total[outcome].inc()
+            return outcome
 
     async def _call_reconciler(self, request: Request) -> str:
         """Run the reconciler once and turn its outcome into queue operations; returns the label."""
@@ -354,23 +378,37 @@ class ControllerBuilder:
         self._watches: list[WatchSpec] = []
         self._options = ControllerOptions()
 
-    def for_(self, resource: Resource, *predicates: Predicate) -> ControllerBuilder:
-        """Reconcile objects of ``resource``; their events enqueue themselves."""
+    def for_(
+        self, resource: Resource, *predicates: Predicate, shard_key: ShardKey = BY_UID
+    ) -> ControllerBuilder:
+        """Reconcile objects of ``resource``; their events enqueue themselves.
+
+        ``shard_key``: how replicas split them when the manager shards (by uid by default;
+        ``BY_NAMESPACE`` keeps a namespace on one replica). Unsharded, it changes nothing.
+        """
         if self._for is not None:
             raise ValueError("a controller is for exactly one kind")
         self._for = resource
-        self._watches.insert(0, WatchSpec(resource, enqueue_object, predicates))
+        self._watches.insert(0, WatchSpec(resource, enqueue_object, predicates, shard_key=shard_key))
         return self
 
     def owns(
-        self, resource: Resource, *predicates: Predicate, label_selector: Selector | None = None
+        self,
+        resource: Resource,
+        *predicates: Predicate,
+        label_selector: Selector | None = None,
+        shard_key: ShardKey | None = None,
     ) -> ControllerBuilder:
         """Objects of ``resource`` controlled by a ``for`` object enqueue their owner.
-        ``label_selector`` names the informer, when the resource has several."""
+        ``label_selector`` names the informer, when the resource has several. Sharded, a
+        replica watches only the children of its owners: by the owner-bucket label the
+        reconciler puts on them (``cache.shard_labels(owner)``), or by namespace when the
+        owners are split by namespace; ``shard_key`` chooses otherwise."""
         if self._for is None:
             raise ValueError("call for_() before owns()")
         mapper = enqueue_controller_owner(self._for.group, self._for.kind)
-        self._watches.append(WatchSpec(resource, mapper, predicates, True, label_selector))
+        key = shard_key if shard_key is not None else self._children_key()
+        self._watches.append(WatchSpec(resource, mapper, predicates, True, label_selector, key))
         return self
 
     def watches(
@@ -379,11 +417,20 @@ class ControllerBuilder:
         map_fn: MapFunc,
         *predicates: Predicate,
         label_selector: Selector | None = None,
+        shard_key: ShardKey | None = None,
     ) -> ControllerBuilder:
         """Objects of ``resource`` enqueue whatever ``map_fn`` returns for them.
-        ``label_selector`` names the informer, when the resource has several."""
-        self._watches.append(WatchSpec(resource, enqueue_mapped(map_fn), predicates, True, label_selector))
+        ``label_selector`` names the informer, when the resource has several. Sharded, every
+        replica watches all of them unless ``shard_key`` says how they follow their owners
+        (requests for owners of other replicas are dropped either way)."""
+        self._watches.append(
+            WatchSpec(resource, enqueue_mapped(map_fn), predicates, True, label_selector, shard_key)
+        )
         return self
+
+    def _children_key(self) -> ShardKey:
+        primary = self._watches[0].shard_key if self._watches else None
+        return primary if primary is not None and primary is not BY_UID else BY_OWNER_BUCKET
 
     def with_options(
         self,

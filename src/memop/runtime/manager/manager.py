@@ -6,6 +6,12 @@ the reverse: controllers finish in-flight reconciles within the graceful timeout
 released (so a standby takes over within one retry period), event recorders flush, the cache
 and server stop.
 
+Sharded (``ManagerOptions.sharding``), there is no leader: every replica runs its controllers
+and a :class:`~memop.runtime.sharding.membership.ShardMembership` hands it shards of the ring;
+the cache watches only those shards and each controller's gate reconciles only their objects.
+Losing membership is handled as losing the lease. On shutdown the replica leaves the group
+once its controllers have stopped, so the others take its shards over at once.
+
 Losing the lease is different from being asked to stop: reconciling stops at once (in-flight
 reconciles are cancelled, never finished, since another replica may already lead) and
 :meth:`Manager.run` returns a non-zero exit code so the container restarts as a standby. That
@@ -23,16 +29,20 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from memop.runtime import metrics
 from memop.runtime.cache.cache import Cache
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Forbidden, NotFound, TransportError
-from memop.runtime.client.resources import Resource
+from memop.runtime.client.resources import LEASES, Resource
 from memop.runtime.controller.controller import Controller
 from memop.runtime.leaderelection.leaderforlife import LeaderForLife, LeaderForLifeConfig
 from memop.runtime.leaderelection.lease import LeaderElectionConfig, LeaderElector
 from memop.runtime.manager.authn import MetricsAuthorizer
 from memop.runtime.manager.events import EventRecorder
 from memop.runtime.manager.server import Address, ProbeServer
+from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
+from memop.runtime.sharding.ring import Ring
+from memop.runtime.sharding.selector import HASH_SPACE, UID, ShardRange, render_selector
 from memop.runtime.workqueue.workqueue import AllQueues
 
 log = logging.getLogger("memop.manager")
@@ -48,6 +58,8 @@ class ManagerOptions:
     namespaces: the namespaces to watch; empty means all (cluster-wide watches).
     leader_election: a Lease config, a leader-for-life config (a ConfigMap lock owned by the
         replica's Pod), or None to reconcile without electing a leader (one replica only!).
+    sharding: split the controllers' objects between the replicas that share this config's
+        group (memop.runtime.sharding) instead of electing a leader; not with leader_election.
     probe_address / metrics_address: where /healthz+/readyz and /metrics listen; None
         disables. Equal addresses share one server.
     metrics_tls: serve /metrics over HTTPS with this context (``--metrics-secure``).
@@ -65,6 +77,7 @@ class ManagerOptions:
 
     namespaces: tuple[str, ...] = ()
     leader_election: LeaderElectionConfig | LeaderForLifeConfig | None = None
+    sharding: ShardingConfig | None = None
     probe_address: Address | None = None
     metrics_address: Address | None = None
     metrics_tls: ssl.SSLContext | None = None
@@ -89,6 +102,10 @@ class Manager:
     """Owns the shared machinery and runs controllers added with :meth:`add`."""
 
     def __init__(self, client: Client, options: ManagerOptions) -> None:
+        if options.sharding is not None and options.leader_election is not None:
+            raise ValueError("sharding replaces leader election: configure one of them, not both")
+        if options.sharding is not None:
+            options.sharding.validate()
         self.client = client
         self.options = options
         self.cache = Cache(
@@ -97,6 +114,10 @@ class Manager:
             resync_period=options.sync_period,
             watch_read_timeout=options.watch_read_timeout,
         )
+        self.membership: ShardMembership | None = None
+        if options.sharding is not None:
+            # Before any controller is built: their informers and gates are sharded from the start.
+            self.cache.enable_sharding(Ring(options.sharding.shards), server_side=False)
         self.server = ProbeServer(
             probe_address=options.probe_address,
             metrics_address=options.metrics_address,
@@ -202,12 +223,16 @@ class Manager:
         except (ApiError, TransportError) as error:
             log.error("cannot reach the API server: %s", error)
             return EXIT_FAILED
+        if self.options.sharding is not None:
+            await self._choose_shard_filtering(self.options.sharding)
         await self.cache.start()
         for recorder in self.recorders:
             recorder.start()
         interrupts: list[asyncio.Task[Any]] = [stop_task]
         elector_task: asyncio.Task[None] | None = None
         election = self.options.leader_election
+        if self.options.sharding is not None:
+            return await self._run_sharded(self.options.sharding, stop_task)
         if election is not None:
             self.elector = (
                 LeaderForLife(self.client, election)
@@ -231,6 +256,54 @@ class Manager:
             await self._stop_controllers(timeout=0)
             return EXIT_FAILED
         return EXIT_OK
+
+    async def _run_sharded(self, config: ShardingConfig, stop_task: asyncio.Task[bool]) -> int:
+        """Every replica reconciles the shards the membership hands it (see the module docstring)."""
+        self.membership = ShardMembership(self.client, config, _ShardWork(self))
+        if not await _unless(self._start_controllers(), stop_task):
+            return EXIT_OK
+        member_task = asyncio.create_task(self.membership.run(), name="sharding-membership")
+        self._elector_task = member_task
+        await asyncio.wait({stop_task, member_task}, return_when=asyncio.FIRST_COMPLETED)
+        if member_task.done() and not stop_task.done():
+            log.error("sharding membership lost, stopping at once: %s", _task_error(member_task) or "lost")
+            await self._stop_controllers(timeout=0)
+            return EXIT_FAILED
+        return EXIT_OK
+
+    async def _choose_shard_filtering(self, config: ShardingConfig) -> None:
+        server_side = await self._probe_shard_selector(config.namespace)
+        self.cache.server_side_sharding = server_side
+        metrics.SHARDING_SERVER_SIDE.labels(config.group).set(1 if server_side else 0)
+        if server_side:
+            log.info(
+                "sharding group %s with %d shards: the API server filters lists and watches by "
+                "shardSelector (server-side)",
+                config.group,
+                config.shards,
+            )
+        else:
+            log.warning(
+                "sharding group %s with %d shards: the API server ignores shardSelector (its "
+                "ShardedListAndWatch feature gate is off), so every replica receives every %s and "
+                "filters them itself (client-side): correct, but the work is split, not the traffic",
+                config.group,
+                config.shards,
+                " and ".join(self.cache.kinds_filtered_by_shard_selector()) or "object",
+            )
+
+    async def _probe_shard_selector(self, namespace: str) -> bool:
+        """Whether the API server filters by ``shardSelector``: a built-in kind's list says so
+        in ``metadata.shardInfo``; a server without the gate ignores the parameter silently."""
+        selector = render_selector(UID, [ShardRange(0, HASH_SPACE)])
+        try:
+            listed = await self.client.list(LEASES, namespace, limit=1, shard_selector=selector)
+        except (ApiError, TransportError) as error:
+            log.warning(
+                "cannot tell whether the API server filters by shardSelector, assuming not: %s", error
+            )
+            return False
+        return isinstance((listed.get("metadata") or {}).get("shardInfo"), dict)
 
     async def _start_controllers(self) -> None:
         self.leading.set()
@@ -272,12 +345,38 @@ class Manager:
             elector_task.cancel()  # releases the lease when configured to
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await elector_task
+        if self.membership is not None and not lost:
+            await self.membership.leave()  # the controllers have stopped: hand every shard over
         stop_task.cancel()
         for recorder in self.recorders:
             await recorder.stop()
         await self.cache.stop()
         await self.server.stop()
         return lost
+
+
+class _ShardWork:
+    """The manager's side of the membership: a shard's objects enter the cache and its
+    requests the controllers' gates; giving one up drains every controller first."""
+
+    def __init__(self, manager: Manager) -> None:
+        self._manager = manager
+
+    async def acquired(self, shard: int) -> None:
+        for controller in self._manager.controllers:
+            if controller.gate is not None:
+                controller.gate.activate(shard)
+        await self._manager.cache.add_shard(shard)
+
+    async def releasing(self, shard: int) -> None:
+        gates = [c.gate for c in self._manager.controllers if c.gate is not None]
+        await asyncio.gather(*(gate.drain(shard) for gate in gates))
+        await self._manager.cache.remove_shard(shard)
+
+    def lost(self) -> None:
+        for controller in self._manager.controllers:
+            if controller.gate is not None:
+                controller.gate.deactivate_all()
 
 
 async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future[Any]) -> bool:

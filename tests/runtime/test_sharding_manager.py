@@ -1,0 +1,287 @@
+"""Sharded managers: replicas split a controller's objects and their children, on the in-memory
+API server with the ShardedListAndWatch gate on (server-side filtering) and off (the server
+ignores ``shardSelector``; every replica filters itself), through the real Client.
+
+The controller is a user's, built on memop.runtime only: for each ConfigMap labelled
+``app=sharded`` it creates a Secret (its child, labelled with ``cache.shard_labels``) and
+annotates the ConfigMap with the replica that reconciled it. Which replica wrote what is read
+from the server's request log (each replica has its own user agent), not from memop's logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client import REGISTRY
+
+from memop.runtime import (
+    CONFIGMAPS,
+    Cache,
+    Client,
+    ControllerBuilder,
+    Manager,
+    ManagerOptions,
+    Request,
+    Result,
+)
+from memop.runtime.cache.labels import Selector
+from memop.runtime.client.errors import AlreadyExists
+from memop.runtime.client.resources import NAMESPACES, SECRETS
+from memop.runtime.sharding.membership import ShardingConfig
+from memop.runtime.sharding.ring import BUCKET_LABEL
+from memop.testing.server import ApiServer
+from memop.testing.wait import wait_for
+
+NS = "shards"
+LABEL = {"app": "sharded"}
+OBJECTS = 48
+
+
+class Stamper:
+    """Creates each sharded ConfigMap's Secret and stamps the ConfigMap with its replica."""
+
+    def __init__(
+        self, name: str, client: Client, cache: Cache, running: dict[str, str], overlaps: list[str]
+    ) -> None:
+        self.name = name
+        self.client = client
+        self.cache = cache
+        self.running = running  # ConfigMap name -> replica reconciling it right now
+        self.overlaps = overlaps  # what the test fails on: two replicas on one object at once
+
+    async def reconcile(self, request: Request) -> Result | None:
+        other = self.running.setdefault(request.name, self.name)
+        if other != self.name:
+            self.overlaps.append(f"{request.name} reconciled by {other} and {self.name} at once")
+            return None
+        try:
+            return await self._reconcile(request)
+        finally:
+            del self.running[request.name]
+
+    async def _reconcile(self, request: Request) -> Result | None:
+        configmap = self.cache.get(CONFIGMAPS, request.name, request.namespace)
+        if configmap is None or (configmap["metadata"].get("labels") or {}).get("app") != "sharded":
+            return None
+        await asyncio.sleep(0)  # a reconcile is never instantaneous: let the others run meanwhile
+        if self.cache.get(SECRETS, request.name, request.namespace) is None:
+            secret = {
+                "metadata": {
+                    "name": request.name,
+                    "labels": {**LABEL, **self.cache.shard_labels(configmap)},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "ConfigMap",
+                            "name": request.name,
+                            "uid": configmap["metadata"]["uid"],
+                            "controller": True,
+                        }
+                    ],
+                },
+                "stringData": {"from": self.name},
+            }
+            with contextlib.suppress(AlreadyExists):
+                self.cache.record_write(SECRETS, await self.client.create(SECRETS, secret, request.namespace))
+        if (configmap["metadata"].get("annotations") or {}).get("stamped-by") != self.name:
+            patch = {"metadata": {"annotations": {"stamped-by": self.name}}}
+            self.cache.record_write(
+                CONFIGMAPS, await self.client.patch(CONFIGMAPS, request.name, patch, request.namespace)
+            )
+        return None
+
+
+@dataclass
+class Replica:
+    name: str
+    manager: Manager
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[int] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self.manager.run(self.stop), name=self.name)
+
+    async def shut_down(self) -> int:
+        assert self.task is not None
+        self.stop.set()
+        return await self.task
+
+    @property
+    def owned(self) -> set[int]:
+        membership = self.manager.membership
+        return set(membership.owned) if membership is not None else set()
+
+
+@pytest.fixture(params=[True, False], ids=["gate-on", "gate-off"])
+async def server(request: pytest.FixtureRequest) -> AsyncIterator[ApiServer]:
+    api = ApiServer(feature_gates={"ShardedListAndWatch": request.param})
+    await api.start()
+    try:
+        yield api
+    finally:
+        await api.stop()
+
+
+@pytest.fixture
+async def replicas(server: ApiServer) -> AsyncIterator[Callable[[str], Replica]]:
+    apis: list[ApiClient] = []
+    made: list[Replica] = []
+    running: dict[str, str] = {}
+    overlaps: list[str] = []
+
+    def make(name: str) -> Replica:
+        api = ApiClient(server.client_configuration())
+        apis.append(api)
+        client = Client(api, user_agent=name)
+        options = ManagerOptions(
+            namespaces=(NS,),
+            sharding=ShardingConfig(
+                "stamp", NS, identity=name, lease_duration=3.0, renew_deadline=2.0, retry_period=0.5
+            ),
+        )
+        manager = Manager(client, options)
+        stamper = Stamper(name, client, manager.cache, running, overlaps)
+        manager.add(
+            ControllerBuilder(manager.cache, "stamper")
+            .for_(CONFIGMAPS)
+            .owns(SECRETS, label_selector=Selector.from_validated_set(LABEL))
+            .with_options(max_concurrent_reconciles=2)
+            .build(stamper)
+        )
+        replica = Replica(name, manager)
+        made.append(replica)
+        return replica
+
+    yield make
+    for replica in made:
+        if replica.task is not None and not replica.task.done():
+            await replica.shut_down()
+    for api in apis:
+        await api.close()
+    assert overlaps == []
+
+
+async def create_namespace_and_configmaps(client: Client, first: int, count: int) -> None:
+    with contextlib.suppress(AlreadyExists):
+        await client.create(NAMESPACES, {"metadata": {"name": NS}})
+    for index in range(first, first + count):
+        await client.create(CONFIGMAPS, {"metadata": {"name": f"cm-{index}", "labels": LABEL}}, NS)
+
+
+def stampers(server: ApiServer) -> dict[str, set[str]]:
+    """ConfigMap name -> the replicas (user agents) that patched it, from the request log."""
+    seen: dict[str, set[str]] = {}
+    for record in server.log:
+        if record.matches(verb="patch", resource="configmaps", namespace=NS):
+            seen.setdefault(record.name, set()).add(record.user_agent.split("/")[0].split(" ")[0])
+    return seen
+
+
+async def all_stamped(server: ApiServer, names: range) -> None:
+    rtype = server.store.resource("", "v1", "configmaps")
+
+    def done() -> bool:
+        for index in names:
+            annotations = server.store.get(rtype, NS, f"cm-{index}")["metadata"].get("annotations") or {}
+            if "stamped-by" not in annotations:
+                return False
+        return True
+
+    await wait_for(done, timeout=30, message="not every ConfigMap was stamped")
+
+
+def filtered(resource: str) -> float:
+    return REGISTRY.get_sample_value("memop_sharding_objects_filtered_total", {"resource": resource}) or 0.0
+
+
+async def test_replicas_split_the_objects_and_their_children(
+    server: ApiServer, replicas: Callable[[str], Replica]
+) -> None:
+    gate_on = server.feature_gates["ShardedListAndWatch"]
+    before = filtered("configmaps")
+    group = [replicas(name) for name in ("r0", "r1", "r2")]
+    async with ApiClient(server.client_configuration()) as api:
+        await create_namespace_and_configmaps(Client(api, user_agent="test"), 0, OBJECTS)
+    for replica in group:
+        replica.start()
+    await wait_for(lambda: sorted(len(r.owned) for r in group) == [5, 5, 6], timeout=30)
+    await all_stamped(server, range(OBJECTS))
+
+    by = stampers(server)
+    assert all(len(agents) == 1 for agents in by.values()), by
+    assert {next(iter(a)) for a in by.values()} == {"r0", "r1", "r2"}
+    for replica in group:
+        cache = replica.manager.cache
+        owned = replica.owned
+        mine = [c for c in cache.list(CONFIGMAPS, NS) if (c["metadata"].get("labels") or {}) == LABEL]
+        assert mine, f"{replica.name} holds no ConfigMap"
+        assert all(cache.shard_of(CONFIGMAPS, c) in owned for c in mine)
+        secrets = cache.list(SECRETS, NS)
+        assert secrets
+        assert {s["metadata"]["name"] for s in secrets} <= {c["metadata"]["name"] for c in mine}
+        assert all(BUCKET_LABEL in s["metadata"]["labels"] for s in secrets)
+    if gate_on:
+        assert filtered("configmaps") == before
+    else:
+        assert filtered("configmaps") > before
+    assert REGISTRY.get_sample_value("memop_sharding_server_side", {"group": "stamp"}) == (
+        1 if gate_on else 0
+    )
+
+
+async def test_a_replica_that_stops_hands_its_shards_to_the_others(
+    server: ApiServer, replicas: Callable[[str], Replica]
+) -> None:
+    group = [replicas(name) for name in ("r0", "r1")]
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="test")
+        await create_namespace_and_configmaps(client, 0, OBJECTS // 2)
+        for replica in group:
+            replica.start()
+        await wait_for(lambda: sorted(len(r.owned) for r in group) == [8, 8], timeout=30)
+        await all_stamped(server, range(OBJECTS // 2))
+        assert await group[1].shut_down() == 0
+        await wait_for(lambda: len(group[0].owned) == 16, timeout=10)
+        await create_namespace_and_configmaps(client, OBJECTS // 2, OBJECTS // 2)
+        await all_stamped(server, range(OBJECTS // 2, OBJECTS))
+    by = stampers(server)
+    assert all(by[f"cm-{i}"] == {"r0"} for i in range(OBJECTS // 2, OBJECTS)), by
+    # r1's objects were stamped again by r0 when it took r1's shards over, once.
+    assert {"r1"} not in by.values()
+
+
+async def test_a_replica_joining_takes_its_share_without_two_replicas_at_once(
+    server: ApiServer, replicas: Callable[[str], Replica]
+) -> None:
+    first = replicas("r0")
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="test")
+        await create_namespace_and_configmaps(client, 0, OBJECTS)
+        first.start()
+        await all_stamped(server, range(OBJECTS))
+        second = replicas("r1")
+        second.start()
+        await wait_for(lambda: sorted(len(r.owned) for r in (first, second)) == [8, 8], timeout=30)
+        # The joiner reconciles what it gained once: each object was stamped by r0, and r1
+        # re-stamps exactly its own share.
+        await wait_for(
+            lambda: (
+                {n for n, a in stampers(server).items() if "r1" in a}
+                == {
+                    c["metadata"]["name"]
+                    for c in second.manager.cache.list(CONFIGMAPS, NS)
+                    if (c["metadata"].get("labels") or {}) == LABEL
+                }
+            ),
+            timeout=30,
+        )
+    patches: dict[str, list[str]] = {}
+    for record in server.log:
+        if record.matches(verb="patch", resource="configmaps", namespace=NS):
+            patches.setdefault(record.name, []).append(record.user_agent.split("/")[0].split(" ")[0])
+    assert all(agents in (["r0"], ["r0", "r1"]) for agents in patches.values()), patches
