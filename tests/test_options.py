@@ -104,6 +104,8 @@ VALUES = [
         "memop-controller-manager-6f7d9-x2x4z",
     ),
     ("--leader-for-life-max-backoff", "2s", "leader_for_life_max_backoff", 2.0),
+    ("--shards", "64", "shards", 64),
+    ("--sharding-group", " cache-ops ", "sharding_group", "cache-ops"),
 ]
 
 
@@ -119,6 +121,7 @@ def test_the_table_covers_every_flag() -> None:
         "--project",  # tests/test_project.py: they select the project
         "--controller-module",
         "--event-loop",  # test_event_loop_flag: what auto means depends on what is installed
+        "--sharding",  # test_sharding_flags
     }
     assert covered == set(long_flags())
 
@@ -217,6 +220,8 @@ def test_a_flag_wins_over_its_environment_variable(
         "--pod-name": "zzz",
         "--leader-for-life-max-backoff": "9s",
         "--controllers": "*,-mypod",
+        "--shards": "2",
+        "--sharding-group": "zzz",
     }[flag]
     config = parse(flag, value, **{env_name(flag): other})
     assert getattr(config, field) == expected
@@ -489,3 +494,15 @@ def test_a_duration_is_the_sum_of_its_parts(parts: list[tuple[int, str]]) -> Non
 @given(st.lists(st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True), max_size=8))
 def test_namespace_lists_keep_first_occurrences_in_order(names: list[str]) -> None:
     assert parse_namespaces(" , ".join(names)) == tuple(dict.fromkeys(names))
+
+
+def test_sharding_flags() -> None:
+    config = parse("--sharding")
+    assert config.sharding
+    assert (config.shards, config.sharding_group) == (16, "memop")
+    assert not parse().sharding
+    assert parse(SHARDING="true", SHARDS="4").shards == 4
+    assert usage_error("--sharding", "--leader-elect") == "--sharding replaces --leader-elect: give one of them"
+    assert "--shards: expected a power of two from 1 to 256, got '12'" in usage_error("--shards", "12")
+    assert "got '512'" in usage_error("--shards", "512")
+    assert "--sharding-group: invalid group 'Cache_Ops'" in usage_error("--sharding-group", "Cache_Ops")

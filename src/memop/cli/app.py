@@ -40,6 +40,7 @@ from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
 from memop.runtime.leaderelection.lease import LeaderElectionConfig, default_identity
 from memop.runtime.manager.authn import tls_context
 from memop.runtime.manager.manager import EXIT_FAILED, Manager, ManagerOptions
+from memop.runtime.sharding.membership import ShardingConfig
 
 EXIT_USAGE = 2
 # Informers per controller at most (its own kind and two it owns or watches): each holds a
@@ -75,6 +76,29 @@ def leader_election_config(
     # setting is a usage error, reported before anything starts.
     election.validate()
     return election
+
+
+def sharding_config(config: RunConfig, identity: str) -> ShardingConfig | None:
+    """The sharding settings with --sharding, else None. Raises ValueError when incomplete."""
+    if not config.sharding:
+        return None
+    namespace = config.leader_election_namespace or in_cluster_namespace()
+    if not namespace:
+        raise ValueError(
+            "--leader-election-namespace is required with --sharding when not running in a cluster "
+            "(the namespace of the replicas' Leases)"
+        )
+    sharding = ShardingConfig(
+        group=config.sharding_group,
+        namespace=namespace,
+        identity=identity,
+        shards=config.shards,
+        lease_duration=config.lease_duration,
+        renew_deadline=config.renew_deadline,
+        retry_period=config.retry_period,
+    )
+    sharding.validate()
+    return sharding
 
 
 def skips_election(config: RunConfig, in_cluster: bool | None = None) -> bool:
@@ -131,6 +155,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     identity = default_identity()
     try:
         election = leader_election_config(config, identity)
+        sharding = sharding_config(config, identity)
     except ValueError as error:
         # A usage error like those of memop.cli.options: one plain line, whatever the log format.
         print(f"{config.prog}: error: {error}", file=sys.stderr)
@@ -151,6 +176,8 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     # Every watch holds a pooled connection for its lifetime: size the pool so watches never
     # starve the reconcilers' requests.
     watches = WATCHES_PER_CONTROLLER * len(controllers) * max(1, len(config.namespaces))
+    if sharding is not None:
+        watches *= sharding.shards  # a reflector per shard owned: all of them, alone
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, watches + 64)
     if stop is None:
         stop = asyncio.Event()
@@ -165,6 +192,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
             "namespaces": ",".join(config.namespaces) or "<all>",
             "controllers": ",".join(controllers),
             "leaderElection": config.leader_election_mode if election else False,
+            "sharding": f"{sharding.group} ({sharding.shards} shards)" if sharding else False,
             "maxConcurrentReconciles": config.max_concurrent_reconciles,
             "eventLoop": config.event_loop,
         },
@@ -191,6 +219,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
             ManagerOptions(
                 namespaces=config.namespaces,
                 leader_election=election,
+                sharding=sharding,
                 probe_address=config.probe_address,
                 metrics_address=config.metrics_address,
                 metrics_tls=metrics_tls,

@@ -36,6 +36,9 @@ _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m":
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 LEASE = "lease"
 LEADER_FOR_LIFE = "leader-for-life"
+MAX_SHARDS = 256
+MAX_GROUP = 40
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 LEADER_ELECTION_MODES = (LEASE, LEADER_FOR_LIFE)
 
 
@@ -128,6 +131,11 @@ class RunConfig:
     prog: str = "memop"
     # The resolved event loop, "uvloop" or "asyncio" (memop.cli.eventloop).
     event_loop: str = eventloop.ASYNCIO
+    # --sharding: replicas split the shards of a ring (memop.runtime.sharding) instead of
+    # electing a leader; the Leases of the group live in the leader election namespace.
+    sharding: bool = False
+    shards: int = 16
+    sharding_group: str = "memop"
 
     def __post_init__(self) -> None:
         if not self.controllers:
@@ -261,6 +269,18 @@ def build_parser(
         "leader for life outside a cluster (no --pod-name, no service account): run without election "
         "instead of refusing to start",
         action="store_true",
+    )
+    flag(
+        "--sharding",
+        "split the work between replicas instead of electing a leader: each reconciles the objects of "
+        "the shards Leases give it (in --leader-election-namespace, with the --leader-elect-* timings)",
+        action="store_true",
+    )
+    flag("--shards", "with --sharding: parts of the ring, a power of two up to 256", default="16")
+    flag(
+        "--sharding-group",
+        "with --sharding: the name of the replicas' Leases (label sharding.memop.dev/group)",
+        default=project.name,
     )
     flag("--metrics-bind-address", "address of /metrics; 0 disables", default=":8080")
     flag("--health-probe-bind-address", "address of /healthz and /readyz; 0 disables", default=":8081")
@@ -468,6 +488,19 @@ def parse_run_args(
         raise UsageError(
             f"{label('leader-election-mode')}: expected {' or '.join(LEADER_ELECTION_MODES)}, got {mode!r}"
         )
+    if args.sharding and args.leader_elect:
+        raise UsageError("--sharding replaces --leader-elect: give one of them")
+    shards = int(number("shards", args.shards, int, 1))
+    if shards > MAX_SHARDS or shards & (shards - 1):
+        raise UsageError(
+            f"{label('shards')}: expected a power of two from 1 to {MAX_SHARDS}, got {args.shards!r}"
+        )
+    group = args.sharding_group.strip()
+    if not _DNS_LABEL.fullmatch(group) or len(group) > MAX_GROUP:
+        raise UsageError(
+            f"{label('sharding-group')}: invalid group {group!r}: must be a DNS label of at most "
+            f"{MAX_GROUP} characters (lower-case letters, digits and '-')"
+        )
     if mode == LEADER_FOR_LIFE and not args.leader_elect:
         raise UsageError(f"{label('leader-election-mode')}={mode} needs --leader-elect")
     if args.leader_for_life_outside_cluster and mode != LEADER_FOR_LIFE:
@@ -514,6 +547,9 @@ def parse_run_args(
             number("max-concurrent-reconciles", args.max_concurrent_reconciles, int, 1)
         ),
         leader_elect=bool(args.leader_elect),
+        sharding=bool(args.sharding),
+        shards=shards,
+        sharding_group=group,
         leader_election_id=election_id,
         leader_election_namespace=election_namespace,
         lease_duration=lease,

@@ -46,6 +46,8 @@ from memop.runtime.controller.finalizers import add_finalizer, finalizers_of, ha
 from memop.runtime.controller.reconcile import Request, Result
 from memop.runtime.controller.status import update_status
 from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
+from memop.runtime.sharding.keys import BY_OWNER_BUCKET
+from memop.runtime.sharding.ring import BUCKET_LABEL
 from memop.runtime.util.clock import Clock, RealClock, rfc3339
 
 log = logging.getLogger("memop.memcached")
@@ -172,7 +174,7 @@ class MemcachedReconciler:
     async def _ensure_deployment(self, memcached: Obj, spec: MemcachedSpec) -> Obj | None:
         """The Deployment as it now is on the server (after any write); None to retry soon."""
         meta = memcached["metadata"]
-        desired = desired_deployment(memcached, spec)
+        desired = desired_deployment(memcached, spec, self.cache.shard_labels(memcached))
         current = self.cache.get(DEPLOYMENTS, meta["name"], meta["namespace"])
         if current is None:
             try:
@@ -305,6 +307,10 @@ class _Blocked(Exception):
         self.message = message
 
 
+# The labels of a pod memop reads: its Memcached's, and the owner bucket when sharded.
+_POD_LABELS = (NAME_LABEL, INSTANCE_LABEL, BUCKET_LABEL)
+
+
 def pod_transform(pod: Obj) -> Obj:
     """Keep only what the status computation (name, phase, deletionTimestamp) and the pod
     watch and list (the name and instance labels) read of a pod: pods are the bulk of the
@@ -323,7 +329,7 @@ def pod_transform(pod: Obj) -> Obj:
     }
     labels = meta.get("labels")
     if isinstance(labels, dict):
-        kept_meta["labels"] = {k: labels[k] for k in (NAME_LABEL, INSTANCE_LABEL) if k in labels}
+        kept_meta["labels"] = {k: labels[k] for k in _POD_LABELS if k in labels}
     elif labels is not None:
         kept_meta["labels"] = labels  # malformed: kept as it is, for the watch to judge
     kept_status = {"phase": status["phase"]} if "phase" in status else {}
@@ -478,7 +484,7 @@ def setup(
         ControllerBuilder(cache, CONTROLLER_NAME)
         .for_(memcached_resource, predicates.generation_changed)
         .owns(DEPLOYMENTS)
-        .watches(PODS, pods_to_memcached, label_selector=POD_SELECTOR)
+        .watches(PODS, pods_to_memcached, label_selector=POD_SELECTOR, shard_key=BY_OWNER_BUCKET)
         .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
         .build(reconciler)
     )

@@ -81,9 +81,13 @@ def owner_reference(memcached: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def desired_deployment(memcached: Mapping[str, Any], spec: MemcachedSpec) -> dict[str, Any]:
+def desired_deployment(
+    memcached: Mapping[str, Any], spec: MemcachedSpec, shard_labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The Deployment for ``memcached`` (a Memcached as read from the API: metadata.name,
     namespace and uid are required, KeyError otherwise) with its parsed ``spec``.
+    ``shard_labels`` (``Cache.shard_labels``) go on the Deployment and its pods, so both reach
+    the replica that owns the Memcached when memop shards; not in the selector.
 
     A fresh dict on every call; the caller may mutate it.
     """
@@ -96,14 +100,14 @@ def desired_deployment(memcached: Mapping[str, Any], spec: MemcachedSpec) -> dic
         "metadata": {
             "name": name,
             "namespace": meta["namespace"],
-            "labels": labels(name),
+            "labels": {**labels(name), **(shard_labels or {})},
             "ownerReferences": [owner_reference(memcached)],
         },
         "spec": {
             "replicas": spec.size,
             "selector": {"matchLabels": selector_labels(name)},
             "template": {
-                "metadata": {"labels": labels(name)},
+                "metadata": {"labels": {**labels(name), **(shard_labels or {})}},
                 "spec": {
                     "securityContext": {
                         "runAsNonRoot": True,

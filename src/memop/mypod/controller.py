@@ -69,6 +69,7 @@ from memop.runtime.controller.definition import SetupContext
 from memop.runtime.controller.reconcile import Request, Result
 from memop.runtime.controller.status import update_status
 from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
+from memop.runtime.sharding.ring import BUCKET_LABEL
 from memop.runtime.util.clock import Clock, RealClock, rfc3339
 
 log = logging.getLogger("memop.mypod")
@@ -153,7 +154,8 @@ class MyPodReconciler:
         name, namespace = meta["name"], meta["namespace"]
         if pod is None:
             try:
-                created = await self.client.create(PODS, desired_pod(mypod, spec), namespace)
+                desired = desired_pod(mypod, spec, self.cache.shard_labels(mypod))
+                created = await self.client.create(PODS, desired, namespace)
             except AlreadyExists:
                 raise _Blocked(
                     Failure(
@@ -255,7 +257,7 @@ def pod_transform(pod: Obj) -> Obj:
     if not isinstance(status, dict):
         status = {}
     kept: Obj = {k: meta[k] for k in _POD_METADATA if k in meta}
-    for field, keys in (("labels", (LABEL,)), ("annotations", (SPEC_HASH, METADATA))):
+    for field, keys in (("labels", (LABEL, BUCKET_LABEL)), ("annotations", (SPEC_HASH, METADATA))):
         values = meta.get(field)
         if isinstance(values, dict):
             kept[field] = {k: values[k] for k in keys if k in values}

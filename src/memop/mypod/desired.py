@@ -70,8 +70,11 @@ def left_by_namesake(pod: Mapping[str, Any], mypod: Mapping[str, Any]) -> bool:
     return False
 
 
-def desired_pod(mypod: Mapping[str, Any], spec: MyPodSpec) -> dict[str, Any]:
-    """The pod ``mypod`` should have (to create it)."""
+def desired_pod(
+    mypod: Mapping[str, Any], spec: MyPodSpec, shard_labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The pod ``mypod`` should have (to create it), with ``shard_labels``
+    (``Cache.shard_labels``) so it reaches the replica that owns ``mypod`` when memop shards."""
     meta = mypod["metadata"]
     return {
         "apiVersion": "v1",
@@ -79,7 +82,7 @@ def desired_pod(mypod: Mapping[str, Any], spec: MyPodSpec) -> dict[str, Any]:
         "metadata": {
             "name": meta["name"],
             "namespace": meta["namespace"],
-            "labels": {**_user_labels(spec), LABEL: meta["name"]},
+            "labels": {**_user_labels(spec), LABEL: meta["name"], **(shard_labels or {})},
             "annotations": {
                 **_user_annotations(spec),
                 SPEC_HASH: spec_hash(spec),

@@ -49,6 +49,7 @@ from memop.runtime.controller.expectations import Expectations
 from memop.runtime.controller.reconcile import Request, Result
 from memop.runtime.controller.status import update_status
 from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
+from memop.runtime.sharding.ring import BUCKET_LABEL
 from memop.runtime.util.clock import Clock, RealClock, rfc3339
 
 log = logging.getLogger("memop.podset")
@@ -179,7 +180,9 @@ class PodSetReconciler:
     async def _create_one(self, request: Request, podset: Obj, spec: PodSetSpec) -> None:
         try:
             created = await self.client.create(
-                PODS, desired_pod(podset, spec), podset["metadata"]["namespace"]
+                PODS,
+                desired_pod(podset, spec, self.cache.shard_labels(podset)),
+                podset["metadata"]["namespace"],
             )
         except BaseException:
             self.expectations.creation_observed(request)  # failed: will never be observed
@@ -280,7 +283,7 @@ def pod_transform(pod: Obj) -> Obj:
     kept_meta: Obj = {k: meta[k] for k in keep if k in meta}
     labels = meta.get("labels")
     if isinstance(labels, dict) and INSTANCE_LABEL in labels:
-        kept_meta["labels"] = {INSTANCE_LABEL: labels[INSTANCE_LABEL]}
+        kept_meta["labels"] = {k: labels[k] for k in (INSTANCE_LABEL, BUCKET_LABEL) if k in labels}
     refs = meta.get("ownerReferences")
     controllers = [
         {k: ref[k] for k in ("apiVersion", "kind", "name", "uid", "controller") if k in ref}

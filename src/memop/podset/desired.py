@@ -46,17 +46,24 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return status if isinstance(status, Mapping) else {}
 
 
-def desired_pod(podset: Mapping[str, Any], spec: PodSetSpec) -> dict[str, Any]:
+def desired_pod(
+    podset: Mapping[str, Any], spec: PodSetSpec, shard_labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A new pod for ``podset`` (metadata name, namespace and uid required), named by the
     server from ``<name>-pod-``. The template's labels and annotations are kept; the instance
-    label is set over them. A fresh dict on every call."""
+    label and ``shard_labels`` (``Cache.shard_labels``) are set over them. A fresh dict on every
+    call."""
     meta = podset["metadata"]
     template = spec.template if spec.template is not None else DEFAULT_TEMPLATE
     template_meta = template.get("metadata") or {}
     pod_meta: dict[str, Any] = {
         "generateName": f"{meta['name']}-pod-",
         "namespace": meta["namespace"],
-        "labels": {**(template_meta.get("labels") or {}), INSTANCE_LABEL: meta["name"]},
+        "labels": {
+            **(template_meta.get("labels") or {}),
+            INSTANCE_LABEL: meta["name"],
+            **(shard_labels or {}),
+        },
     }
     if template_meta.get("annotations"):
         pod_meta["annotations"] = dict(template_meta["annotations"])

@@ -205,7 +205,7 @@ class Cache:
                     f"{resource.kind} is sharded by {informer.shard_key.name} already, "
                     f"not by {shard_key.name}"
                 )
-            if self._started:
+            if self._started and self.ring is not None:
                 raise RuntimeError(f"{resource.kind}: shard keys must be set before the cache starts")
             informer.shard_key = shard_key
             if self.ring is not None:
