@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 from kubernetes_asyncio.client import ApiClient
+from prometheus_client import REGISTRY
 
 from memop.runtime.cache.cache import Cache
 from memop.runtime.cache.labels import Selector
 from memop.runtime.cache.store import ADDED, MODIFIED, RESYNC, Obj
 from memop.runtime.client.client import Client
-from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, PODS
+from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, PODS, SECRETS
 from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -343,3 +344,31 @@ async def test_informers_of_one_resource_by_selector_each_hold_their_own_objects
         assert blue.store.get("red-2", "default") is None
     finally:
         await cache.stop()
+
+
+async def test_reflectors_count_the_objects_and_watch_bytes_they_receive(client: Client) -> None:
+    """What sharding divides between replicas, exported per resource: objects from LISTs and
+    watch events, and the bytes of the watch streams."""
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    before = (
+        sample("memop_reflector_objects_received_total", resource="secrets", source="list"),
+        sample("memop_reflector_objects_received_total", resource="secrets", source="watch"),
+        sample("memop_watch_received_bytes_total", resource="secrets"),
+    )
+    await namespaces(client, "counted")
+    await client.create(SECRETS, {"metadata": {"name": "listed"}}, "counted")
+    cache = Cache(client, namespaces=["counted"])
+    informer = cache.informer(SECRETS)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(10)
+        await client.create(SECRETS, {"metadata": {"name": "watched"}}, "counted")
+        await wait_for(lambda: informer.store.get("watched", "counted") is not None, timeout=10)
+    finally:
+        await cache.stop()
+    listed = sample("memop_reflector_objects_received_total", resource="secrets", source="list") - before[0]
+    watched = sample("memop_reflector_objects_received_total", resource="secrets", source="watch") - before[1]
+    assert (listed, watched) == (1, 1)
+    assert sample("memop_watch_received_bytes_total", resource="secrets") - before[2] > 100

@@ -171,6 +171,17 @@ SHARDING_OBJECTS_FILTERED = Counter(
     "(non-zero: the server ignored the shardSelector)",
     ["resource"],
 )
+WATCH_RECEIVED_BYTES = Counter(
+    "memop_watch_received_bytes_total",
+    "Bytes of watch streams received from the API server, per resource",
+    ["resource"],
+)
+REFLECTOR_OBJECTS_RECEIVED = Counter(
+    "memop_reflector_objects_received_total",
+    "Objects received by the cache's reflectors, per resource, from LISTs and from watch events "
+    "(bookmarks excluded)",
+    ["resource", "source"],
+)
 SHARDING_OBJECTS_OWNED = Gauge(
     "memop_sharding_objects_owned",
     "Objects of the resource in this replica's shards, held in its cache",

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memop.runtime import metrics
 from memop.runtime.cache.labels import Selector
 from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, Obj, ObjectStore, object_key, resource_version
 from memop.runtime.client.errors import (
@@ -149,6 +150,8 @@ class Reflector:
         self._listed_at = 0.0  # monotonic time of the last stored LIST
         self._shard = shard
         self._shard_selector = shard.selector if shard is not None else None
+        self._m_listed = metrics.REFLECTOR_OBJECTS_RECEIVED.labels(str(resource), "list")
+        self._m_watched = metrics.REFLECTOR_OBJECTS_RECEIVED.labels(str(resource), "watch")
         self._name = (
             f"{resource}"
             + (f" in {namespace}" if namespace else "")
@@ -311,7 +314,9 @@ class Reflector:
                     label_selector=self._selector,
                     shard_selector=self._shard_selector,
                 )
-            for item in page.get("items") or ():
+            items = page.get("items") or ()
+            self._m_listed.inc(len(items))
+            for item in items:
                 if _well_formed(item) and self._shard is not None and not self._shard.accepts(item):
                     self._shard.filtered()
                 elif _well_formed(item):
@@ -363,9 +368,11 @@ class Reflector:
         delivered = False
         try:
             async for batch in stream:
+                received = 0
                 for event in batch:
                     delivered = True
-                    self._apply(event)
+                    received += self._apply(event)
+                self._m_watched.inc(received)
         except TransportError as error:
             if delivered or self._clock.monotonic() - started >= _SHORT_WATCH_SECONDS:
                 raise _StreamBroke(error) from error
@@ -377,7 +384,8 @@ class Reflector:
             # again at once could loop without a pause (client-go's "very short watch").
             raise TransportError(f"the watch of {self._name} ended at once without an event")
 
-    def _apply(self, event: Any) -> None:
+    def _apply(self, event: Any) -> int:
+        """Apply one watch event; 1 when it carried an object, 0 for a bookmark."""
         kind = event.get("type") if isinstance(event, dict) else None
         obj = event.get("object") if isinstance(event, dict) else None
         if (
@@ -389,12 +397,12 @@ class Reflector:
             log.warning(
                 "skipping a malformed watch event on %s: %.200r", self._name, event, extra=self._fields()
             )
-            return
+            return 0
         rv = resource_version(obj)
         if kind == "BOOKMARK":
             if rv:
                 self.last_resource_version = rv
-            return
+            return 0
         if not _well_formed(obj):
             log.warning(
                 "skipping a malformed %s in a watch event: %.200r",
@@ -404,7 +412,7 @@ class Reflector:
             )
             if rv:
                 self.last_resource_version = rv
-            return
+            return 1
         if kind != DELETED and self._shard is not None and not self._shard.accepts(obj):
             # Not this shard's (the server ignored the selector, or the object's label moved
             # it to another shard): gone from here if we held it, as the server would say.
@@ -414,7 +422,7 @@ class Reflector:
                 self._dispatch(DELETED, old, old)
             if rv:
                 self.last_resource_version = rv
-            return
+            return 1
         if kind != DELETED:
             stored = self.store.get(obj["metadata"]["name"], obj["metadata"].get("namespace"))
             if stored is not None and rv and not _newer(rv, resource_version(stored)):
@@ -422,19 +430,20 @@ class Reflector:
                 # told the handlers: this event changes nothing, and applying an older one
                 # would take the store back in time.
                 self.last_resource_version = rv
-                return
+                return 1
         obj = self.store.prepare(obj)
         if kind == DELETED:
             old = self.store.remove(object_key(obj))
             if old is None and self._shard is not None:
                 # Never held here (another shard's, the server ignoring the selector).
                 self.last_resource_version = rv
-                return
+                return 1
             self._dispatch(DELETED, obj, old)
         else:
             old = self.store.upsert(obj)
             self._dispatch(ADDED if old is None else MODIFIED, obj, old)
         self.last_resource_version = rv
+        return 1
 
     def _fields(self) -> dict[str, str]:
         return {"resource": str(self.resource), "namespace": self.namespace or ""}

@@ -45,7 +45,7 @@ import logging
 import math
 import random
 import ssl
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
@@ -53,6 +53,7 @@ from urllib.request import getproxies_environment, proxy_bypass
 
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
+from prometheus_client import Counter
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from yarl import URL
 
@@ -69,7 +70,7 @@ from memop.runtime.client.errors import (
 from memop.runtime.client.http1 import Http1ConnectError, Http1Error, Http1Pool, Http1Stream
 from memop.runtime.client.reachability import Reachability
 from memop.runtime.client.resources import Resource
-from memop.runtime.metrics import REST_CLIENT_REQUEST_DURATION, REST_CLIENT_REQUESTS
+from memop.runtime.metrics import REST_CLIENT_REQUEST_DURATION, REST_CLIENT_REQUESTS, WATCH_RECEIVED_BYTES
 from memop.runtime.util import jsoncodec
 from memop.runtime.util.clock import Clock, RealClock, first_of
 from memop.runtime.util.tokenbucket import TokenBucket
@@ -711,9 +712,10 @@ class Client:
         _add(query, "fieldSelector", field_selector)
         _add(query, "shardSelector", shard_selector)
         path = _collection_path(res, namespace)
+        received = WATCH_RECEIVED_BYTES.labels(str(res))
         pool = self._pool()
         if pool is not None:
-            async for batch in self._watch_on(pool, path, query, read_timeout, resource_version):
+            async for batch in self._watch_on(pool, path, query, read_timeout, resource_version, received):
                 yield batch
             return
         # No total deadline: the stream lasts timeout_seconds by design. sock_read bounds
@@ -737,7 +739,8 @@ class Client:
                 )
                 raise self._error_from(answer, "GET", path)
             log.debug("watching %s from resourceVersion %r", path, resource_version)
-            async for batch in watchstream.read_event_batches(response.content.readany, path=path):
+            read = _counted(response.content.readany, received)
+            async for batch in watchstream.read_event_batches(read, path=path):
                 yield batch
             finished = True
         finally:
@@ -747,8 +750,14 @@ class Client:
             else:
                 response.close()
 
-    async def _watch_on(
-        self, pool: Http1Pool, path: str, query: Query, read_timeout: float, resource_version: str
+    async def _watch_on(  # noqa: PLR0917 - one private caller
+        self,
+        pool: Http1Pool,
+        path: str,
+        query: Query,
+        read_timeout: float,
+        resource_version: str,
+        received: Counter,
     ) -> AsyncGenerator[watchstream.EventLines, None]:
         """:meth:`watch_batches` on memop's own connections: ``self.timeout`` to connect, then
         at most ``read_timeout`` for the headers and for every next byte (what detects a
@@ -782,7 +791,7 @@ class Client:
                     path,
                 )
             log.debug("watching %s from resourceVersion %r", path, resource_version)
-            async for batch in watchstream.read_event_batches(stream.readany, path=path):
+            async for batch in watchstream.read_event_batches(_counted(stream.readany, received), path=path):
                 yield batch
         finally:
             # Kept for another request if the stream was read to its end, closed otherwise.
@@ -1182,3 +1191,15 @@ def _required(answer: dict[str, Any] | None, verb: str, res: Resource) -> dict[s
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _counted(read: Callable[[], Awaitable[bytes]], received: Counter) -> Callable[[], Awaitable[bytes]]:
+    """``read`` counting the bytes it returns into ``received`` (a watch's traffic, per resource:
+    what sharding divides between replicas)."""
+
+    async def read_counted() -> bytes:
+        data = await read()
+        received.inc(len(data))
+        return data
+
+    return read_counted
