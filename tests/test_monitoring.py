@@ -8,6 +8,7 @@ tests/e2e/test_manager_dashboards.py; :func:`metric_names` is the extraction bot
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -106,6 +107,12 @@ def test_the_dashboard_has_the_panels_users_look_for() -> None:
         "CPU",
         "Memory (RSS)",
         "Open file descriptors",
+        "Shards owned",
+        "Live members",
+        "Ring changes",
+        "Hand-over time",
+        "Objects filtered client-side",
+        "Filtering mode",
     } <= titles
     exprs = " ".join(monitoring.expressions(MEMOP))
     for quantile in ("0.5", "0.9", "0.99"):
@@ -132,6 +139,68 @@ def test_the_dashboard_has_the_panels_users_look_for() -> None:
         assert [t["refId"] for t in panel["targets"]] == [
             chr(ord("A") + i) for i in range(len(panel["targets"]))
         ]
+
+
+def test_the_sharding_row_shows_the_ring() -> None:
+    panels = monitoring.dashboard(MEMOP)["panels"]
+    start = next(i for i, p in enumerate(panels) if p["type"] == "row" and p["title"] == "Sharding")
+    row = list(itertools.takewhile(lambda p: p["type"] != "row", panels[start + 1 :]))
+    by_title = {p["title"]: p for p in row}
+    assert list(by_title) == [
+        "Shards owned",
+        "Live members",
+        "Ring changes",
+        "Hand-over time",
+        "Objects filtered client-side",
+        "Filtering mode",
+    ]
+
+    def exprs(title: str) -> list[str]:
+        return [t["expr"] for t in by_title[title]["targets"]]
+
+    # Each replica's shards stacked: the bands are the ring.
+    owned = by_title["Shards owned"]
+    assert exprs("Shards owned") == ['sum by (instance, group) (memop_sharding_shards_owned{job=~"$job"})']
+    assert owned["targets"][0]["legendFormat"] == "{{instance}} {{group}}"
+    assert owned["fieldConfig"]["defaults"]["custom"]["stacking"]["mode"] == "normal"
+    assert all("stacking" not in p["fieldConfig"]["defaults"].get("custom", {}) for p in row[1:])
+    assert exprs("Live members") == ['max by (instance, group) (memop_sharding_members{job=~"$job"})']
+    assert exprs("Ring changes") == [
+        'sum by (instance, group) (rate(memop_sharding_ring_changes_total{job=~"$job"}[$__rate_interval]))'
+    ]
+    assert exprs("Hand-over time") == [
+        f"histogram_quantile({q}, sum by (group, le) "
+        f'(rate(memop_sharding_handover_seconds_bucket{{job=~"$job"}}[$__rate_interval])))'
+        for q in ("0.5", "0.99")
+    ]
+    assert [t["legendFormat"] for t in by_title["Hand-over time"]["targets"]] == [
+        "p50 {{group}}",
+        "p99 {{group}}",
+    ]
+    filtered = by_title["Objects filtered client-side"]
+    assert exprs("Objects filtered client-side") == [
+        'sum by (resource) (rate(memop_sharding_objects_filtered_total{job=~"$job"}[$__rate_interval]))'
+    ]
+    assert "Non-zero means the server ignores shardSelector" in filtered["description"]
+    mode = by_title["Filtering mode"]
+    assert mode["type"] == "state-timeline"
+    assert exprs("Filtering mode") == ['max by (instance, group) (memop_sharding_server_side{job=~"$job"})']
+    [mapping] = mode["fieldConfig"]["defaults"]["mappings"]
+    assert {value: state["text"] for value, state in mapping["options"].items()} == {
+        "0": "client-side",
+        "1": "server-side",
+    }
+    # The leader panel keeps its states.
+    [leader] = [p for p in panels if p["title"] == "Leader"]
+    [mapping] = leader["fieldConfig"]["defaults"]["mappings"]
+    assert {value: state["text"] for value, state in mapping["options"].items()} == {
+        "0": "standby",
+        "1": "leader",
+    }
+    # Declared but not necessarily set yet: no panel reads it.
+    assert not any("memop_sharding_objects_owned" in e for e in monitoring.expressions(MEMOP))
+    # Every panel reads the scrape jobs chosen in $job.
+    assert all('job=~"$job"' in e for p in row for e in exprs(p["title"]))
 
 
 @needs_kubectl
@@ -187,7 +256,8 @@ def test_a_projects_alerts_and_dashboard_carry_its_names() -> None:
     assert rule["metadata"]["labels"] == {"app.kubernetes.io/name": "config-sync"}
     dashboard = monitoring.dashboard(target)
     assert (dashboard["title"], dashboard["uid"]) == ("config-sync", "config-sync-controller-runtime")
-    assert "memop" not in json.dumps(dashboard).lower()
+    # memop's own metric names (the same in every project's dashboard) aside.
+    assert "memop" not in re.sub(r"memop_sharding_\w+", "", json.dumps(dashboard)).lower()
     assert monitoring.expressions(target) == monitoring.expressions(MEMOP)
 
 

@@ -6,9 +6,11 @@
 - ``manifests/prometheus/rules.yaml``: a PrometheusRule with :func:`alert_rules` (memop's are
   the README's example alert rules: a test keeps the README's block equal to them).
 
-Every expression names only metrics a running memop exports (a test scrapes one), with
-controller-runtime's names, so the panels read the same for any controller memop runs: the
-``controller`` variable lists them from the metrics. Only the names differ from one project to
+Every expression names only metrics a running memop exports (a test scrapes one with leader
+election and one with ``--sharding``), with controller-runtime's names (and memop's own
+``memop_sharding_*`` for the Sharding row, empty unless the replicas run with ``--sharding``), so
+the panels read the same for any controller memop runs: the ``controller`` variable lists them
+from the metrics. Only the names differ from one project to
 another: the dashboard's title, the alerts' prefix (``Memop...`` for memop) and the Lease
 (:attr:`Project.leader_election_id <memop.project.Project>`). ``memop manifests`` writes the files.
 """
@@ -133,8 +135,11 @@ def _panel(
     unit: str = "short",
     kind: str = "timeseries",
     width: int = 12,
+    stacked: bool = False,
+    states: Sequence[tuple[str, str]] = (("standby", "blue"), ("leader", "green")),
 ) -> dict[str, Any]:
-    """A panel of ``targets`` (expr, legend); placed by :func:`dashboard`."""
+    """A panel of ``targets`` (expr, legend); placed by :func:`dashboard`. A timeseries is
+    ``stacked`` or not; a state-timeline shows value i as ``states[i]`` (text, color)."""
     defaults: dict[str, Any] = {"unit": unit}
     options: dict[str, Any] = {
         "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
@@ -142,14 +147,16 @@ def _panel(
     }
     if kind == "timeseries":
         defaults["custom"] = {"fillOpacity": 10, "lineWidth": 1, "showPoints": "never"}
+        if stacked:
+            defaults["custom"].update(fillOpacity=60, stacking={"mode": "normal", "group": "A"})
         defaults["min"] = 0
-    else:  # state-timeline: 1 leads, 0 stands by
+    else:  # state-timeline
         defaults["mappings"] = [
             {
                 "type": "value",
                 "options": {
-                    "0": {"text": "standby", "color": "blue", "index": 0},
-                    "1": {"text": "leader", "color": "green", "index": 1},
+                    str(value): {"text": text, "color": color, "index": value}
+                    for value, (text, color) in enumerate(states)
                 },
             }
         ]
@@ -176,13 +183,15 @@ def _gauge(op: str, metric: str, by: str = "controller", selector: str = SELECTE
     return f"{op} by ({by}) ({metric}{{{selector}}})"
 
 
-def _quantiles(metric: str, by: str, selector: str) -> list[tuple[str, str]]:
+def _quantiles(
+    metric: str, by: str, selector: str, quantiles: Sequence[float] = (0.5, 0.9, 0.99)
+) -> list[tuple[str, str]]:
     return [
         (
             f"histogram_quantile({q}, sum by ({by}, le) (rate({metric}_bucket{{{selector}}}{RATE})))",
             f"p{round(q * 100)} {{{{{by}}}}}",
         )
-        for q in (0.5, 0.9, 0.99)
+        for q in quantiles
     ]
 
 
@@ -357,6 +366,89 @@ def _rows(target: Target) -> list[tuple[str, list[dict[str, Any]]]]:
                 ),
             ],
         ),
+        (
+            "Sharding",
+            [
+                _panel(
+                    "Shards owned",
+                    "The shards of the ring each replica works on (memop_sharding_shards_owned), stacked:"
+                    " each band is a replica's share, the stack's height the shards worked on (the whole"
+                    " ring but during a hand-over or after a replica is lost). Empty unless the replicas"
+                    " run with --sharding (manifests/sharded).",
+                    [
+                        (
+                            _gauge("sum", "memop_sharding_shards_owned", "instance, group", JOB),
+                            "{{instance}} {{group}}",
+                        )
+                    ],
+                    stacked=True,
+                ),
+                _panel(
+                    "Live members",
+                    "Members of the group each replica sees alive (their member Lease renewed within the"
+                    " lease duration): the lines agree in a steady ring; fewer than the replicas running"
+                    " means one is gone or cannot renew.",
+                    [
+                        (
+                            _gauge("max", "memop_sharding_members", "instance, group", JOB),
+                            "{{instance}} {{group}}",
+                        )
+                    ],
+                ),
+                _panel(
+                    "Ring changes",
+                    "How often the assignment of shards to members changed, as each replica computed it"
+                    " (a member joined, left or was lost).",
+                    [
+                        (
+                            _rate("memop_sharding_ring_changes_total", "instance, group", JOB),
+                            "{{instance}} {{group}}",
+                        )
+                    ],
+                    unit="ops",
+                    width=8,
+                ),
+                _panel(
+                    "Hand-over time",
+                    "From a shard being assigned to a replica until it took the shard's Lease (once the"
+                    " previous holder had drained and released it, or its lease had expired): p50 and p99"
+                    " of memop_sharding_handover_seconds.",
+                    _quantiles("memop_sharding_handover_seconds", "group", JOB, (0.5, 0.99)),
+                    unit="s",
+                    width=8,
+                ),
+                _panel(
+                    "Objects filtered client-side",
+                    f"Objects the API server sent that belong to no shard of the replica, dropped by"
+                    f" {target.name} itself, per second by resource. Non-zero means the server ignores"
+                    " shardSelector (the ShardedListAndWatch feature gate is off): every replica receives"
+                    " every object.",
+                    [
+                        (
+                            _rate("memop_sharding_objects_filtered_total", "resource", JOB),
+                            "{{resource}}",
+                        )
+                    ],
+                    unit="ops",
+                    width=8,
+                ),
+                _panel(
+                    "Filtering mode",
+                    "Whether the API server filters each replica's lists and watches by shardSelector"
+                    " (server-side, memop_sharding_server_side 1) or the replica filters what it receives"
+                    " (client-side, 0), as probed at start.",
+                    [
+                        (
+                            _gauge("max", "memop_sharding_server_side", "instance, group", JOB),
+                            "{{instance}} {{group}}",
+                        )
+                    ],
+                    kind="state-timeline",
+                    width=24,
+                    states=(("client-side", "orange"), ("server-side", "green")),
+                ),
+            ],
+        ),
     ]
 
 
@@ -417,8 +509,8 @@ def dashboard(target: Target) -> dict[str, Any]:
         "title": target.name,
         "uid": dashboard_uid(target),
         "description": (
-            f"{target.name}'s controllers, work queues, API requests and replicas (controller-runtime "
-            "metrics)."
+            f"{target.name}'s controllers, work queues, API requests, replicas (controller-runtime "
+            "metrics) and sharding."
         ),
         "tags": [target.name, "controller-runtime", "operator"],
         "timezone": "browser",
