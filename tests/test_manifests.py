@@ -50,6 +50,7 @@ OVERLAYS = (
     "prometheus",
     "prometheus-secure",
     "leader-for-life",
+    "sharded",
     "grafana",
 )
 
@@ -345,6 +346,14 @@ def test_allowed_models_both_installs() -> None:
     assert rbac.allowed(*review, "", secure_metrics=True)
     assert rbac.allowed(*review, "", watch_namespaces=["team-a"], secure_metrics=True)
     assert not rbac.allowed(*review, OPERATOR_NAMESPACE, secure_metrics=True)  # cluster-scoped
+    # manifests/sharded: the sharding rules instead of leader election's, in the same namespace.
+    for verb in ("list", "delete"):
+        lease_verb = ("coordination.k8s.io", "leases", verb)
+        assert not rbac.allowed(*lease_verb, OPERATOR_NAMESPACE)
+        assert rbac.allowed(*lease_verb, OPERATOR_NAMESPACE, sharding=True)
+        assert not rbac.allowed(*lease_verb, "team-a", sharding=True)
+    assert rbac.allowed(*lease, OPERATOR_NAMESPACE, sharding=True)
+    assert rbac.allowed(*watch, "anywhere", sharding=True)
 
 
 def test_rbac_resource() -> None:
@@ -458,6 +467,18 @@ EXPECTED_KINDS = {
         "RoleBinding",
         "ServiceAccount",
     ],
+    # The default install's kinds: the sharding Role and binding replace the leader-election ones.
+    "sharded": [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        *["CustomResourceDefinition"] * CRDS,
+        "Deployment",
+        "Namespace",
+        "PodDisruptionBudget",
+        "Role",
+        "RoleBinding",
+        "ServiceAccount",
+    ],
     "namespaced": [
         *["CustomResourceDefinition"] * CRDS,
         "Deployment",
@@ -500,7 +521,7 @@ EXPECTED_KINDS = {
     "prometheus-secure": ["ClusterRoleBinding", "PrometheusRule", "Service", "ServiceMonitor"],
     "grafana": ["ConfigMap"],
 }
-INSTALLS = ("default", "namespaced", "namespaced/multi", "secure-metrics")
+INSTALLS = ("default", "namespaced", "namespaced/multi", "secure-metrics", "sharded")
 
 
 @needs_kubectl
@@ -603,8 +624,10 @@ def test_rendered_rbac_grants_exactly_what_memop_rbac_allowed_says(overlay: str)
     for every rule, in every kind of namespace, plus requests memop must not be allowed."""
     objects = render(overlay)
     watched = _install_namespaces(overlay)
-    secure = run_config(one(objects, "Deployment")).metrics_secure
+    config = run_config(one(objects, "Deployment"))
+    secure, sharding = config.metrics_secure, config.sharding
     assert secure == (overlay == "secure-metrics")
+    assert sharding == (overlay == "sharded")
     triples = rbac.all_triples() | {
         (GROUP, PLURAL, "update"),
         (GROUP, PLURAL, "delete"),
@@ -618,7 +641,9 @@ def test_rendered_rbac_grants_exactly_what_memop_rbac_allowed_says(overlay: str)
     cluster_scoped = {"tokenreviews", "subjectaccessreviews"}  # requests without a namespace
     for triple in sorted(triples):
         for namespace in namespaces if triple[1] not in cluster_scoped else ("",):
-            expected = rbac.allowed(*triple, namespace, watch_namespaces=watched, secure_metrics=secure)
+            expected = rbac.allowed(
+                *triple, namespace, watch_namespaces=watched, secure_metrics=secure, sharding=sharding
+            )
             assert _grants(objects, *triple, namespace) == expected, (overlay, triple, namespace)
 
 

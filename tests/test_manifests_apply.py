@@ -93,6 +93,7 @@ SCENARIOS = {
     "namespaced-multi": ("namespaced/multi",),
     # The Grafana dashboard goes in the install's namespace.
     "leader-for-life+grafana": ("leader-for-life", "grafana"),
+    "sharded": ("sharded",),
 }
 # kubectl's client-side apply always sends PodDisruptionBudget.spec.selector again (its patch
 # strategy is "replace", so the computed patch is never empty) and reports "configured" on a

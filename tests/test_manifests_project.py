@@ -30,7 +30,7 @@ THEIRS = Target(CACHELY, f"--controller-module {MODULE}")
 COMMAND = f"memop manifests --controller-module {MODULE}"
 NAMESPACE = "cachely-operators"
 IMAGE = "registry.example.com:5000/team/cachely:1.2.3"
-INSTALLS = ("default", "namespaced", "namespaced/multi", "secure-metrics", "leader-for-life")
+INSTALLS = ("default", "namespaced", "namespaced/multi", "secure-metrics", "leader-for-life", "sharded")
 ADD_ONS = ("prometheus", "prometheus-secure", "grafana")
 
 Obj = dict[str, Any]
@@ -152,6 +152,23 @@ def test_the_add_ons_follow_the_install(written: Path) -> None:
         "ConfigMap lock cachely-lock.example.org"
         in (written / "leader-for-life/kustomization.yaml").read_text()
     )
+
+
+@needs_kubectl
+def test_the_sharded_install_groups_the_projects_replicas_under_its_name(written: Path) -> None:
+    objects = render(written, "sharded")
+    manager = container(one(objects, "Deployment"))
+    config = parse_run_args([*manager["command"][1:], *manager["args"]])
+    assert (config.sharding, config.leader_elect) == (True, False)
+    # --sharding-group defaults to the project's name: no flag, and the comment names its Leases.
+    assert config.sharding_group == "cachely"
+    assert not any(arg.startswith("--sharding-group") for arg in manager["args"])
+    text = (written / "sharded/kustomization.yaml").read_text()
+    assert f"kubectl get leases -n {NAMESPACE} -l sharding.memop.dev/group=cachely" in text
+    assert "cachely-member-<identity>" in text
+    role = one(objects, "Role", "cachely-sharding-role", NAMESPACE)
+    assert role["rules"] == rbac.policy_rules(rbac.Scope.OPERATOR, rbac.SHARDING_RULES)
+    assert not [o for o in objects if o["metadata"]["name"] == "cachely-leader-election-role"]
 
 
 def test_the_multi_namespace_roles_print_for_the_project() -> None:

@@ -8,6 +8,8 @@ and the patches they apply.
 - ``leader-for-life``: the cluster-wide install electing its leader for life (a ConfigMap lock
   owned by the leader's Pod) instead of with a Lease;
 - ``secure-metrics``: the cluster-wide install serving /metrics over HTTPS to authorised callers;
+- ``sharded``: the cluster-wide install whose replicas split the work (``--sharding``: each
+  reconciles the objects of the shards its Leases give it) instead of electing a leader;
 - ``prometheus`` and ``prometheus-secure``: a metrics Service, a ServiceMonitor and the alert
   rules, for the plain and the secure install; ``grafana``: the dashboard as a ConfigMap.
 
@@ -17,7 +19,7 @@ and the Namespace) and labels everything ``app.kubernetes.io/part-of: <project>`
 
 from __future__ import annotations
 
-from memop.manifests.manager import METRICS_MONITOR, scalar
+from memop.manifests.manager import METRICS_MONITOR, manager_deployment, scalar
 from memop.manifests.monitoring import dashboard_file
 from memop.manifests.rbac import (
     LEADER_ELECTION_ROLE,
@@ -29,6 +31,12 @@ from memop.manifests.rbac import (
     PROMETHEUS_ACCOUNT,
 )
 from memop.manifests.target import COMMAND, DEPLOYMENT, Target, header, image_repository
+
+# manifests/sharded: replicas splitting the ring (16 shards by default: four each).
+SHARDED_REPLICAS = 4
+# The longest group --sharding-group takes (memop.cli.options.MAX_GROUP, as ShardingConfig
+# checks it): a project with a longer name cannot use its name, the default group.
+SHARDING_GROUP_MAX = 40
 
 
 def _labels(target: Target, comment: bool = True) -> str:
@@ -209,6 +217,121 @@ def _leader_for_life(target: Target) -> str:
     )
 
 
+def sharding_group(target: Target) -> str:
+    """The sharded install's group (its Leases' name prefix and label): the project's name, as
+    ``--sharding-group`` defaults to, cut to the length a group may have."""
+    return target.name[:SHARDING_GROUP_MAX].rstrip("-")
+
+
+def _sharded(target: Target) -> str:
+    ns, group = target.namespace, sharding_group(target)
+    args = manager_deployment(target)["spec"]["template"]["spec"]["containers"][0]["args"]
+    arg = f"/spec/template/spec/containers/0/args/{args.index('--leader-elect')}"
+    named = (
+        [
+            f"The project's name is longer than a sharding group may be ({SHARDING_GROUP_MAX} characters):"
+            f" the replicas run with --sharding-group={group}."
+        ]
+        if group != target.name
+        else []
+    )
+    return (
+        header(
+            target,
+            f"Cluster-wide install (as manifests/default) whose {SHARDED_REPLICAS} replicas split the"
+            " work instead of electing a leader:",
+            "  kubectl apply -k manifests/sharded",
+            "Each replica runs with --sharding and reconciles the objects of the shards of the ring (16"
+            f" by default, --shards) that Leases in {ns} give it: one Lease per replica"
+            f" ({group}-member-<identity>) and one per shard ({group}-shard-<s>-of-<n>), labelled"
+            f" sharding.memop.dev/group={group}:",
+            f"  kubectl get leases -n {ns} -l sharding.memop.dev/group={group}",
+            "Their namespace is the Pod's own (read from its service account): no flag names it.",
+            *named,
+            "",
+            "With the API server's ShardedListAndWatch feature gate on, lists and watches carry a"
+            " shardSelector and each replica receives only its share of the objects. Without it every"
+            " replica receives every object and drops those outside its shards itself: still correct,"
+            " but each replica's cache and watch traffic are the whole cluster's. The mode is logged at"
+            " start and exported (memop_sharding_server_side, the Grafana dashboard's Sharding row).",
+        )
+        + _placed(target)
+        + _labels(target, comment=False)
+        + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
+        f"# leases get/list/create/update/delete in {ns}: a Role of its own (its header says why).\n"
+        "- sharding_role.yaml\n"
+        "patches:\n"
+        "# No leader election: drop its Role and binding from ../rbac.\n"
+        + _delete("rbac.authorization.k8s.io/v1", "Role", LEADER_ELECTION_ROLE, ns)
+        + _delete("rbac.authorization.k8s.io/v1", "RoleBinding", LEADER_ELECTION_ROLE_BINDING, ns)
+        + "# --sharding in place of --leader-elect, the other args kept (the test op fails the build if\n"
+        "# ../manager moves --leader-elect).\n"
+        "- target:\n"
+        "    group: apps\n"
+        "    version: v1\n"
+        "    kind: Deployment\n"
+        f"    name: {scalar(DEPLOYMENT)}\n"
+        "  patch: |-\n"
+        "    - op: test\n"
+        f"      path: {arg}\n"
+        "      value: --leader-elect\n"
+        "    - op: replace\n"
+        f"      path: {arg}\n"
+        "      value: --sharding\n"
+        + (
+            "    - op: add\n"
+            "      path: /spec/template/spec/containers/0/args/-\n"
+            f"      value: {scalar('--sharding-group=' + group)}\n"
+            if named
+            else ""
+        )
+        + f"# {SHARDED_REPLICAS} replicas, and a drain takes one of them at a time.\n"
+        "- path: replicas.yaml\n"
+        "- path: pdb.yaml\n"
+    )
+
+
+def _sharded_replicas(target: Target) -> str:
+    return header(
+        target,
+        f"{SHARDED_REPLICAS} replicas sharing the work: none stands by, each works on its share of the"
+        " ring's shards.",
+    ) + (
+        "apiVersion: apps/v1\n"
+        "kind: Deployment\n"
+        "metadata:\n"
+        f"  name: {scalar(DEPLOYMENT)}\n"
+        f"  namespace: {scalar(target.namespace)}\n"
+        "spec:\n"
+        "  # The ring's 16 shards (--shards), four each. More replicas, up to --shards, split the work\n"
+        "  # finer; a new replica gets its share once the others have drained and released it.\n"
+        f"  replicas: {SHARDED_REPLICAS}\n"
+    )
+
+
+def _sharded_disruption_budget(target: Target) -> str:
+    return header(
+        target,
+        "Voluntary disruptions (node drains) take at most one replica at a time: manifests/manager's"
+        " value, restated for the sharded install's own reason. A sharded install has no standby: an"
+        " evicted replica drains its in-flight reconciles and releases its shards, and the others take"
+        " them at their next round.",
+    ) + (
+        "apiVersion: policy/v1\n"
+        "kind: PodDisruptionBudget\n"
+        "metadata:\n"
+        f"  name: {scalar(DEPLOYMENT)}\n"
+        f"  namespace: {scalar(target.namespace)}\n"
+        "spec:\n"
+        "  # One at a time, so a drain moves one replica's shards (a quarter of the ring) at a time:\n"
+        "  # the three left each take a third more work and sync the objects of one or two more\n"
+        "  # shards, where two replicas evicted at once would land half the ring on two survivors (twice\n"
+        "  # their work and their cache, all relisted together). maxUnavailable rather than\n"
+        "  # minAvailable: 3, so that it stays one at a time when replicas changes.\n"
+        "  maxUnavailable: 1\n"
+    )
+
+
 def _secure_metrics(target: Target) -> str:
     return (
         header(
@@ -376,6 +499,9 @@ def overlay_files(target: Target) -> dict[str, str]:
             "POD_NAME names, which the downward API fills in.",
         ),
         "secure-metrics/kustomization.yaml": _secure_metrics(target),
+        "sharded/kustomization.yaml": _sharded(target),
+        "sharded/replicas.yaml": _sharded_replicas(target),
+        "sharded/pdb.yaml": _sharded_disruption_budget(target),
         "prometheus/kustomization.yaml": _prometheus(target),
         "prometheus-secure/kustomization.yaml": _prometheus_secure(target),
         "grafana/kustomization.yaml": _grafana(target),

@@ -5,7 +5,7 @@ A project's permissions are its controllers' rules (:attr:`ControllerDefinition.
 (:data:`MANAGER_RULES`): each (API group, resource, verb), the scope it is needed in and the code
 that sends it, so an audit reads one table. Everything else derives from them: the ClusterRole
 of a cluster-wide install, the Role of each watched namespace in a namespaced install, the
-leader-election Role, the ``--metrics-secure`` and leader-for-life roles
+leader-election Role, the ``--metrics-secure``, leader-for-life and ``--sharding`` roles
 (:func:`rbac_files`), the OLM bundle's permissions, and the checks an end-to-end test runs on the
 requests the API server saw (:func:`permitted`, :func:`allowed`, :func:`all_triples`;
 memop's own :data:`RULES` by default).
@@ -18,9 +18,9 @@ Invariants:
 - resources are in RBAC form: ``plural`` or ``plural/subresource``;
 - :data:`Scope.WATCHED` rules are granted wherever the controllers watch (all namespaces by the
   ClusterRole, or one Role per watched namespace); :data:`Scope.OPERATOR` rules only in the
-  operator's own namespace (the leader-election Lease); :data:`Scope.METRICS_AUTH` rules
-  (cluster-scoped reviews) only by the secure-metrics install, whose operator runs with
-  ``--metrics-secure``: an install without it must not hold them;
+  operator's own namespace (the leader-election Lease, or ``--sharding``'s Leases);
+  :data:`Scope.METRICS_AUTH` rules (cluster-scoped reviews) only by the secure-metrics install,
+  whose operator runs with ``--metrics-secure``: an install without it must not hold them;
 - no role names a resourceName: create cannot be limited by name, and the Lease's name is a
   flag (``--leader-election-id``) the install must not have to repeat.
 
@@ -59,6 +59,9 @@ METRICS_READER_ROLE_BINDING = "metrics-reader-rolebinding"
 # the leader-election (Lease) role there.
 LEADER_FOR_LIFE_ROLE = "leader-for-life-role"
 LEADER_FOR_LIFE_ROLE_BINDING = "leader-for-life-rolebinding"
+# manifests/sharded: the role of --sharding, which replaces the leader-election role there.
+SHARDING_ROLE = "sharding-role"
+SHARDING_ROLE_BINDING = "sharding-rolebinding"
 # The ServiceAccount kube-prometheus runs Prometheus as: the example scraper bound to the
 # metrics-reader role (change it in manifests/prometheus-secure for another Prometheus).
 PROMETHEUS_ACCOUNT = ("monitoring", "prometheus-k8s")
@@ -106,6 +109,42 @@ LEADER_FOR_LIFE_RULES: tuple[Rule, ...] = (
         "leader for life: remove a lock whose owner Pod is gone or finished (uid precondition)",
     ),
     Rule("", "pods", "get", _O, "leader for life: this replica's Pod (the lock's owner), and the holder's"),
+)
+
+# What --sharding sends instead of leader election's requests, in the operator's namespace
+# (memop.runtime.sharding.membership, and the manager's probe of the filtering mode): granted by
+# manifests/sharded only. Leader election's three verbs, and list and delete.
+SHARDING_RULES: tuple[Rule, ...] = (
+    Rule(
+        "coordination.k8s.io",
+        "leases",
+        "get",
+        _O,
+        "sharding: this replica's member Lease, when creating it finds one (a lost answer's)",
+    ),
+    Rule(
+        "coordination.k8s.io",
+        "leases",
+        "list",
+        _O,
+        "sharding: the group's Leases every round (label sharding.memop.dev/group); at start, one "
+        "with a shardSelector, to see whether the server filters by it",
+    ),
+    Rule(
+        "coordination.k8s.io",
+        "leases",
+        "create",
+        _O,
+        "sharding: this replica's member Lease, and a shard's Lease the first time",
+    ),
+    Rule(
+        "coordination.k8s.io",
+        "leases",
+        "update",
+        _O,
+        "sharding: renew the member Lease; take a shard's Lease, clear it once drained",
+    ),
+    Rule("coordination.k8s.io", "leases", "delete", _O, "sharding: this replica's member Lease, on shutdown"),
 )
 
 # What a scraper needs when the operator runs with --metrics-secure (the metrics-reader
@@ -187,6 +226,7 @@ def allowed(
     operator_namespace: str = NAMESPACE,
     watch_namespaces: Iterable[str] = (),
     secure_metrics: bool = False,
+    sharding: bool = False,
     rules: Iterable[Rule] = RULES,
 ) -> bool:
     """Whether an install made from the generated manifests lets the operator send this request.
@@ -196,8 +236,12 @@ def allowed(
     everywhere); otherwise manifests/namespaced (a Role in each watched namespace, nothing
     cluster-wide). Leader-election rules hold in ``operator_namespace`` only. ``secure_metrics``
     models manifests/secure-metrics on top: the cluster-scoped reviews of ``--metrics-secure``.
+    ``sharding`` models manifests/sharded: :data:`SHARDING_RULES` instead of the leader-election
+    rules.
     """
     watched = tuple(watch_namespaces)
+    if sharding:
+        rules = (*(rule for rule in rules if rule.scope is not Scope.OPERATOR), *SHARDING_RULES)
     for rule in rules:
         if rule.triple != (group, resource, verb):
             continue
@@ -434,6 +478,22 @@ def rbac_files(target: Target) -> dict[str, str]:
             "namespace (instead of the Lease role).",
             source="memop.manifests.rbac.LEADER_FOR_LIFE_RULES",
             notes=_why(LEADER_FOR_LIFE_RULES, _O),
+        ),
+    )
+    files["sharded/sharding_role.yaml"] = to_yaml(
+        [
+            role(target, SHARDING_ROLE, policy_rules(_O, SHARDING_RULES), ns),
+            binding(target, SHARDING_ROLE_BINDING, ns, ("Role", SHARDING_ROLE)),
+        ],
+        header(
+            target,
+            "--sharding: the replicas' Leases in the operator's own namespace (instead of the "
+            "leader-election role).",
+            "A Role of its own rather than a patch adding list and delete to the leader-election "
+            "Role: it is made from the rules --sharding sends, so each verb says why below, its name "
+            "says what it is for, and the install holds no leader-election grant it does not use.",
+            source="memop.manifests.rbac.SHARDING_RULES",
+            notes=_why(SHARDING_RULES, _O),
         ),
     )
     prometheus_namespace, prometheus_account = PROMETHEUS_ACCOUNT
