@@ -104,6 +104,7 @@ EXPECTED_EXIT_REASONS = (
     "leader election lost",
     "leader election ended before this replica led",
     "cannot reach the API server",
+    "sharding membership lost",
 )
 TRACEBACK_MARK = "Traceback (most recent call last)"
 
@@ -125,10 +126,12 @@ def stage_timeout(crs: int) -> float:
 
 @dataclass
 class Replicas:
-    """``REPLICAS`` memop processes kept running: one that exits is replaced, as a Deployment's
+    """``count`` memop processes kept running: one that exits is replaced, as a Deployment's
     pod would be restarted. Every process ever started stays in ``history`` for the log checks."""
 
     kubeconfig: Path
+    args: list[str] = field(default_factory=lambda: list(MEMOP_ARGS))
+    count: int = REPLICAS
     running: list[MemopProcess] = field(default_factory=list)
     history: list[MemopProcess] = field(default_factory=list)
     exits: Counter[int] = field(default_factory=Counter)
@@ -138,11 +141,11 @@ class Replicas:
     _stopping: bool = False
 
     async def start(self) -> None:
-        for _ in range(REPLICAS):
+        for _ in range(self.count):
             await self._spawn()
 
     async def _spawn(self) -> None:
-        process = MemopProcess(self.kubeconfig, MEMOP_ARGS)
+        process = MemopProcess(self.kubeconfig, self.args)
         await process.start()
         self.running.append(process)
         self.history.append(process)

@@ -189,6 +189,7 @@ class ShardMembership:
         self._rand = rand
         self.owned: set[int] = set()
         self.joined = asyncio.Event()
+        self._renewed = asyncio.Event()  # set by the first successful renewal
         self.members: tuple[str, ...] = ()
         # Completed rounds, for tests and debugging.
         self.rounds = 0
@@ -210,25 +211,47 @@ class ShardMembership:
 
     async def run(self) -> None:
         """Take part in the group until cancelled, or until membership is lost
-        (:class:`MembershipLost`, after the listener was told)."""
-        first = True
+        (:class:`MembershipLost`, after the listener was told).
+
+        Renewing and acting run apart, as a leader's renewals run apart from its work: taking
+        shards (and starting their watches) may take a while on a busy process, and must never
+        delay the renewal that keeps every shard of ours ours.
+        """
+        renewing = asyncio.create_task(self._renew_loop(), name="sharding-renew")
+        acting = asyncio.create_task(self._act_loop(), name="sharding-act")
         try:
-            while True:
-                if not first:
-                    period = self.config.retry_period
-                    await self._clock.sleep(period * (1 + self._rand() * (JITTER_FACTOR - 1)))
-                first = False
-                await self._round()
+            done, _ = await asyncio.wait({renewing, acting}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
         except MembershipLost as lost:
             log.error("lost sharding membership of group %s: %s", self.config.group, lost)
             self._drop_all()
             raise
+        finally:
+            for task in (renewing, acting):
+                task.cancel()
+            await asyncio.gather(renewing, acting, return_exceptions=True)
+
+    async def _pause(self) -> None:
+        period = self.config.retry_period
+        await self._clock.sleep(period * (1 + self._rand() * (JITTER_FACTOR - 1)))
+
+    async def _renew_loop(self) -> None:
+        while True:
+            self._check_deadline()
+            if await self._renew():
+                self._renewed.set()
+            await self._pause()
+
+    async def _act_loop(self) -> None:
+        await self._renewed.wait()
+        while True:
+            await self._round()
+            await self._pause()
 
     async def _round(self) -> None:
         try:
             self._check_deadline()
-            if not await self._renew():
-                return
             leases = await self._list()
             if leases is None:
                 return
@@ -428,6 +451,7 @@ class ShardMembership:
             self._waiting_since.setdefault(shard, self._clock.monotonic())
             if holder and holder in live:
                 continue  # its holder gives it up first, then clears the Lease
+            self._check_deadline()  # never take a shard on a claim that has run out
             written = await self._bounded(self._take(lease), f"taking shard {shard}")
             if written is not None:
                 self._seen[config.shard_lease(shard)].lease = written
