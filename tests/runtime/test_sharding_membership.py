@@ -305,3 +305,18 @@ def test_bad_settings_are_refused_with_what_is_wrong(settings: dict[str, Any], m
 def test_member_lease_names_fold_identities_into_what_a_name_allows() -> None:
     assert member_lease_name("memop", "Host_1f2e-ab") == "memop-member-host-1f2e-ab"
     assert len(member_lease_name("memop", "x" * 400)) <= 253
+
+
+async def test_leaving_after_the_claim_ran_out_still_hands_over_and_never_raises(
+    group: Callable[..., Any],
+) -> None:
+    state, add = group()
+    a = add("a")
+    await state.settle()
+    assert a.task is not None
+    a.task.cancel()
+    await asyncio.gather(a.task, return_exceptions=True)
+    a.work.active.clear()
+    state.clock.advance(30.0)  # a long graceful shutdown: no renewal since
+    await a.membership.leave()
+    assert set(state.holders().values()) == {""}

@@ -278,12 +278,15 @@ class ShardMembership:
             return self._clock.monotonic() + self.config.renew_deadline
         return self._last_renewed + self.config.renew_deadline
 
-    async def _bounded(self, work: Coroutine[Any, Any, Any], what: str) -> Any:
+    async def _bounded(self, work: Coroutine[Any, Any, Any], what: str, deadline: float | None = None) -> Any:
+        """``work``'s result, or None (logged) when it failed or did not answer by ``deadline``
+        (default: where our claim ends; past it, MembershipLost)."""
         try:
-            return await run_until(self._clock, work, self._deadline())
+            return await run_until(self._clock, work, self._deadline() if deadline is None else deadline)
         except TimeoutError:
-            self._check_deadline()
-            log.warning("sharding: no answer to %s within the renew deadline", what)
+            if deadline is None:
+                self._check_deadline()
+            log.warning("sharding: no answer to %s in time", what)
         except Conflict:
             log.debug("sharding: %s conflicted; next round reads again", what)
         except (ApiError, TransportError) as error:
@@ -333,8 +336,11 @@ class ShardMembership:
             return await self._write_member()
 
     async def leave(self) -> None:
-        """Clear the holder of every shard still ours and delete our member Lease (best effort,
-        bounded by the renew deadline). Call once the work on the shards has stopped."""
+        """Clear the holder of every shard still ours and delete our member Lease: best effort,
+        within one renew deadline, never raising (our claim may have run out meanwhile; then a
+        clear that still lands only hands over sooner). Call once the work on the shards has
+        stopped."""
+        deadline = self._clock.monotonic() + self.config.renew_deadline
         for task in self._releasing.values():
             task.cancel()
         held = [
@@ -344,11 +350,15 @@ class ShardMembership:
         ]
         self.owned.clear()
         self._m_owned.set(0)
-        for name in held:
-            await self._bounded(self._clear_holder(self._seen[name].lease), f"releasing Lease {name}")
+        await asyncio.gather(
+            *(
+                self._bounded(self._clear_holder(self._seen[name].lease), f"releasing Lease {name}", deadline)
+                for name in held
+            )
+        )
         if self._member is not None:
             self._member = None
-            await self._bounded(self._delete_member(), "deleting the member Lease")
+            await self._bounded(self._delete_member(), "deleting the member Lease", deadline)
         log.info("left sharding group %s", self.config.group)
 
     # -- observing -------------------------------------------------------------------------
