@@ -28,8 +28,10 @@ split (the replicas' ``memop_sharding_shards_owned`` sum to ``--shards`` and dif
 one), then creates ``--crs`` Memcacheds and waits until all converged. Per replica, from the first
 create to convergence unless said otherwise:
 
-- ``shards_owned``, and ``server_side`` (``memop_sharding_server_side``: 1 when the server filters
-  by ``shardSelector``, 0 when memop fell back to filtering what it receives);
+- ``shards_owned``, ``ring_changes`` (``memop_sharding_ring_changes_total``: non-zero when shards
+  moved while converging, and traffic with them), and ``server_side``
+  (``memop_sharding_server_side``: 1 when the server filters by ``shardSelector``, 0 when memop
+  fell back to filtering what it receives);
 - ``received``: per resource, the objects its reflectors received from lists and from watch
   events (``memop_reflector_objects_received_total``), its watch bytes
   (``memop_watch_received_bytes_total``) and the objects it dropped as not its own
@@ -124,7 +126,7 @@ from memop.runtime.cache.store import ADDED, DELETED, Obj
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError
 from memop.runtime.client.kubeconfig import load_configuration
-from memop.runtime.client.resources import LEASES, NAMESPACES
+from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, PODS, REPLICASETS
 from memop.runtime.sharding.membership import GROUP_LABEL
 from memop.runtime.sharding.ring import Ring
 from memop.testing.process import MemopProcess
@@ -315,9 +317,14 @@ async def describe_server(args: argparse.Namespace, where: Where) -> dict[str, A
 
 
 async def remove(client: Client, namespaces: Sequence[str], concurrency: int, timeout: float) -> None:
-    """Delete the bench's namespaces and wait until they are gone. The replicas are stopped by
-    then, so the bench strips the Memcacheds' finalizers itself, ``concurrency`` at a time:
-    converge.py's ``remove_namespaces`` does it one by one, minutes for 10,000 Memcacheds."""
+    """Delete the bench's namespaces and wait until they are gone.
+
+    The replicas are stopped by then, so the bench strips the Memcacheds' finalizers itself,
+    ``concurrency`` at a time (converge.py's ``remove_namespaces`` does it one by one: minutes
+    for 10,000 Memcacheds), and deletes what the round made in them, a collection at a time,
+    before the namespaces: the in-memory server's namespace controller and garbage collector
+    delete one object at a time at their client rate limit (20 a second), 40 minutes for the
+    50,000 objects of 10,000 Memcacheds."""
     stuck: list[Key] = []
     for namespace in namespaces:
         items, _ = await client.list_all(MEMCACHEDS, namespace)
@@ -329,6 +336,9 @@ async def remove(client: Client, namespaces: Sequence[str], concurrency: int, ti
 
     await run_bounded(concurrency, stuck, strip)
     for namespace in namespaces:
+        for res in (MEMCACHEDS, DEPLOYMENTS, REPLICASETS, PODS, EVENTS):
+            with contextlib.suppress(ApiError):
+                await client.delete_collection(res, namespace)
         with contextlib.suppress(ApiError):  # gone already, or going
             await client.delete(NAMESPACES, namespace)
 
@@ -494,6 +504,11 @@ def replica_figures(
     return {
         "identity": process.identity(),
         "shards_owned": int(metric_sum(after, "memop_sharding_shards_owned", group=GROUP)),
+        # Non-zero: shards moved while converging (a member seen gone, say), and its traffic with them.
+        "ring_changes": int(
+            metric_sum(after, "memop_sharding_ring_changes_total", group=GROUP)
+            - metric_sum(before, "memop_sharding_ring_changes_total", group=GROUP)
+        ),
         "server_side": int(metric_sum(after, "memop_sharding_server_side", group=GROUP)),
         "received": traffic,
         "objects_received": sum(t["list"] + t["watch_events"] for t in traffic.values()),
@@ -512,8 +527,8 @@ def replica_figures(
     }
 
 
-TOTALLED = ("shards_owned", "objects_received", "watch_events", "watch_bytes", "objects_filtered",
-            "memcacheds_in_its_shards", "reconciles")  # fmt: skip
+TOTALLED = ("shards_owned", "ring_changes", "objects_received", "watch_events", "watch_bytes",
+            "objects_filtered", "memcacheds_in_its_shards", "reconciles")  # fmt: skip
 
 
 def totals(replicas: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -582,7 +597,9 @@ async def run_round(args: argparse.Namespace, where: Where, count: int) -> dict[
         if replicas is not None:
             await replicas.stop(args.logs)
         await tracker.stop()
+        cleanup = time.monotonic()
         await remove(client, [*namespaces, lease_namespace], args.create_concurrency, args.timeout)
+        cleanup = time.monotonic() - cleanup
 
     held = memcacheds_by_holder(tracker, holders, args.shards)
     figures = []
@@ -609,6 +626,7 @@ async def run_round(args: argparse.Namespace, where: Where, count: int) -> dict[
         "wall_seconds": round(run.converged - run.started, 2),
         "creates_seconds": round(run.created - run.started, 2),
         "start_to_split_seconds": round(split - ready, 2),
+        "cleanup_seconds": round(cleanup, 2),
         "converged": len(tracker.converged_at),
         "server_side": sorted({f["server_side"] for f in figures}),
         "memop_said": said,

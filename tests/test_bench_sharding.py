@@ -87,7 +87,7 @@ def assert_round_converged(round_: dict[str, Any], replicas: int, crs: int) -> N
 
 
 def test_replicas_with_the_gate_each_receive_part_of_what_one_does() -> None:
-    result = report("--crs=40", "--replicas=1,2")
+    result = report("--crs=60", "--replicas=1,2")
     assert result["benchmark"] == "sharding"
     assert result["mode"] == "replicas"
     assert result["cpus"] >= 1
@@ -99,14 +99,15 @@ def test_replicas_with_the_gate_each_receive_part_of_what_one_does() -> None:
     assert "server-side" in gate["memop_said"]
 
     one, two = result["rounds"]
-    assert_round_converged(one, 1, 40)
-    assert_round_converged(two, 2, 40)
+    assert_round_converged(one, 1, 60)
+    assert_round_converged(two, 2, 60)
     single = one["per_replica"][0]
     for replica in two["per_replica"]:
         assert replica["server_side"] == 1
         assert replica["objects_filtered"] == 0  # the server sent only its shards' objects
-        assert replica["objects_received"] < 0.8 * single["objects_received"]
-        assert replica["watch_bytes"] < 0.8 * single["watch_bytes"]
+        # Half the Memcacheds each, give or take the uids' spread (and any shard that moved).
+        assert replica["objects_received"] < 0.85 * single["objects_received"], two
+        assert replica["watch_bytes"] < 0.85 * single["watch_bytes"], two
     assert one["while_converging"]["server_cpu_seconds"] > 0
 
     ratios = result["ratios"]
@@ -114,9 +115,9 @@ def test_replicas_with_the_gate_each_receive_part_of_what_one_does() -> None:
     (versus_one,) = ratios["rounds"]
     assert versus_one["replicas"] == 2
     assert len(versus_one["watch_bytes_share"]["each"]) == 2
-    assert versus_one["watch_bytes_share"]["max"] < 0.8
-    assert versus_one["watch_events_share"]["max"] < 0.8
-    assert versus_one["memcacheds_in_its_shards_share"]["max"] < 0.8
+    assert versus_one["watch_bytes_share"]["max"] < 0.85
+    assert versus_one["watch_events_share"]["max"] < 0.85
+    assert versus_one["memcacheds_in_its_shards_share"]["max"] < 0.85
     assert versus_one["summed_cpu_over_baseline"]["to_converge"] > 0
     assert versus_one["wall_seconds_over_baseline"] == round(two["wall_seconds"] / one["wall_seconds"], 3)
 
