@@ -149,6 +149,7 @@ class ListedEarlier:
         limit: int | None = None,
         continue_token: str | None = None,
         resource_version: str | None = None,
+        shard_selector: str | None = None,
     ) -> dict[str, Any]:
         if self._snapshot_rv is not None:
             snapshot, self._snapshot_rv = self._snapshot_rv, None
@@ -161,6 +162,7 @@ class ListedEarlier:
             limit=limit,
             continue_token=continue_token,
             resource_version=resource_version,
+            shard_selector=shard_selector,
         )
 
     def watch_batches(self, *args: Any, **kwargs: Any) -> AsyncIterator[list[dict[str, Any]]]:

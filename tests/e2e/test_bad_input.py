@@ -724,7 +724,7 @@ async def test_odd_shapes_go_through_memops_informers(
     relists = [r.relists for r in reflectors]
     rewatches = [r.rewatches for r in reflectors]
     lists = server.log.count(verb="list", user_agent=operator.user_agent)
-    reflector_tasks = [t for t in cache._tasks if t.get_name().startswith("reflector")]
+    reflector_tasks = list(cache._reflector_tasks.values())
     assert len(reflector_tasks) == len(reflectors) == 3
 
     def memops_watch(resource: Resource) -> Watcher:
