@@ -150,9 +150,9 @@ async def serve(args: argparse.Namespace) -> int:
     """The API server with ``--feature-gates``, plus a control channel: one JSON command per
     stdin line, one JSON answer per stdout line; EOF on stdin stops the server.
 
-    Command: ``{"op": "writes", "since": t}`` → ``{"writes": [[time, user_agent, verb, resource,
-    subresource, namespace, name, status], ...]}``, the writes to memcacheds (and their status)
-    and deployments that arrived at wall-clock ``t`` or later.
+    Command: ``{"op": "writes", "since": t}`` → ``{"writes": [[time, user_agent, namespace, name,
+    status], ...]}``, the writes to memcacheds (and their status) and deployments that arrived
+    at wall-clock ``t`` or later.
     """
     # Imported here: the bench's other roles do not need the server.
     from memop.runtime.manager.gctuning import tune_gc  # noqa: PLC0415
@@ -183,16 +183,7 @@ async def serve(args: argparse.Namespace) -> int:
                 since = float(command.get("since", 0))
                 answer: dict[str, Any] = {
                     "writes": [
-                        [
-                            r.time,
-                            r.user_agent,
-                            r.verb,
-                            r.resource,
-                            r.subresource,
-                            r.namespace,
-                            r.name,
-                            r.status,
-                        ]
+                        [r.time, r.user_agent, r.namespace, r.name, r.status]
                         for r in server.log.records
                         if r.time >= since
                         and r.verb in WRITE_VERBS
@@ -255,7 +246,7 @@ class GatedServer(ServerProcess):
     async def writes(self, since: float) -> list[Write]:
         """Writes to memcacheds, memcacheds/status and deployments since wall-clock ``since``."""
         rows = (await self.call("writes", since=since))["writes"]
-        return [Write(float(r[0]), str(r[1]), str(r[5]), str(r[6]), int(r[7])) for r in rows]
+        return [Write(float(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4])) for r in rows]
 
 
 @dataclass
