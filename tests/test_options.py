@@ -502,7 +502,8 @@ def test_sharding_flags() -> None:
     assert (config.shards, config.sharding_group) == (16, "memop")
     assert not parse().sharding
     assert parse(SHARDING="true", SHARDS="4").shards == 4
-    assert usage_error("--sharding", "--leader-elect") == "--sharding replaces --leader-elect: give one of them"
+    both = usage_error("--sharding", "--leader-elect")
+    assert both == "--sharding replaces --leader-elect: give one of them"
     assert "--shards: expected a power of two from 1 to 256, got '12'" in usage_error("--shards", "12")
     assert "got '512'" in usage_error("--shards", "512")
     assert "--sharding-group: invalid group 'Cache_Ops'" in usage_error("--sharding-group", "Cache_Ops")

@@ -139,6 +139,15 @@ async def test_replicas_share_the_memcacheds_and_a_killed_ones_move(
     for name in names + later:
         uids[(namespace, name)] = (await client.get(MEMCACHEDS, name, namespace))["metadata"]["uid"]
     assert_writes_inside_holdings(server, uids)
+    # Every Memcached is in exactly one survivor's cache.
+    held = 0.0
+    for process in survivors:
+        samples = await process.samples()
+        held += (
+            sample_value(samples, "memop_sharding_objects_owned", resource="memcacheds.cache.example.com")
+            or 0
+        )
+    assert held == len(names) + len(later)
     gate = server.feature_gates["ShardedListAndWatch"]
     for process in survivors:
         samples = await process.samples()

@@ -160,6 +160,7 @@ class Cache:
         self.server_side_sharding = False
         self.shards: set[int] = set()
         self._warned_ignored: set[Resource] = set()
+        self._exported: set[Resource] = set()
 
     def informer(
         self,
@@ -201,9 +202,13 @@ class Cache:
             by_selector[label_selector] = informer
         if shard_key is not None and informer.shard_key != shard_key:
             if informer.shard_key is not None:
+                if self.ring is None:
+                    return informer  # unsharded, the key changes nothing: the first stays
+                # One informer is split one way (a controller for a kind that also owns it).
                 raise ValueError(
-                    f"{resource.kind} is sharded by {informer.shard_key.name} already, "
-                    f"not by {shard_key.name}"
+                    f"{resource.kind} is sharded by {informer.shard_key.name} already, not by "
+                    f"{shard_key.name}: give the one with the other key an informer of its own "
+                    "(a label_selector)"
                 )
             if self._started and self.ring is not None:
                 raise RuntimeError(f"{resource.kind}: shard keys must be set before the cache starts")
@@ -359,6 +364,7 @@ class Cache:
         for informer in self._sharded_informers():
             key = informer.shard_key
             assert key is not None
+            self._export_objects_owned(informer.resource)
             if key.needs_server_gate and not self.server_side_sharding:
                 # One reflector for every owned shard: relist it to fetch the gained shard.
                 await self._stop_reflectors(informer, informer.reflectors)
@@ -395,6 +401,15 @@ class Cache:
         """The kinds whose shards the server filters only with ShardedListAndWatch on."""
         informers = self._sharded_informers()
         return sorted({i.resource.kind for i in informers if i.shard_key and i.shard_key.needs_server_gate})
+
+    def _export_objects_owned(self, resource: Resource) -> None:
+        """``memop_sharding_objects_owned{resource}``, read from the stores at each scrape."""
+        if resource in self._exported:
+            return
+        self._exported.add(resource)
+        metrics.SHARDING_OBJECTS_OWNED.labels(str(resource)).set_function(
+            lambda: sum(len(i.store) for i in self._informers_of(resource) if i.shard_key is not None)
+        )
 
     def _sharded_ring(self) -> Ring:
         if self.ring is None:
