@@ -449,6 +449,7 @@ class ShardMembership:
                 created = self._seen.get(config.shard_lease(shard))
                 if created is not None:
                     leases[shard] = created.lease
+        takes: list[tuple[int, dict[str, Any], str]] = []
         for shard, owner in sorted(assignment.items()):
             lease = leases.get(shard)
             if owner != config.identity or lease is None or shard in self.owned or shard in self._releasing:
@@ -461,8 +462,15 @@ class ShardMembership:
             self._waiting_since.setdefault(shard, self._clock.monotonic())
             if holder and holder in live:
                 continue  # its holder gives it up first, then clears the Lease
-            self._check_deadline()  # never take a shard on a claim that has run out
-            written = await self._bounded(self._take(lease), f"taking shard {shard}")
+            takes.append((shard, lease, holder))
+        if not takes:
+            return
+        self._check_deadline()  # never take a shard on a claim that has run out
+        # All at once: a dead replica's shards move together, not one request after another.
+        written_all = await asyncio.gather(
+            *(self._bounded(self._take(lease), f"taking shard {shard}") for shard, lease, _ in takes)
+        )
+        for (shard, _, holder), written in zip(takes, written_all, strict=True):
             if written is not None:
                 self._seen[config.shard_lease(shard)].lease = written
                 log.info(
