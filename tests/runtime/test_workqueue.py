@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import pytest
 from hypothesis import settings
@@ -93,6 +93,33 @@ async def test_an_item_keeps_its_priority_while_processing() -> None:
     q.add("d", low_priority=True)
     q.done("c")
     assert [q.get_nowait(), q.get_nowait()] == ["c", "d"]
+
+
+async def test_lanes_are_served_in_turn_so_a_new_lane_does_not_wait_behind_a_backlog() -> None:
+    q: WorkQueue[str] = WorkQueue(_unique("wq-lanes"), metrics=False, lane_of=lambda item: item[0])
+    for i in range(100):
+        q.add(f"a{i}")  # one lane's backlog
+    assert q.get_nowait() == "a0"
+    q.add("b0")  # a lane that arrives later (a shard just taken over)
+    q.add("b1")
+    assert [q.get_nowait() for _ in range(4)] == ["a1", "b0", "a2", "b1"]
+    assert len(q) == 97
+    assert all(item.startswith("a") for item in _ready(q))
+
+
+async def test_lanes_keep_dedup_processing_and_priorities() -> None:
+    q: WorkQueue[str] = WorkQueue(_unique("wq-lanes"), metrics=False, lane_of=lambda item: item[0])
+    q.add("a1")
+    q.add("a1")  # coalesced
+    q.add("b1", low_priority=True)  # low priority waits behind every lane
+    q.add("c1")
+    assert q.get_nowait() == "a1"
+    q.add("a1")  # added while processing: queued again once, at done, in its lane
+    q.add("a2")
+    assert len(q) == 3
+    q.done("a1")
+    assert [q.get_nowait() for _ in range(4)] == ["c1", "a2", "a1", "b1"]
+    assert q.get_nowait() is None
 
 
 async def test_an_item_added_while_processing_is_requeued_once_at_done() -> None:
@@ -545,12 +572,41 @@ DELAYS = (-1.0, 0.0, 0.001, 0.005, 0.01, 0.1, 0.3, 1.0, 2.5)
 BASE, CAP, QPS, BURST = 0.005, 0.5, 10.0, 3
 
 
+class _LaneFifo:
+    """The reference for lanes: one list per lane, the lanes served in turn."""
+
+    def __init__(self, lane_of: Callable[[str], str]) -> None:
+        self.lane_of = lane_of
+        self.lanes: dict[str, list[str]] = {}
+        self.turns: list[str] = []
+
+    def append(self, item: str) -> None:
+        lane = self.lane_of(item)
+        if lane not in self.lanes:
+            self.lanes[lane] = []
+            self.turns.append(lane)
+        self.lanes[lane].append(item)
+
+    def pop(self, index: int) -> str:
+        assert index == 0
+        lane = self.turns.pop(0)
+        item = self.lanes[lane].pop(0)
+        if self.lanes[lane]:
+            self.turns.append(lane)
+        else:
+            del self.lanes[lane]
+        return item
+
+    def __len__(self) -> int:
+        return sum(len(items) for items in self.lanes.values())
+
+
 class _Model:
     """The reference: client-go's queue, delaying queue and rate limiters, written plainly."""
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, lane_of: Callable[[str], str] | None = None) -> None:
         self.now = now
-        self.fifo: list[str] = []
+        self.fifo: list[str] | _LaneFifo = [] if lane_of is None else _LaneFifo(lane_of)
         self.low: list[str] = []  # the low-priority FIFO, read when fifo is empty
         self.dirty: set[str] = set()
         self.low_dirty: set[str] = set()  # dirty items waiting at low priority
@@ -654,6 +710,8 @@ class _Model:
 
 
 class WorkQueueMachine(RuleBasedStateMachine):
+    lane_of: Callable[[str], str] | None = None
+
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
@@ -661,8 +719,10 @@ class WorkQueueMachine(RuleBasedStateMachine):
         limiter: MaxOfRateLimiter[str] = MaxOfRateLimiter(
             ItemExponentialFailureRateLimiter(BASE, CAP), BucketRateLimiter(QPS, BURST, self.clock)
         )
-        self.queue: WorkQueue[str] = WorkQueue(_unique("wq-machine"), clock=self.clock, rate_limiter=limiter)
-        self.model = _Model(self.clock.monotonic())
+        self.queue: WorkQueue[str] = WorkQueue(
+            _unique("wq-machine"), clock=self.clock, rate_limiter=limiter, lane_of=self.lane_of
+        )
+        self.model = _Model(self.clock.monotonic(), self.lane_of)
         self.gets: dict[int, asyncio.Task[str]] = {}  # worker -> its get() in progress
         self.held: dict[int, str] = {}  # worker -> item the real queue handed it
         self.stopped: set[int] = set()
@@ -831,6 +891,16 @@ class WorkQueueMachine(RuleBasedStateMachine):
 
 WorkQueueMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
 TestWorkQueueInterleavings = WorkQueueMachine.TestCase
+
+
+class LanedWorkQueueMachine(WorkQueueMachine):
+    """The same interleavings with the normal FIFO split into two lanes."""
+
+    lane_of = staticmethod(lambda item: "x" if item in ("a", "b") else "y")
+
+
+LanedWorkQueueMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
+TestLanedWorkQueueInterleavings = LanedWorkQueueMachine.TestCase
 
 
 def test_items_are_hashable_values() -> None:

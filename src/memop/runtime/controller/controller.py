@@ -142,8 +142,16 @@ class Controller:
         self.options = options
         self._clock = clock or RealClock()
         self.closed_namespaces = CLOSED_NAMESPACES if closed_namespaces is None else closed_namespaces
+        # Sharded: which requests this replica may reconcile now (see sharding.gate).
+        self.gate: ShardGate | None = ShardGate(cache, self.watches[0].resource) if cache.sharded else None
+        # Sharded, the queue serves shards in turn: a shard taken over from a dead replica
+        # starts at once instead of after this replica's own backlog.
         self.queue: WorkQueue[Request] = WorkQueue(
-            name, controller=name, rate_limiter=options.rate_limiter, clock=self._clock
+            name,
+            controller=name,
+            rate_limiter=options.rate_limiter,
+            clock=self._clock,
+            lane_of=self.gate.shard_of if self.gate is not None else None,
         )
         self.stats = _Stats()
         self._handlers: list[tuple[Informer, EventHandler]] = []
@@ -160,8 +168,6 @@ class Controller:
         # Informers must exist before the cache starts so that it syncs them.
         for spec in self.watches:
             spec.informer(cache)
-        # Sharded: which requests this replica may reconcile now (see sharding.gate).
-        self.gate: ShardGate | None = ShardGate(cache, self.watches[0].resource) if cache.sharded else None
 
     async def start(self, sync_timeout: float | None = None) -> None:
         """Attach the watch handlers, wait for the cache to sync, start the workers.

@@ -26,6 +26,11 @@ The life of an item:
   under load the changes users made are reconciled first. Adding an item that waits at low
   priority with normal priority moves it to the normal FIFO; the reverse never happens. The
   priority an item waits at is kept while it is processing, for its requeue at ``done``.
+* Lanes (``lane_of``, used when replicas shard the work): the normal FIFO is one FIFO per
+  lane, taken round-robin, so a lane with few items is not starved behind another's backlog.
+  A sharded controller's lane is the request's shard: the objects of a shard just taken over
+  from a dead replica start at once, interleaved with this replica's own backlog, instead of
+  after it. Without ``lane_of`` there is one FIFO, in add order.
 
 Shutdown (client-go v0.30+ ``Get``/``ShutDown`` semantics): adds are silently ignored from
 then on and waiting entries are dropped, but items already in the ready FIFO are still handed
@@ -119,10 +124,13 @@ class WorkQueue(Generic[T]):
         rate_limiter: RateLimiter[T] | None = None,
         clock: Clock | None = None,
         metrics: bool = True,
+        lane_of: Callable[[T], Hashable] | None = None,
     ) -> None:
         """``name``/``controller`` label the metrics; ``rate_limiter`` defaults to
         :func:`~memop.runtime.workqueue.ratelimiter.default_controller_rate_limiter` on ``clock``;
-        ``clock`` (default: the real clock) drives delays and durations."""
+        ``clock`` (default: the real clock) drives delays and durations; ``lane_of`` (called
+        once each time an item joins the normal FIFO) splits that FIFO into lanes served
+        round-robin."""
         self.name = name
         self.controller = controller
         self._clock: Clock = clock or RealClock()
@@ -139,7 +147,7 @@ class WorkQueue(Generic[T]):
         # appears once (an item is appended only when it becomes dirty while not processing,
         # or at done() when it is dirty — and it cannot be in the FIFO then, since it was
         # processing).
-        self._queue: deque[T] = deque()
+        self._queue: deque[T] | _Lanes[T] = deque() if lane_of is None else _Lanes(lane_of)
         # The low-priority FIFO, read only when _queue is empty. An entry (seq, item) is live
         # when _low_queued[item] == seq; entries of items moved to _queue stay behind, stale.
         # Invariant: the live entries are exactly the items of _low_queued, each once, dirty,
@@ -523,3 +531,45 @@ class AllQueues:
         while not self.idle:
             for queue in self._queues():
                 await queue.wait_idle()
+
+
+class _Lanes(Generic[T]):
+    """The normal FIFO split into lanes: ``append`` queues an item in its lane, ``popleft``
+    takes the head of the next lane in turn. Only the deque operations the queue uses."""
+
+    __slots__ = ("_lane_of", "_lanes", "_size", "_turns")
+
+    def __init__(self, lane_of: Callable[[T], Hashable]) -> None:
+        self._lane_of = lane_of
+        self._lanes: dict[Hashable, deque[T]] = {}
+        # The lanes with items, in the order they are served; a lane served goes to the back.
+        self._turns: deque[Hashable] = deque()
+        self._size = 0
+
+    def append(self, item: T) -> None:
+        lane = self._lane_of(item)
+        fifo = self._lanes.get(lane)
+        if fifo is None:
+            fifo = self._lanes[lane] = deque()
+            self._turns.append(lane)
+        fifo.append(item)
+        self._size += 1
+
+    def popleft(self) -> T:
+        if not self._turns:
+            raise IndexError("pop from an empty queue")
+        lane = self._turns.popleft()
+        fifo = self._lanes[lane]
+        item = fifo.popleft()
+        if fifo:
+            self._turns.append(lane)
+        else:
+            del self._lanes[lane]
+        self._size -= 1
+        return item
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bool__(self) -> bool:
+        return self._size > 0
