@@ -127,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
         "ShardedListAndWatch (default: false; shardSelector on LIST and WATCH)",
     )
     serve.add_argument(
+        "--audit-log",
+        type=Path,
+        metavar="PATH",
+        help="append every request to PATH as kube-apiserver's JSON audit log does (level "
+        "Metadata), complete once the server stopped; read it with memop.testing.requestlog",
+    )
+    serve.add_argument(
         "--log-level",
         default="WARNING",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -193,6 +200,12 @@ async def serve(args: argparse.Namespace) -> int:
     if problem:
         print(f"python -m memop.testing serve: error: {problem}", file=sys.stderr)
         return 2
+    if args.audit_log is not None:
+        try:
+            args.audit_log.open("a").close()
+        except OSError as error:
+            print(f"python -m memop.testing serve: error: --audit-log: {error}", file=sys.stderr)
+            return 2
     try:
         objects = load_objects(args.apply)
     except ApplyError as error:
@@ -208,6 +221,7 @@ async def serve(args: argparse.Namespace) -> int:
         controller_limits=controller_limits(args.controller_qps, args.controller_burst),
         nodes=args.nodes,
         feature_gates=args.feature_gates,
+        audit_log=args.audit_log,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -4,13 +4,22 @@ Verbs are the audit verbs of Kubernetes (get, list, watch, create, update, patch
 deletecollection), derived from the HTTP method and the path the way kube-apiserver's
 RequestInfoFactory does; non-resource requests (discovery, health) are logged with their
 method in lower case and an empty resource. Tests assert exactly which calls a controller made.
+
+The same records come from a real cluster's audit log: :func:`read_audit_log` reads the JSON
+lines kube-apiserver writes with ``--audit-log-path`` and ``--audit-log-format=json`` (level
+Metadata or above), and :class:`AuditLogWriter` writes such lines for the in-memory server
+(``python -m memop.testing serve --audit-log PATH``), so one check reads either server.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,3 +152,123 @@ class RequestLog:
 
     def clear(self) -> None:
         self._records.clear()
+
+
+# -- audit logs ------------------------------------------------------------------------------
+
+AUDIT_API_VERSION = "audit.k8s.io/v1"
+# The stage at which kube-apiserver logs a request's outcome (watches: when the stream ends).
+RESPONSE_COMPLETE = "ResponseComplete"
+
+
+class AuditLogError(ValueError):
+    """A line of an audit log that is not an audit Event."""
+
+
+def _timestamp(seconds: float) -> str:
+    # kube-apiserver's MicroTime: RFC 3339, UTC, microseconds.
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def audit_event(record: RequestRecord) -> dict[str, Any]:
+    """``record`` as the audit Event kube-apiserver logs at level Metadata, stage
+    ResponseComplete (the fields :func:`records_from_audit_events` reads, and the kind)."""
+    event: dict[str, Any] = {
+        "kind": "Event",
+        "apiVersion": AUDIT_API_VERSION,
+        "level": "Metadata",
+        "stage": RESPONSE_COMPLETE,
+        "requestURI": record.path,
+        "verb": record.verb,
+        "userAgent": record.user_agent,
+        "responseStatus": {"metadata": {}, "code": record.status},
+        "requestReceivedTimestamp": _timestamp(record.time),
+    }
+    if record.resource_request:
+        ref = {"resource": record.resource, "apiVersion": record.version}
+        optional = (
+            ("namespace", record.namespace),
+            ("name", record.name),
+            ("apiGroup", record.group),
+            ("subresource", record.subresource),
+        )
+        ref.update((key, value) for key, value in optional if value)
+        event["objectRef"] = ref
+    return event
+
+
+def _record_of(event: dict[str, Any]) -> RequestRecord:
+    ref = event.get("objectRef") or {}
+    uri = str(event.get("requestURI") or "")
+    received = str(event["requestReceivedTimestamp"])
+    return RequestRecord(
+        time=datetime.fromisoformat(received).timestamp(),
+        verb=str(event["verb"]),
+        group=str(ref.get("apiGroup") or ""),
+        version=str(ref.get("apiVersion") or ""),
+        resource=str(ref.get("resource") or ""),
+        subresource=str(ref.get("subresource") or ""),
+        namespace=str(ref.get("namespace") or ""),
+        name=str(ref.get("name") or ""),
+        user_agent=str(event.get("userAgent") or ""),
+        status=int((event.get("responseStatus") or {}).get("code") or 0),
+        path=uri.split("?", 1)[0],
+        resource_request=bool(ref),
+    )
+
+
+def records_from_audit_events(lines: Iterable[str]) -> list[RequestRecord]:
+    """The requests of audit log lines (JSON, one Event per line), in arrival order.
+
+    Only ResponseComplete events count (one per request; a watch's when its stream ended), and
+    dry runs are left out (they change nothing). A create names its object, as the audit log
+    does (the in-memory server's own log leaves a create's name empty). A line that is not an
+    audit Event raises :class:`AuditLogError` naming its number; a last line cut short (the
+    server still writing) is skipped.
+    """
+    out: list[RequestRecord] = []
+    numbered = list(enumerate(lines, start=1))
+    for number, line in numbered:
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError as error:
+            if number == len(numbered) and not line.endswith("\n"):
+                break
+            raise AuditLogError(f"audit log line {number} is not JSON: {error}") from None
+        if not isinstance(event, dict) or event.get("kind") != "Event" or "verb" not in event:
+            raise AuditLogError(f"audit log line {number} is not an audit Event")
+        if event.get("stage") != RESPONSE_COMPLETE or "dryRun=" in str(event.get("requestURI") or ""):
+            continue
+        try:
+            out.append(_record_of(event))
+        except (KeyError, ValueError) as error:
+            raise AuditLogError(f"audit log line {number}: {error!r}") from None
+    out.sort(key=lambda record: record.time)
+    return out
+
+
+def read_audit_log(path: str | Path) -> list[RequestRecord]:
+    """:func:`records_from_audit_events` of a file (kube-apiserver's ``--audit-log-path``)."""
+    with open(path, encoding="utf-8") as lines:
+        return records_from_audit_events(lines)
+
+
+class AuditLogWriter:
+    """Appends each record to ``path`` as an audit Event line (see :func:`audit_event`).
+    Buffered: the file is complete once :meth:`close` returned."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._out: IO[str] | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, record: RequestRecord) -> None:
+        if self._out is not None:
+            self._out.write(json.dumps(audit_event(record), separators=(",", ":")) + "\n")
+
+    def close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None

@@ -57,7 +57,7 @@ from memop.testing.errors import (
 )
 from memop.testing.faults import Faults
 from memop.testing.objects import forbidden, required
-from memop.testing.requestlog import RequestInfo, RequestLog, RequestRecord
+from memop.testing.requestlog import AuditLogWriter, RequestInfo, RequestLog, RequestRecord
 from memop.testing.reviews import REVIEW_RESOURCES, Reviews
 from memop.testing.routing import check_scope, is_true, parse_request
 from memop.testing.store import APPLY_PATCH, DEFAULT_MANAGER, Entry, Served, Store
@@ -108,6 +108,7 @@ class ApiServer:
         controller_limits: ControllerLimits | None = None,
         nodes: bool = True,
         feature_gates: Mapping[str, bool] | None = None,
+        audit_log: str | Path | None = None,
     ) -> None:
         """``tls``: serve HTTPS with a certificate of a CA of its own (in :attr:`certificates`;
         the kubeconfig and :meth:`client_configuration` trust it), as every cluster does.
@@ -124,7 +125,10 @@ class ApiServer:
 
         ``feature_gates``: kube-apiserver's ``--feature-gates`` as a mapping (e.g.
         ``{"ShardedListAndWatch": True}``); only the gates :mod:`memop.testing.featuregates`
-        knows, others are a ValueError."""
+        knows, others are a ValueError.
+
+        ``audit_log``: also append every request to this file as kube-apiserver's audit log
+        does (:class:`~memop.testing.requestlog.AuditLogWriter`; complete after :meth:`stop`)."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -139,6 +143,8 @@ class ApiServer:
         self.faults = Faults()
         self.reviews = Reviews()
         self.log = RequestLog()
+        self.audit_log = Path(audit_log) if audit_log is not None else None
+        self._audit: AuditLogWriter | None = None
         self.watches = WatchHub(self.store)
         self.controllers: SimulatedControllers | None = None
         self.root_ca: RootCAPublisher | None = None
@@ -165,6 +171,8 @@ class ApiServer:
         """Listen (on a free port when ``port`` was 0) and start the background work."""
         if self._runner is not None:
             raise RuntimeError("the server is already started")
+        if self.audit_log is not None and self._audit is None:
+            self._audit = AuditLogWriter(self.audit_log)
         if self.publish_root_ca:
             # Before listening: the namespaces that exist have their kube-root-ca.crt by the
             # first request.
@@ -202,6 +210,9 @@ class ApiServer:
         if self._ca_file is not None:
             self._ca_file.unlink(missing_ok=True)
             self._ca_file = None
+        if self._audit is not None:
+            self._audit.close()
+            self._audit = None
 
     @property
     def listening(self) -> bool:
@@ -328,22 +339,23 @@ class ApiServer:
     # --- request handling ---------------------------------------------------------------------------
 
     def _record(self, info: RequestInfo, user_agent: str, status: int, started: float) -> None:
-        self.log.append(
-            RequestRecord(
-                time=started,
-                verb=info.verb,
-                group=info.group,
-                version=info.version,
-                resource=info.resource,
-                subresource=info.subresource,
-                namespace=info.namespace,
-                name=info.name,
-                user_agent=user_agent,
-                status=status,
-                path=info.path,
-                resource_request=info.resource_request,
-            )
+        record = RequestRecord(
+            time=started,
+            verb=info.verb,
+            group=info.group,
+            version=info.version,
+            resource=info.resource,
+            subresource=info.subresource,
+            namespace=info.namespace,
+            name=info.name,
+            user_agent=user_agent,
+            status=status,
+            path=info.path,
+            resource_request=info.resource_request,
         )
+        self.log.append(record)
+        if self._audit is not None:
+            self._audit.write(record)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         started = self._clock.time()
