@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="append every request to PATH as kube-apiserver's JSON audit log does (level "
-        "Metadata), complete once the server stopped; read it with memop.testing.requestlog",
+        "Metadata), a line per request answered; read it with memop.testing.requestlog",
     )
     serve.add_argument(
         "--log-level",

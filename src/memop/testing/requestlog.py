@@ -257,12 +257,12 @@ def read_audit_log(path: str | Path) -> list[RequestRecord]:
 
 
 class AuditLogWriter:
-    """Appends each record to ``path`` as an audit Event line (see :func:`audit_event`).
-    Buffered: the file is complete once :meth:`close` returned."""
+    """Appends each record to ``path`` as an audit Event line (see :func:`audit_event`), a line
+    at a time (as kube-apiserver's blocking mode): a reader sees every request answered so far."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._out: IO[str] | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self._out: IO[str] | None = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
 
     def write(self, record: RequestRecord) -> None:
         if self._out is not None:

@@ -128,7 +128,7 @@ class ApiServer:
         knows, others are a ValueError.
 
         ``audit_log``: also append every request to this file as kube-apiserver's audit log
-        does (:class:`~memop.testing.requestlog.AuditLogWriter`; complete after :meth:`stop`)."""
+        does (:class:`~memop.testing.requestlog.AuditLogWriter`), a line per request answered."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
