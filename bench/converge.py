@@ -104,7 +104,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -124,6 +124,7 @@ from memop.runtime.client.errors import AlreadyExists, ApiError, TransportError
 from memop.runtime.client.kubeconfig import load_configuration
 from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
 from memop.runtime.manager.events import NORMAL, EventRecorder
+from memop.testing import featuregates
 from memop.testing.process import MemopProcess
 from memop.testing.wait import wait_for
 
@@ -153,7 +154,12 @@ async def serve(args: argparse.Namespace) -> int:
     the watch requests of agent ``a`` from record ``i`` on (wall-clock arrival times);
     ``{"op": "restart", "downtime": s}`` → ``{"listening_at": t}``: the server restarts as a
     kube-apiserver does (connections refused for ``s`` seconds, watch cache rebuilt) and answers
-    once it listens again (wall-clock ``t``).
+    once it listens again (wall-clock ``t``);
+    ``{"op": "writes", "since": t, "resources": [[resource, subresource], ...]}`` → ``{"writes":
+    [[time, user_agent, namespace, name, status], ...]}``, the writes (create, update, patch,
+    delete) to those resources that arrived at wall-clock ``t`` or later.
+
+    ``--feature-gates`` sets the server's feature gates (kube-apiserver's syntax; none by default).
     """
     # Imported here: the bench's other roles do not need the server.
     from memop.runtime.manager.gctuning import tune_gc  # noqa: PLC0415
@@ -168,6 +174,7 @@ async def serve(args: argparse.Namespace) -> int:
         tls=args.tls,
         controller_limits=controller_limits(args.controller_qps, args.controller_burst),
         nodes=args.nodes,
+        feature_gates=args.feature_gates,
     )
     model = ControlPlaneModel(args.write_latency, args.control_plane_cpu)
     await server.start()
@@ -203,6 +210,16 @@ async def serve(args: argparse.Namespace) -> int:
             elif command.get("op") == "restart":
                 await server.restart(downtime=float(command.get("downtime", 0)), rebuild_watch_cache=True)
                 answer = {"listening_at": time.time()}
+            elif command.get("op") == "writes":
+                since = float(command.get("since", 0))
+                wanted = {(str(res), str(sub)) for res, sub in command.get("resources", [])}
+                answer = {
+                    "writes": [
+                        [r.time, r.user_agent, r.namespace, r.name, r.status]
+                        for r in server.log.records
+                        if r.time >= since and r.verb in WRITE_VERBS and (r.resource, r.subresource) in wanted
+                    ]
+                }
             else:
                 answer = {"error": f"unknown command {command!r}"}
             print(json.dumps(answer), flush=True)
@@ -238,6 +255,17 @@ class RequestCounts:
         return sum(n for (who, *_r, status), n in self.counts.items() if who == agent and status >= 400)
 
 
+@dataclass(frozen=True)
+class Write:
+    """One write from the server's log (see :meth:`ServerProcess.writes`)."""
+
+    time: float  # wall clock
+    user_agent: str
+    namespace: str
+    name: str
+    status: int
+
+
 class ServerProcess:
     """The cluster's process (see :func:`serve`), driven from the bench."""
 
@@ -253,10 +281,13 @@ class ServerProcess:
         nodes: bool = True,
         write_latency: float = 0.0,
         control_plane_cpu: float = 0.0,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         """``controller_qps``: the simulated controllers' client rate limit (0: none, the
         default here; the converge bench passes kube-controller-manager's 20), ``nodes``: pods
-        run (or, False, stay Pending, unschedulable, as on a control plane without nodes)."""
+        run (or, False, stay Pending, unschedulable, as on a control plane without nodes),
+        ``feature_gates``: the server's (e.g. ``{"ShardedListAndWatch": True}``; None: its
+        defaults)."""
         self.kubeconfig = kubeconfig
         self.pod_ready_delay = pod_ready_delay
         self.history_size = history_size
@@ -267,6 +298,7 @@ class ServerProcess:
         # What a real control plane adds (bench/controlplanemodel.py): 0, 0 is the server alone.
         self.write_latency = write_latency
         self.control_plane_cpu = control_plane_cpu
+        self.feature_gates = dict(feature_gates or {})
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self.load_pids: list[int] = []
@@ -278,6 +310,7 @@ class ServerProcess:
         return self.process.pid
 
     async def start(self) -> ServerProcess:
+        gates = ",".join(f"{name}={'true' if on else 'false'}" for name, on in self.feature_gates.items())
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             os.path.abspath(__file__),
@@ -298,6 +331,7 @@ class ServerProcess:
             str(self.write_latency),
             "--control-plane-cpu",
             str(self.control_plane_cpu),
+            *(("--feature-gates", gates) if gates else ()),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=64 * 1024 * 1024,
@@ -333,6 +367,12 @@ class ServerProcess:
         """Requests logged from index ``start`` on."""
         answer = await self.call("log", start=start)
         return RequestCounts.parse(answer["counts"])
+
+    async def writes(self, since: float, resources: Iterable[tuple[str, str]]) -> list[Write]:
+        """Writes to ``resources`` (``(resource, subresource)`` pairs, ``""`` for none) since
+        wall-clock ``since``."""
+        rows = (await self.call("writes", since=since, resources=[list(r) for r in resources]))["writes"]
+        return [Write(float(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4])) for r in rows]
 
     async def stop(self) -> None:
         if self.process is None or self.process.returncode is not None:
@@ -1671,6 +1711,7 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("--control-plane-cpu", type=float, default=0.0)
     served.add_argument("--controller-burst", type=int, default=30)
     served.add_argument("--nodes", action=argparse.BooleanOptionalAction, default=True)
+    served.add_argument("--feature-gates", type=featuregates.parse, default={})
     floored = roles.add_parser("floor", help=argparse.SUPPRESS)
     floored.add_argument("--kubeconfig", required=True)
     floored.add_argument("--workers", type=int, required=True)

@@ -5,14 +5,14 @@ Run from the repository root as ``python bench/sharding.py --crs 10000 --replica
 
 Processes, as in bench/converge.py (whose pieces this bench imports):
 
-- the cluster: the in-memory API server with simulated controllers in its own process, started
-  as ``python bench/sharding.py serve`` with ``--feature-gates ShardedListAndWatch=true``
+- the cluster: the in-memory API server with simulated controllers in its own process, converge.py's
+  (``python bench/converge.py serve``) with ``--feature-gates ShardedListAndWatch=true``
   (``--no-gate``: false, the server ignores ``shardSelector``), paced and loaded as converge.py's
   (``--controller-qps``, ``--write-latency``, ``--control-plane-cpu``; pods stay Pending unless
-  ``--nodes``), plus a control channel through which the bench reads the server's request log
-  (the writes to Memcacheds and Deployments, with each sender's user agent). converge.py's own
-  server role cannot set a feature gate, hence a role here. ``--kubeconfig`` uses that cluster
-  instead; ``--server-pid`` (repeatable) names its control plane's processes on this machine;
+  ``--nodes``), plus its control channel through which the bench reads the server's request log
+  (the writes to Memcacheds and Deployments, with each sender's user agent). ``--kubeconfig`` uses
+  that cluster instead; ``--server-pid`` (repeatable) names its control plane's processes on this
+  machine;
 - the replicas: ``python -m memop --sharding --shards 16 --leader-election-namespace <ns>
   --leader-elect-lease-duration ... --max-concurrent-reconciles W``, cluster-wide watches, metrics
   on a free port (:class:`memop.testing.process.MemopProcess`). Their Leases live in a namespace
@@ -85,7 +85,6 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import secrets
 import sys
 import tempfile
@@ -97,7 +96,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from controlplanemodel import DEFAULT_CONTROL_PLANE_CPU, DEFAULT_WRITE_LATENCY, ControlPlaneModel
+from controlplanemodel import DEFAULT_CONTROL_PLANE_CPU, DEFAULT_WRITE_LATENCY
 from converge import (
     Key,
     Metrics,
@@ -129,124 +128,18 @@ from memop.runtime.client.kubeconfig import load_configuration
 from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, PODS, REPLICASETS
 from memop.runtime.sharding.membership import GROUP_LABEL
 from memop.runtime.sharding.ring import Ring
+from memop.testing.featuregates import SHARDED_LIST_AND_WATCH
 from memop.testing.process import MemopProcess
 from memop.testing.wait import wait_for
 
 GROUP = "memop"  # memop's default --sharding-group
 BENCH_AGENT = "memop-bench-sharding"
-WRITE_VERBS = ("create", "update", "patch", "delete")
 # What memop writes for a Memcached: the Memcached (finalizer), its status, its Deployment
 # (named as the Memcached).
 MANAGED = (("memcacheds", ""), ("memcacheds", "status"), ("deployments", ""))
 LEASE_POLL = 0.05
 # The issue's bound on reconciling a killed replica's objects again: the lease duration plus this.
 FAILOVER_SLACK = 3.0
-
-
-# -- the cluster's process --------------------------------------------------------------------------
-
-
-async def serve(args: argparse.Namespace) -> int:
-    """The API server with ``--feature-gates``, plus a control channel: one JSON command per
-    stdin line, one JSON answer per stdout line; EOF on stdin stops the server.
-
-    Command: ``{"op": "writes", "since": t}`` → ``{"writes": [[time, user_agent, namespace, name,
-    status], ...]}``, the writes to memcacheds (and their status) and deployments that arrived
-    at wall-clock ``t`` or later.
-    """
-    # Imported here: the bench's other roles do not need the server.
-    from memop.runtime.manager.gctuning import tune_gc  # noqa: PLC0415
-    from memop.testing.__main__ import controller_limits, write_kubeconfig_atomically  # noqa: PLC0415
-    from memop.testing.server import ApiServer  # noqa: PLC0415
-
-    tune_gc()
-    server = ApiServer(
-        simulate_controllers=True,
-        history_size=args.history_size,
-        tls=args.tls,
-        controller_limits=controller_limits(args.controller_qps, args.controller_burst),
-        nodes=args.nodes,
-        feature_gates=args.feature_gates,
-    )
-    model = ControlPlaneModel(args.write_latency, args.control_plane_cpu)
-    await server.start()
-    await model.start(server)
-    try:
-        write_kubeconfig_atomically(server, Path(args.kubeconfig))
-        print(json.dumps({"url": server.url, "pid": os.getpid(), "load_pids": model.pids}), flush=True)
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-        while line := await reader.readline():
-            command = json.loads(line)
-            if command.get("op") == "writes":
-                since = float(command.get("since", 0))
-                answer: dict[str, Any] = {
-                    "writes": [
-                        [r.time, r.user_agent, r.namespace, r.name, r.status]
-                        for r in server.log.records
-                        if r.time >= since
-                        and r.verb in WRITE_VERBS
-                        and (r.resource, r.subresource) in MANAGED
-                    ]
-                }
-            else:
-                answer = {"error": f"unknown command {command!r}"}
-            print(json.dumps(answer), flush=True)
-    finally:
-        await model.stop()
-        await server.stop()
-    return 0
-
-
-@dataclass(frozen=True)
-class Write:
-    """One write to a Memcached-managed object, from the server's log."""
-
-    time: float  # wall clock
-    user_agent: str
-    namespace: str
-    name: str
-    status: int
-
-
-class GatedServer(ServerProcess):
-    """converge.py's :class:`ServerProcess`, started as this script's ``serve`` role so that the
-    ShardedListAndWatch gate can be set (converge.py's role has no feature gates)."""
-
-    def __init__(self, kubeconfig: Path, *, gate: bool, **options: Any) -> None:
-        super().__init__(kubeconfig, pod_ready_delay=0.0, history_size=200_000, **options)
-        self.gate = gate
-
-    async def start(self) -> GatedServer:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable, os.path.abspath(__file__), "serve",
-            "--kubeconfig", str(self.kubeconfig),
-            "--history-size", str(self.history_size),
-            "--tls" if self.tls else "--no-tls",
-            "--controller-qps", str(self.controller_qps),
-            "--controller-burst", str(self.controller_burst),
-            "--nodes" if self.nodes else "--no-nodes",
-            "--write-latency", str(self.write_latency),
-            "--control-plane-cpu", str(self.control_plane_cpu),
-            "--feature-gates", f"ShardedListAndWatch={'true' if self.gate else 'false'}",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            limit=64 * 1024 * 1024,
-        )  # fmt: skip
-        assert self.process.stdout is not None
-        first = await asyncio.wait_for(self.process.stdout.readline(), 60)
-        if not first:
-            raise RuntimeError(f"the API server process exited with {await self.process.wait()}")
-        hello = json.loads(first)
-        self.url = hello["url"]
-        self.load_pids = hello["load_pids"]
-        return self
-
-    async def writes(self, since: float) -> list[Write]:
-        """Writes to memcacheds, memcacheds/status and deployments since wall-clock ``since``."""
-        rows = (await self.call("writes", since=since))["writes"]
-        return [Write(float(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4])) for r in rows]
 
 
 @dataclass
@@ -256,20 +149,22 @@ class Where:
     kubeconfig: str
     client: Client
     api: ApiClient
-    server: GatedServer | None
+    server: ServerProcess | None
 
 
 @contextlib.asynccontextmanager
 async def sharding_cluster(args: argparse.Namespace, workdir: Path) -> AsyncIterator[Where]:
-    """converge.py's ``cluster()``, with the gated server."""
-    server: GatedServer | None = None
+    """converge.py's ``cluster()``, with the ShardedListAndWatch gate set as ``--gate`` says."""
+    server: ServerProcess | None = None
     if args.kubeconfig:
         kubeconfig = args.kubeconfig
     else:
         kubeconfig = str(workdir / "kubeconfig")
-        server = await GatedServer(
+        server = await ServerProcess(
             Path(kubeconfig),
-            gate=args.gate,
+            pod_ready_delay=0.0,
+            history_size=200_000,
+            feature_gates={SHARDED_LIST_AND_WATCH: args.gate},
             tls=args.tls,
             controller_qps=args.controller_qps,
             controller_burst=args.controller_burst,
@@ -582,7 +477,7 @@ async def run_round(args: argparse.Namespace, where: Where, count: int) -> dict[
         after = [await metrics_of(p) for p in processes]
         holders = await shard_holders(client, lease_namespace, args.shards)
         converged_wall = started_wall + (run.converged - run.started)
-        writes = await where.server.writes(started_wall) if where.server else None
+        writes = await where.server.writes(started_wall, MANAGED) if where.server else None
         said = mode_line(processes[0])
     finally:
         if replicas is not None:
@@ -833,7 +728,7 @@ async def run_failover(args: argparse.Namespace, where: Where) -> dict[str, Any]
             all_converged = False
         done = time.monotonic()
         others.mark_end()
-        writes = await server.writes(killed_wall) if server else None
+        writes = await server.writes(killed_wall, MANAGED) if server else None
         owned_after: dict[str, int | None] = {}
         for p in survivors:
             try:
@@ -968,21 +863,7 @@ class ReplicaCounts(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from memop.testing.__main__ import feature_gates  # noqa: PLC0415
-
     parser = OneLineParser(description=(__doc__ or "").split("\n\n")[0])
-    roles = parser.add_subparsers(dest="role")
-    served = roles.add_parser("serve", help=argparse.SUPPRESS)
-    served.add_argument("--kubeconfig", required=True)
-    served.add_argument("--history-size", type=int, default=200_000)
-    served.add_argument("--tls", action=argparse.BooleanOptionalAction, default=True)
-    served.add_argument("--controller-qps", type=float, default=0.0)
-    served.add_argument("--controller-burst", type=int, default=30)
-    served.add_argument("--nodes", action=argparse.BooleanOptionalAction, default=False)
-    served.add_argument("--write-latency", type=float, default=0.0)
-    served.add_argument("--control-plane-cpu", type=float, default=0.0)
-    served.add_argument("--feature-gates", type=feature_gates, default={})
-
     parser.add_argument("--crs", type=int, default=1000, help="Memcacheds to create per round (default 1000)")
     parser.add_argument("--namespaces", type=int, default=4, help="namespaces they spread over (default 4)")
     parser.add_argument(
@@ -1109,8 +990,6 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.role == "serve":
-        return asyncio.run(serve(args))
     check(parser, args)
     print(json.dumps(asyncio.run(run(args))))
     return 0
