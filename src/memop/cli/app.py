@@ -56,11 +56,7 @@ def leader_election_config(
     Raises ValueError when incomplete. ``in_cluster`` defaults to :func:`running_in_cluster`."""
     if not config.leader_elect or skips_election(config, in_cluster):
         return None
-    namespace = config.leader_election_namespace or in_cluster_namespace()
-    if not namespace:
-        raise ValueError(
-            "--leader-election-namespace is required with --leader-elect when not running in a cluster"
-        )
+    namespace = _lease_namespace(config, "--leader-elect")
     if config.leader_election_mode == LEADER_FOR_LIFE:
         return _leader_for_life_config(config, namespace)
     election = LeaderElectionConfig(
@@ -78,16 +74,24 @@ def leader_election_config(
     return election
 
 
+def _lease_namespace(config: RunConfig, flag: str, what: str | None = None) -> str:
+    """The namespace of the Leases ``flag`` asks for: --leader-election-namespace, else the
+    pod's own. Raises ValueError naming ``flag`` (and saying ``what`` it is) when neither is
+    known."""
+    namespace = config.leader_election_namespace or in_cluster_namespace()
+    if not namespace:
+        raise ValueError(
+            f"--leader-election-namespace is required with {flag} when not running in a cluster"
+            + (f" ({what})" if what else "")
+        )
+    return namespace
+
+
 def sharding_config(config: RunConfig, identity: str) -> ShardingConfig | None:
     """The sharding settings with --sharding, else None. Raises ValueError when incomplete."""
     if not config.sharding:
         return None
-    namespace = config.leader_election_namespace or in_cluster_namespace()
-    if not namespace:
-        raise ValueError(
-            "--leader-election-namespace is required with --sharding when not running in a cluster "
-            "(the namespace of the replicas' Leases)"
-        )
+    namespace = _lease_namespace(config, "--sharding", "the namespace of the replicas' Leases")
     sharding = ShardingConfig(
         group=config.sharding_group,
         namespace=namespace,
