@@ -86,6 +86,22 @@ def check_settings(what: str, *, names: dict[str, str], seconds: dict[str, float
             raise ValueError(f"{what} {label} must be a positive number of seconds, got {number}")
 
 
+def check_timings(what: str, *, lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """Raise ValueError, as "<what> ...", unless lease_duration > renew_deadline > JITTER_FACTOR x
+    retry_period: a holder gives up before anyone may take its Lease over, and gets at least one
+    retry after a failed renewal."""
+    if lease_duration <= renew_deadline:
+        raise ValueError(
+            f"{what} lease duration ({lease_duration}s) must be greater than the renew deadline "
+            f"({renew_deadline}s)"
+        )
+    if renew_deadline <= JITTER_FACTOR * retry_period:
+        raise ValueError(
+            f"{what} renew deadline ({renew_deadline}s) must be greater than {JITTER_FACTOR} x the "
+            f"retry period ({retry_period}s)"
+        )
+
+
 @dataclass
 class LeaderElectionConfig:
     """Which Lease to campaign for, as whom, and the timing (controller-runtime's defaults).
@@ -132,16 +148,12 @@ class LeaderElectionConfig:
                 f"leader election lease duration must be at least 1s (leases count whole seconds), "
                 f"got {self.lease_duration}s"
             )
-        if self.lease_duration <= self.renew_deadline:
-            raise ValueError(
-                f"leader election lease duration ({self.lease_duration}s) must be greater than the "
-                f"renew deadline ({self.renew_deadline}s)"
-            )
-        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
-            raise ValueError(
-                f"leader election renew deadline ({self.renew_deadline}s) must be greater than "
-                f"{JITTER_FACTOR} x the retry period ({self.retry_period}s)"
-            )
+        check_timings(
+            "leader election",
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
+        )
 
     @property
     def lease_duration_seconds(self) -> int:

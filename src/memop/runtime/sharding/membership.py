@@ -47,7 +47,13 @@ from typing import Any, Protocol
 from memop.runtime import metrics
 from memop.runtime.client.errors import AlreadyExists, ApiError, Conflict, NotFound, TransportError
 from memop.runtime.client.resources import LEASES, Resource
-from memop.runtime.leaderelection.lease import JITTER_FACTOR, check_settings, default_identity, micro_time
+from memop.runtime.leaderelection.lease import (
+    JITTER_FACTOR,
+    check_settings,
+    check_timings,
+    default_identity,
+    micro_time,
+)
 from memop.runtime.sharding.ring import Ring, assign
 from memop.runtime.sharding.selector import format_bound
 from memop.runtime.util.clock import Clock, RealClock, run_until
@@ -109,16 +115,12 @@ class ShardingConfig:
                 "(lowercase letters, digits and '-')"
             )
         Ring(self.shards)
-        if self.lease_duration <= self.renew_deadline:
-            raise ValueError(
-                f"sharding lease duration ({self.lease_duration}s) must be greater than the renew "
-                f"deadline ({self.renew_deadline}s)"
-            )
-        if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
-            raise ValueError(
-                f"sharding renew deadline ({self.renew_deadline}s) must be greater than "
-                f"{JITTER_FACTOR} x the retry period ({self.retry_period}s)"
-            )
+        check_timings(
+            "sharding",
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
+        )
 
     @property
     def member_lease(self) -> str:
