@@ -411,6 +411,26 @@ async def in_batches(
             await between[i]()
 
 
+async def create_memcached(client: Client, key: Key) -> None:
+    """Create the Memcached ``key`` (namespace, name) with size 1. The test's own requests are not
+    failed on purpose, but a server restart may close its connection under a request: then the
+    create may or may not have happened, so it is sent again (up to five times in all)."""
+    body = {
+        "apiVersion": MEMCACHEDS.api_version,
+        "kind": MEMCACHEDS.kind,
+        "metadata": {"name": key[1]},
+        "spec": {"size": 1},
+    }
+    for _ in range(5):
+        try:
+            await client.create(MEMCACHEDS, body, key[0])
+        except AlreadyExists:
+            return
+        except TransportError:
+            continue
+        return
+
+
 async def test_memop_converges_through_chaos(
     server: ApiServer,
     client: Client,
@@ -463,24 +483,6 @@ async def test_memop_converges_through_chaos(
             leader.send(signal.SIGKILL)
             one_offs.append(f"leader {leader.identity()} killed")
 
-        async def create(key: tuple[str, str]) -> None:
-            body = {
-                "apiVersion": MEMCACHEDS.api_version,
-                "kind": MEMCACHEDS.kind,
-                "metadata": {"name": key[1]},
-                "spec": {"size": 1},
-            }
-            # The test's own requests are not failed on purpose, but the restart may close its
-            # connection under a request: then the create may or may not have happened.
-            for _ in range(5):
-                try:
-                    await client.create(MEMCACHEDS, body, key[0])
-                except AlreadyExists:
-                    return
-                except TransportError:
-                    continue
-                return
-
         def check_output() -> None:
             problems = replicas.output_problems()
             assert not problems, "\n\n".join(problems[:5])
@@ -501,7 +503,9 @@ async def test_memop_converges_through_chaos(
 
         # Stage 1: create, with the one-off faults between batches, while memop converges.
         started = time.monotonic()
-        await in_batches(keys, 4, create, [expire_history, restart_server, kill_leader])
+        await in_batches(
+            keys, 4, lambda key: create_memcached(client, key), [expire_history, restart_server, kill_leader]
+        )
         assert len(one_offs) == 3, one_offs
         # The standby, not the killed replica (nor its replacement's predecessor), took over.
         await wait_for(

@@ -27,7 +27,6 @@ from kubernetes_asyncio.client import ApiClient
 
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
-from memop.runtime.client.errors import AlreadyExists, TransportError
 from memop.runtime.client.resources import LEASES, NAMESPACES
 from memop.runtime.sharding.ring import Ring
 from memop.testing.operator import install_crd
@@ -40,6 +39,7 @@ from tests.chaos.test_chaos import (
     Chaos,
     Replicas,
     convergence_problems,
+    create_memcached,
     get,
     in_batches,
     leftovers,
@@ -126,17 +126,6 @@ async def test_sharded_replicas_converge_through_chaos_and_never_share_a_memcach
             victim.send(signal.SIGKILL)
             one_offs.append(f"replica {victim.identity()} killed")
 
-        async def create(key: tuple[str, str]) -> None:
-            body = {"metadata": {"name": key[1]}, "spec": {"size": 1}}
-            for _ in range(5):
-                try:
-                    await client.create(MEMCACHEDS, body, key[0])
-                except AlreadyExists:
-                    return
-                except TransportError:
-                    continue
-                return
-
         async def stage(problems: Any) -> None:
             await wait_for(
                 lambda: not problems(),
@@ -147,7 +136,9 @@ async def test_sharded_replicas_converge_through_chaos_and_never_share_a_memcach
             output = replicas.output_problems()
             assert not output, "\n\n".join(output[:5])
 
-        await in_batches(keys, 4, create, [expire_history, restart_server, kill_replica])
+        await in_batches(
+            keys, 4, lambda key: create_memcached(client, key), [expire_history, restart_server, kill_replica]
+        )
         assert len(one_offs) == 3, one_offs
         await stage(lambda: convergence_problems(server, CRS, 1))
         for namespace, name in keys:
