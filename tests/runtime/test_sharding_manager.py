@@ -33,7 +33,7 @@ from memop.runtime.cache.labels import Selector
 from memop.runtime.client.errors import AlreadyExists
 from memop.runtime.client.resources import NAMESPACES, SECRETS
 from memop.runtime.sharding.membership import ShardingConfig
-from memop.runtime.sharding.ring import BUCKET_LABEL
+from memop.runtime.sharding.ring import BUCKET_LABEL, bucket_label_value
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
@@ -285,3 +285,59 @@ async def test_a_replica_joining_takes_its_share_without_two_replicas_at_once(
         if record.matches(verb="patch", resource="configmaps", namespace=NS):
             patches.setdefault(record.name, []).append(record.user_agent.split("/")[0].split(" ")[0])
     assert all(agents in (["r0"], ["r0", "r1"]) for agents in patches.values()), patches
+
+
+@pytest.mark.parametrize("failing", [False, True], ids=["labelled", "labelling-fails-first"])
+async def test_children_made_before_sharding_are_labelled_for_their_owners_replica(
+    server: ApiServer, replicas: Callable[[str], Replica], failing: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unsharded memop made Secrets with no bucket label: invisible to a sharded replica's
+    label-selected watch until the holder of their owner's shard labels them, before it watches
+    the shard. A pass that fails is retried in the background, with a warning."""
+    count = 12
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="test")
+        await create_namespace_and_configmaps(client, 0, count)
+        owners = {}
+        for index in range(count):
+            configmap = await client.get(CONFIGMAPS, f"cm-{index}", NS)
+            owners[configmap["metadata"]["name"]] = configmap["metadata"]["uid"]
+            reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": f"cm-{index}",
+                         "uid": configmap["metadata"]["uid"], "controller": True}  # fmt: skip
+            secret = {"metadata": {"name": f"cm-{index}", "labels": LABEL, "ownerReferences": [reference]}}
+            await client.create(SECRETS, secret, NS)
+        # Not controlled by anything: no shard's, left alone.
+        await client.create(SECRETS, {"metadata": {"name": "loose", "labels": LABEL}}, NS)
+    if failing:
+        server.faults.fail(403, times=1, verb="patch", resource="secrets")
+    group = [replicas(name) for name in ("r0", "r1")]
+    for replica in group:
+        replica.start()
+    await all_stamped(server, range(count))
+    rtype = server.store.resource("", "v1", "secrets")
+
+    def labels(name: str) -> dict[str, str]:
+        return dict(server.store.get(rtype, NS, name)["metadata"].get("labels") or {})
+
+    await wait_for(lambda: all(BUCKET_LABEL in labels(name) for name in owners), timeout=30)
+    for name, uid in owners.items():
+        assert labels(name)[BUCKET_LABEL] == bucket_label_value(uid)
+    assert BUCKET_LABEL not in labels("loose")
+    # Seen as the owners' children: none made again (not even tried, unless a pass failed).
+    assert server.log.count(verb="create", resource="secrets", user_agent="r", status=201) == 0
+    if not failing:
+        assert server.log.count(verb="create", resource="secrets", user_agent="r") == 0
+    else:
+        assert "could not label shard" in caplog.text
+    # Each labelled once, by the replica that held the owner's shard.
+    patches = server.log.filter(verb="patch", resource="secrets", namespace=NS, status=200)
+    assert sorted(r.name for r in patches) == sorted(owners)
+    for replica in group:
+        cache = replica.manager.cache
+        mine = {c["metadata"]["name"] for c in cache.list(CONFIGMAPS, NS) if c["metadata"]["name"] in owners}
+        await wait_for(lambda c=cache, m=mine: secret_names(c) == m, timeout=30)  # type: ignore[misc]
+        assert {r.name for r in patches if r.user_agent.startswith(replica.name)} == mine
+
+
+def secret_names(cache: Cache) -> set[str]:
+    return {s["metadata"]["name"] for s in cache.list(SECRETS, NS)}

@@ -56,7 +56,7 @@ from memop.runtime.cache.store import (
     resource_version,
 )
 from memop.runtime.client.resources import Resource
-from memop.runtime.sharding.keys import ShardKey
+from memop.runtime.sharding.keys import BY_OWNER_BUCKET, ShardKey
 from memop.runtime.sharding.ring import BUCKET_LABEL, Ring, bucket_label_value
 from memop.runtime.util.clock import Clock, RealClock
 
@@ -379,6 +379,27 @@ class Cache:
             if self._started:
                 self._start_reflectors(reflectors)
 
+    def shard_has_synced(self, shard: int) -> bool:
+        """Whether every reflector keeping ``shard`` (its own, or the one filtering client-side
+        for all the replica's shards) has stored its first LIST."""
+        name = _shard_name(self._sharded_ring(), shard)
+        return all(
+            r.synced.is_set()
+            for informer in self._sharded_informers()
+            for r in informer.reflectors
+            if r.shard_name in (name, CLIENT_SIDE)
+        )
+
+    async def wait_shard_synced(self, shard: int, timeout: float) -> bool:
+        """Wait until :meth:`shard_has_synced` (polled every 50 ms: in client-side mode a later
+        shard's gain replaces the reflector being waited for); False after ``timeout`` seconds."""
+        deadline = self._clock.monotonic() + timeout
+        while not self.shard_has_synced(shard):
+            if self._clock.monotonic() >= deadline:
+                return False
+            await self._clock.sleep(0.05)
+        return True
+
     async def remove_shard(self, shard: int) -> None:
         """Stop watching ``shard`` and forget its objects (no DELETED events: they still
         exist, another replica owns them now). The shards kept are not relisted."""
@@ -396,6 +417,18 @@ class Cache:
             for obj in informer.store.list():
                 if key.shard_of(ring, obj) == shard:
                     informer.store.remove(object_key(obj))
+
+    def owner_bucket_scopes(self) -> builtins.list[tuple[Resource, Selector | None, str | None]]:
+        """Where the informers keyed by owner bucket list: ``(resource, their own label selector,
+        namespace or None for cluster-wide)``, one per namespace watched."""
+        out: builtins.list[tuple[Resource, Selector | None, str | None]] = []
+        for informer in self._sharded_informers():
+            if informer.shard_key is None or informer.shard_key.name != BY_OWNER_BUCKET.name:
+                continue
+            resource = informer.resource
+            scopes = self.namespaces if resource.namespaced and self.namespaces else (None,)
+            out += [(resource, informer.label_selector, namespace) for namespace in scopes]
+        return out
 
     def kinds_filtered_by_shard_selector(self) -> builtins.list[str]:
         """The kinds whose shards the server filters only with ShardedListAndWatch on."""
@@ -447,7 +480,7 @@ class Cache:
         assert key is not None
         filtered = metrics.SHARDING_OBJECTS_FILTERED.labels(str(informer.resource))
         owned = self.shards
-        return ShardScope("client-side", None, lambda obj: key.shard_of(ring, obj) in owned, filtered.inc)
+        return ShardScope(CLIENT_SIDE, None, lambda obj: key.shard_of(ring, obj) in owned, filtered.inc)
 
     async def _stop_reflectors(self, informer: Informer, reflectors: Iterable[Reflector]) -> None:
         stopping = builtins.list(reflectors)
@@ -597,6 +630,10 @@ def _record(informer: Informer, obj: Obj) -> bool:
     old = informer.store.upsert(stored)
     informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
     return True
+
+
+# The scope name of a reflector that keeps every shard of the replica, filtering itself.
+CLIENT_SIDE = "client-side"
 
 
 def _shard_name(ring: Ring, shard: int) -> str:

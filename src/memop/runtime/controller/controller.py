@@ -274,6 +274,13 @@ class Controller:
             finally:
                 self.queue.done(request)
 
+    def shard_synced(self, shard: int) -> None:
+        """``shard``'s objects are in the cache: reconcile its requests, those parked too."""
+        if self.gate is None:
+            return
+        for request in self.gate.activate(shard):
+            self.queue.add(request)
+
     async def _server_answers(self) -> bool:
         """Whether to reconcile now. While the API server cannot be reached every call would
         fail, so the worker waits for it (holding its request, which stays deduplicated)

@@ -40,6 +40,7 @@ from memop.runtime.leaderelection.lease import LeaderElectionConfig, LeaderElect
 from memop.runtime.manager.authn import MetricsAuthorizer
 from memop.runtime.manager.events import EventRecorder
 from memop.runtime.manager.server import Address, ProbeServer
+from memop.runtime.sharding.adoption import label_children, label_children_until_done
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
 from memop.runtime.sharding.ring import Ring
 from memop.runtime.sharding.selector import HASH_SPACE, UID, ShardRange, render_selector
@@ -115,6 +116,7 @@ class Manager:
             watch_read_timeout=options.watch_read_timeout,
         )
         self.membership: ShardMembership | None = None
+        self._shard_work: _ShardWork | None = None
         if options.sharding is not None:
             # Before any controller is built: their informers and gates are sharded from the start.
             self.cache.enable_sharding(Ring(options.sharding.shards), server_side=False)
@@ -259,7 +261,8 @@ class Manager:
 
     async def _run_sharded(self, config: ShardingConfig, stop_task: asyncio.Task[bool]) -> int:
         """Every replica reconciles the shards the membership hands it (see the module docstring)."""
-        self.membership = ShardMembership(self.client, config, _ShardWork(self))
+        self._shard_work = _ShardWork(self)
+        self.membership = ShardMembership(self.client, config, self._shard_work)
         if not await _unless(self._start_controllers(), stop_task):
             return EXIT_OK
         member_task = asyncio.create_task(self.membership.run(), name="sharding-membership")
@@ -345,6 +348,8 @@ class Manager:
             elector_task.cancel()  # releases the lease when configured to
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await elector_task
+        if self._shard_work is not None:
+            await self._shard_work.stop()  # no labelling outlives the controllers
         if self.membership is not None and not lost:
             await self.membership.leave()  # the controllers have stopped: hand every shard over
         stop_task.cancel()
@@ -357,26 +362,76 @@ class Manager:
 
 class _ShardWork:
     """The manager's side of the membership: a shard's objects enter the cache and its
-    requests the controllers' gates; giving one up drains every controller first."""
+    requests the controllers' gates; giving one up drains every controller first.
+
+    A shard taken is reconciled once its objects and their children are in the cache: until
+    then its requests are parked (see sharding.gate), so that no reconcile misses a child that
+    exists and tries to make it again."""
 
     def __init__(self, manager: Manager) -> None:
         self._manager = manager
+        # Per shard held: waiting for its cache to sync, then labelling what was made before
+        # sharding if a first pass failed (sharding.adoption).
+        self._tasks: dict[int, list[asyncio.Task[Any]]] = {}
 
     async def acquired(self, shard: int) -> None:
-        for controller in self._manager.controllers:
+        manager, cache = self._manager, self._manager.cache
+        tasks = self._tasks.setdefault(shard, [])
+        if cache.owner_bucket_scopes():
+            # Before the shard is watched, so that its children arrive with its first LIST.
+            try:
+                await label_children(manager.client, cache, shard)
+            except (ApiError, TransportError) as error:
+                log.warning(
+                    "could not label shard %d's children made before sharding (they stay invisible "
+                    "to every replica until labelled), retrying in the background: %s",
+                    shard, error,
+                )  # fmt: skip
+                retry = label_children_until_done(manager.client, cache, shard)
+                tasks.append(asyncio.create_task(retry, name=f"sharding-label-children-{shard}"))
+        for controller in manager.controllers:
             if controller.gate is not None:
-                controller.gate.activate(shard)
-        await self._manager.cache.add_shard(shard)
+                controller.gate.begin(shard)
+        await cache.add_shard(shard)
+        tasks.append(asyncio.create_task(self._activate_when_synced(shard), name=f"sharding-sync-{shard}"))
+
+    async def _activate_when_synced(self, shard: int) -> None:
+        timeout = self._manager.options.cache_sync_timeout
+        if not await self._manager.cache.wait_shard_synced(shard, timeout):
+            log.warning(
+                "shard %d's cache has not synced after %.0fs: reconciling its objects anyway (those "
+                "not listed yet are reconciled as they arrive)",
+                shard, timeout,
+            )  # fmt: skip
+        for controller in self._manager.controllers:
+            controller.shard_synced(shard)
 
     async def releasing(self, shard: int) -> None:
+        await self._cancel(self._tasks.pop(shard, []))
         gates = [c.gate for c in self._manager.controllers if c.gate is not None]
         await asyncio.gather(*(gate.drain(shard) for gate in gates))
         await self._manager.cache.remove_shard(shard)
 
     def lost(self) -> None:
+        for tasks in self._tasks.values():
+            for task in tasks:
+                task.cancel()
+        self._tasks.clear()
         for controller in self._manager.controllers:
             if controller.gate is not None:
                 controller.gate.deactivate_all()
+
+    async def stop(self) -> None:
+        """Cancel what still runs for the shards held (the controllers have stopped)."""
+        tasks = [task for shard_tasks in self._tasks.values() for task in shard_tasks]
+        self._tasks.clear()
+        await self._cancel(tasks)
+
+    @staticmethod
+    async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future[Any]) -> bool:

@@ -6,6 +6,11 @@ the reconcile that sees it gone still runs here). A request whose object is in n
 shard of ours is not reconciled: it is another replica's, or it was queued before its shard
 was given up.
 
+A shard just taken is *syncing* until its objects and their children are in the cache (the
+first LIST of each of its reflectors): its requests are parked, not reconciled (a reconcile then
+would not see children that exist, and try to make them again), and queued again when the shard
+becomes active (:meth:`ShardGate.activate`).
+
 Giving a shard up (:meth:`ShardGate.drain`) first deactivates it, so no reconcile of it starts
 any more, then waits for those already running to finish; only then may the shard's Lease be
 released. The queue keeps no per-shard list: a request of a drained shard that is still queued
@@ -34,6 +39,9 @@ class ShardGate:
         self._cache = cache
         self._resource = resource
         self.active: set[int] = set()
+        # Shards taken whose cache is still syncing, and the requests that came for them meanwhile.
+        self.syncing: set[int] = set()
+        self._parked: dict[int, set[Request]] = {}
         self._in_flight: dict[int, int] = {}
         self._idle: dict[int, asyncio.Event] = {}
         # Objects deleted from an active shard whose requests have not yet been reconciled.
@@ -54,9 +62,11 @@ class ShardGate:
 
     def admit(self, request: Request) -> int | None:
         """The request's shard, counted in flight until :meth:`finish`, when it is active here;
-        None (nothing counted) otherwise."""
+        None (nothing counted) otherwise, the request parked if its shard is syncing."""
         shard = self.shard_of(request)
         if shard is None or shard not in self.active:
+            if shard in self.syncing:
+                self._parked.setdefault(shard, set()).add(request)
             return None
         self._in_flight[shard] = self._in_flight.get(shard, 0) + 1
         self._idle.setdefault(shard, asyncio.Event()).clear()
@@ -76,11 +86,22 @@ class ShardGate:
         """The request's reconcile succeeded: a deleted object's is done with."""
         self._deleted.pop(request, None)
 
-    def activate(self, shard: int) -> None:
+    def begin(self, shard: int) -> None:
+        """``shard`` is ours, its cache syncing: park its requests until :meth:`activate`."""
+        if shard not in self.active:
+            self.syncing.add(shard)
+
+    def activate(self, shard: int) -> set[Request]:
+        """Reconcile ``shard``'s requests from now on; returns those parked while it synced,
+        to be queued again."""
+        self.syncing.discard(shard)
         self.active.add(shard)
+        return self._parked.pop(shard, set())
 
     async def drain(self, shard: int) -> None:
         """Start nothing more of ``shard`` and return once its running reconciles finished."""
+        self.syncing.discard(shard)
+        self._parked.pop(shard, None)
         self.active.discard(shard)
         for request in [r for r, s in self._deleted.items() if s == shard]:
             del self._deleted[request]
@@ -91,6 +112,8 @@ class ShardGate:
         """Start nothing more of any shard (membership lost: running reconciles are cancelled
         by the caller)."""
         self.active.clear()
+        self.syncing.clear()
+        self._parked.clear()
         self._deleted.clear()
 
     def in_flight(self, shard: int) -> int:
