@@ -28,11 +28,8 @@ from kubernetes_asyncio.client import ApiClient
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import LEASES, NAMESPACES
-from memop.runtime.sharding.ring import Ring
 from memop.testing.operator import install_crd
-from memop.testing.requestlog import RequestRecord
 from memop.testing.server import ApiServer
-from memop.testing.shardholding import holdings, writes_outside_holdings
 from memop.testing.wait import wait_for
 from tests.chaos.test_chaos import (
     NAMESPACES_USED,
@@ -45,6 +42,7 @@ from tests.chaos.test_chaos import (
     leftovers,
     stage_timeout,
 )
+from tests.shardcheck import check_memcached_writes_inside_holdings
 
 pytestmark = pytest.mark.fake_only
 
@@ -63,7 +61,6 @@ SHARDED_ARGS = [
     "--max-concurrent-reconciles", "4",
     "--watch-namespace", ",".join(NAMESPACES_USED),
 ]  # fmt: skip
-MANAGED = {("memcacheds", ""), ("memcacheds", "status"), ("deployments", "")}
 
 
 @pytest.fixture
@@ -155,17 +152,8 @@ async def test_sharded_replicas_converge_through_chaos_and_never_share_a_memcach
     figures = chaos.figures()
     for fault in ("watch_drops", "injected_500", "injected_429"):
         assert figures[fault] > 0, figures
-    ring = Ring(SHARDS)
-    records = sorted(server.log, key=lambda r: r.time)
-
-    def shard_of(record: RequestRecord) -> int | None:
-        uid = uids.get((record.namespace, record.name))
-        managed = (record.resource, record.subresource) in MANAGED
-        return ring.shard_of_value(uid) if managed and uid is not None else None
-
-    problems, checked = writes_outside_holdings(
-        records, holdings(records, LEASE_NAMESPACE), shard_of, agent_prefix="memop/"
+    checked = check_memcached_writes_inside_holdings(
+        server.log, uids, shards=SHARDS, lease_namespace=LEASE_NAMESPACE
     )
-    assert not problems, "\n".join(problems[:10])
     assert checked >= CRS  # every Memcached's finalizer and status writes, at least
     print(f"\nsharded chaos: {one_offs}, {figures}, exits {dict(replicas.exits)}, {checked} writes checked")

@@ -26,14 +26,12 @@ import pytest
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
-from memop.runtime.sharding.ring import Ring
 from memop.testing.envtest import Kube
 from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
-from memop.testing.requestlog import RequestRecord
 from memop.testing.server import ApiServer
-from memop.testing.shardholding import holdings, writes_outside_holdings
 from memop.testing.wait import wait_for
+from tests.shardcheck import MANAGED, check_memcached_writes_inside_holdings
 
 TIMEOUT = 60
 NAMESPACE = "default"
@@ -50,7 +48,6 @@ SHARDING_ARGS = (
     "--leader-elect-retry-period", "0.5s",
     "--max-concurrent-reconciles", "2",
 )  # fmt: skip
-MANAGED = {("memcacheds", ""), ("memcacheds", "status"), ("deployments", "")}
 
 
 @pytest.fixture(params=[True, False], ids=["gate-on", "gate-off"])
@@ -63,19 +60,7 @@ def apiserver_options(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 def assert_writes_inside_holdings(server: ApiServer, uids: dict[tuple[str, str], str]) -> None:
-    ring = Ring(SHARDS)
-    records = sorted(server.log, key=lambda r: r.time)
-
-    def shard_of(record: RequestRecord) -> int | None:
-        uid = uids.get((record.namespace, record.name))
-        managed = (record.resource, record.subresource) in MANAGED
-        return ring.shard_of_value(uid) if managed and uid is not None else None
-
-    problems, checked = writes_outside_holdings(
-        records, holdings(records, NAMESPACE), shard_of, agent_prefix="memop/"
-    )
-    assert not problems, "\n".join(problems[:10])
-    assert checked
+    assert check_memcached_writes_inside_holdings(server.log, uids, shards=SHARDS, lease_namespace=NAMESPACE)
 
 
 async def converge(client: Client, namespace: str, names: Sequence[str]) -> None:
