@@ -159,7 +159,8 @@ async def serve(args: argparse.Namespace) -> int:
     [[time, user_agent, namespace, name, status], ...]}``, the writes (create, update, patch,
     delete) to those resources that arrived at wall-clock ``t`` or later.
 
-    ``--feature-gates`` sets the server's feature gates (kube-apiserver's syntax; none by default).
+    ``--feature-gates`` sets the server's feature gates (kube-apiserver's syntax; none by default);
+    ``--audit-log PATH`` has it write an audit log there, as kube-apiserver's (memop.testing.requestlog).
     """
     # Imported here: the bench's other roles do not need the server.
     from memop.runtime.manager.gctuning import tune_gc  # noqa: PLC0415
@@ -175,6 +176,7 @@ async def serve(args: argparse.Namespace) -> int:
         controller_limits=controller_limits(args.controller_qps, args.controller_burst),
         nodes=args.nodes,
         feature_gates=args.feature_gates,
+        audit_log=args.audit_log,
     )
     model = ControlPlaneModel(args.write_latency, args.control_plane_cpu)
     await server.start()
@@ -282,12 +284,13 @@ class ServerProcess:
         write_latency: float = 0.0,
         control_plane_cpu: float = 0.0,
         feature_gates: Mapping[str, bool] | None = None,
+        audit_log: Path | None = None,
     ) -> None:
         """``controller_qps``: the simulated controllers' client rate limit (0: none, the
         default here; the converge bench passes kube-controller-manager's 20), ``nodes``: pods
         run (or, False, stay Pending, unschedulable, as on a control plane without nodes),
         ``feature_gates``: the server's (e.g. ``{"ShardedListAndWatch": True}``; None: its
-        defaults)."""
+        defaults); ``audit_log``: where it writes its audit log (None: none)."""
         self.kubeconfig = kubeconfig
         self.pod_ready_delay = pod_ready_delay
         self.history_size = history_size
@@ -299,6 +302,7 @@ class ServerProcess:
         self.write_latency = write_latency
         self.control_plane_cpu = control_plane_cpu
         self.feature_gates = dict(feature_gates or {})
+        self.audit_log = audit_log
         self.process: asyncio.subprocess.Process | None = None
         self.url = ""
         self.load_pids: list[int] = []
@@ -332,6 +336,7 @@ class ServerProcess:
             "--control-plane-cpu",
             str(self.control_plane_cpu),
             *(("--feature-gates", gates) if gates else ()),
+            *(("--audit-log", str(self.audit_log)) if self.audit_log is not None else ()),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=64 * 1024 * 1024,
@@ -1712,6 +1717,7 @@ def build_parser() -> argparse.ArgumentParser:
     served.add_argument("--controller-burst", type=int, default=30)
     served.add_argument("--nodes", action=argparse.BooleanOptionalAction, default=True)
     served.add_argument("--feature-gates", type=featuregates.parse, default={})
+    served.add_argument("--audit-log", type=Path, default=None)
     floored = roles.add_parser("floor", help=argparse.SUPPRESS)
     floored.add_argument("--kubeconfig", required=True)
     floored.add_argument("--workers", type=int, required=True)

@@ -153,8 +153,11 @@ class Where:
 
 
 @contextlib.asynccontextmanager
-async def sharding_cluster(args: argparse.Namespace, workdir: Path) -> AsyncIterator[Where]:
-    """converge.py's ``cluster()``, with the ShardedListAndWatch gate set as ``--gate`` says."""
+async def sharding_cluster(
+    args: argparse.Namespace, workdir: Path, *, audit_log: Path | None = None
+) -> AsyncIterator[Where]:
+    """converge.py's ``cluster()``, with the ShardedListAndWatch gate set as ``--gate`` says;
+    the in-memory server writes an audit log to ``audit_log`` if given."""
     server: ServerProcess | None = None
     if args.kubeconfig:
         kubeconfig = args.kubeconfig
@@ -171,6 +174,7 @@ async def sharding_cluster(args: argparse.Namespace, workdir: Path) -> AsyncIter
             nodes=bool(args.nodes),
             write_latency=args.write_latency,
             control_plane_cpu=args.control_plane_cpu,
+            audit_log=audit_log,
         ).start()
     try:
         configuration = await load_configuration(kubeconfig)
@@ -849,16 +853,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 class ReplicaCounts(argparse.Action):
-    """``--replicas``: positive numbers separated by commas."""
+    """``--replicas``: positive numbers separated by commas (at least ``at_least`` of them)."""
+
+    at_least = 1
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:  # fmt: skip
         try:
             counts = [int(part) for part in str(values).split(",")]
         except ValueError:
-            parser.error(f"--replicas: not a list of numbers: {values!r}")
-        if not counts or min(counts) < 1:
-            parser.error(f"--replicas: counts must be positive: {values!r}")
+            parser.error(f"{option_string}: not a list of numbers: {values!r}")
+        if len(counts) < self.at_least or min(counts) < 1:
+            many = f"at least {self.at_least} counts, " if self.at_least > 1 else ""
+            parser.error(f"{option_string}: {many}counts must be positive: {values!r}")
         setattr(namespace, self.dest, counts)
 
 

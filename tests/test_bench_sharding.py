@@ -37,10 +37,11 @@ FAST = (
 )
 
 
-def run_bench(*args: str, timeout: float = 100) -> subprocess.CompletedProcess[str]:
-    """The bench in its own process group, killed with its server and replicas on a timeout."""
+def run_bench(*args: str, timeout: float = 100, script: str = BENCH.name) -> subprocess.CompletedProcess[str]:
+    """A bench (this one by default) in its own process group, killed with its server and
+    replicas on a timeout."""
     with subprocess.Popen(
-        [sys.executable, str(BENCH), *args],
+        [sys.executable, str(BENCH.parent / script), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
