@@ -467,9 +467,12 @@ EXPECTED_KINDS = {
         "RoleBinding",
         "ServiceAccount",
     ],
-    # The default install's kinds: the sharding Role and binding replace the leader-election ones.
+    # The default install's kinds: the sharding Role and binding replace the leader-election ones,
+    # and a ClusterRole and binding to label what was made before sharding.
     "sharded": [
         "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
         "ClusterRoleBinding",
         *["CustomResourceDefinition"] * CRDS,
         "Deployment",

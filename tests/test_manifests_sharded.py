@@ -102,9 +102,11 @@ def test_the_lease_role_adds_list_and_delete_to_leader_elections() -> None:
         assert _grants(objects, *LEASES, verb, OPERATOR_NAMESPACE)
         assert not _grants(objects, *LEASES, verb, "elsewhere")
         assert not _grants(default, *LEASES, verb, OPERATOR_NAMESPACE)
-    # Only the Lease role is replaced (the Deployment and budget: the other tests).
+    # Only the Lease role is replaced, and the children's role added (the Deployment and budget,
+    # and the children's role: the other tests).
     lease_role = {PREFIX + rbac.LEADER_ELECTION_ROLE, PREFIX + rbac.LEADER_ELECTION_ROLE_BINDING}
-    sharding_role = {role["metadata"]["name"], binding["metadata"]["name"]}
+    children = {PREFIX + rbac.SHARDING_CHILDREN_ROLE, PREFIX + rbac.SHARDING_CHILDREN_ROLE_BINDING}
+    sharding_role = {role["metadata"]["name"], binding["metadata"]["name"], *children}
 
     def rest(objs: list[dict[str, Any]], left_out: set[str]) -> list[dict[str, Any]]:
         return [
@@ -115,6 +117,27 @@ def test_the_lease_role_adds_list_and_delete_to_leader_elections() -> None:
         ]
 
     assert rest(objects, sharding_role) == rest(default, lease_role)
+
+
+@needs_kubectl
+def test_the_children_role_adds_patch_on_what_the_controllers_create_and_do_not_patch() -> None:
+    """Labelling what an unsharded install made (sharding.adoption) patches its children: pods for
+    the PodSet and MyPod controllers (which create and delete theirs, never patch them); the
+    Memcached controller patches its Deployments already."""
+    objects = render(OVERLAY)
+    default = render("default")
+    role = one(objects, "ClusterRole", PREFIX + rbac.SHARDING_CHILDREN_ROLE)
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]}]
+    binding = one(objects, "ClusterRoleBinding", PREFIX + rbac.SHARDING_CHILDREN_ROLE_BINDING)
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]
+    }  # fmt: skip
+    assert [(s["namespace"], s["name"]) for s in binding["subjects"]] == [SERVICE_ACCOUNT]
+    for group, resource in (("", "pods"), ("apps", "deployments")):
+        assert _grants(objects, group, resource, "patch", "anywhere")
+    assert not _grants(default, "", "pods", "patch", "anywhere")
+    assert rbac.allowed("", "pods", "patch", "anywhere", sharding=True)
+    assert not rbac.allowed("", "pods", "patch", "anywhere")
 
 
 @needs_kubectl

@@ -260,6 +260,8 @@ def _sharded(target: Target) -> str:
         + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
         f"# leases get/list/create/update/delete in {ns}: a Role of its own (its header says why).\n"
         "- sharding_role.yaml\n"
+        "# patch on what the controllers create, to label what was made before sharding.\n"
+        "- sharding_children_role.yaml\n"
         "patches:\n"
         "# No leader election: drop its Role and binding from ../rbac.\n"
         + _delete("rbac.authorization.k8s.io/v1", "Role", LEADER_ELECTION_ROLE, ns)

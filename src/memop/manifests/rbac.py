@@ -62,6 +62,9 @@ LEADER_FOR_LIFE_ROLE_BINDING = "leader-for-life-rolebinding"
 # manifests/sharded: the role of --sharding, which replaces the leader-election role there.
 SHARDING_ROLE = "sharding-role"
 SHARDING_ROLE_BINDING = "sharding-rolebinding"
+# manifests/sharded: patch on what the controllers create, to label children made before sharding.
+SHARDING_CHILDREN_ROLE = "sharding-children-role"
+SHARDING_CHILDREN_ROLE_BINDING = "sharding-children-rolebinding"
 # The ServiceAccount kube-prometheus runs Prometheus as: the example scraper bound to the
 # metrics-reader role (change it in manifests/prometheus-secure for another Prometheus).
 PROMETHEUS_ACCOUNT = ("monitoring", "prometheus-k8s")
@@ -146,6 +149,37 @@ SHARDING_RULES: tuple[Rule, ...] = (
     ),
     Rule("coordination.k8s.io", "leases", "delete", _O, "sharding: this replica's member Lease, on shutdown"),
 )
+
+# What a child needs besides: labelling. Events are records, not children.
+_NOT_CHILDREN = frozenset((("", "events"), ("events.k8s.io", "events")))
+
+
+def sharding_children_rules(rules: Iterable[Rule]) -> tuple[Rule, ...]:
+    """What --sharding sends where the controllers watch beyond their own rules: ``patch`` on each
+    kind they create (their children), to give the children an unsharded memop made their owner's
+    bucket label when a replica takes a shard (memop.runtime.sharding.adoption). Granted by
+    manifests/sharded only, and only where the controllers do not patch that kind already."""
+    granted = {rule.triple for rule in rules if rule.scope is Scope.WATCHED}
+    out: dict[tuple[str, str, str], Rule] = {}
+    for rule in rules:
+        if rule.scope is not Scope.WATCHED or rule.verb != "create" or "/" in rule.resource:
+            continue
+        if (rule.group, rule.resource) in _NOT_CHILDREN or (rule.group, rule.resource, "patch") in granted:
+            continue
+        triple = (rule.group, rule.resource, "patch")
+        out.setdefault(
+            triple,
+            Rule(
+                rule.group,
+                rule.resource,
+                "patch",
+                Scope.WATCHED,
+                "sharding: label what was made before sharding with its owner's bucket "
+                "(sharding.memop.dev/bucket), once, when a replica takes the owner's shard",
+            ),
+        )
+    return tuple(out.values())
+
 
 # What a scraper needs when the operator runs with --metrics-secure (the metrics-reader
 # ClusterRole, bound to Prometheus's ServiceAccount): the SubjectAccessReview asks exactly this.
@@ -237,11 +271,16 @@ def allowed(
     cluster-wide). Leader-election rules hold in ``operator_namespace`` only. ``secure_metrics``
     models manifests/secure-metrics on top: the cluster-scoped reviews of ``--metrics-secure``.
     ``sharding`` models manifests/sharded: :data:`SHARDING_RULES` instead of the leader-election
-    rules.
+    rules, and :func:`sharding_children_rules`.
     """
     watched = tuple(watch_namespaces)
     if sharding:
-        rules = (*(rule for rule in rules if rule.scope is not Scope.OPERATOR), *SHARDING_RULES)
+        rules = tuple(rules)
+        rules = (
+            *(rule for rule in rules if rule.scope is not Scope.OPERATOR),
+            *SHARDING_RULES,
+            *sharding_children_rules(rules),
+        )
     for rule in rules:
         if rule.triple != (group, resource, verb):
             continue
@@ -494,6 +533,20 @@ def rbac_files(target: Target) -> dict[str, str]:
             "says what it is for, and the install holds no leader-election grant it does not use.",
             source="memop.manifests.rbac.SHARDING_RULES",
             notes=_why(SHARDING_RULES, _O),
+        ),
+    )
+    children = sharding_children_rules(target.rules)
+    files["sharded/sharding_children_role.yaml"] = to_yaml(
+        [
+            role(target, SHARDING_CHILDREN_ROLE, policy_rules(_W, children)),
+            binding(target, SHARDING_CHILDREN_ROLE_BINDING, None, ("ClusterRole", SHARDING_CHILDREN_ROLE)),
+        ],
+        header(
+            target,
+            "--sharding: patch on what the controllers create, where they watch, to label what an "
+            "unsharded install made with its owner's bucket (memop.runtime.sharding.adoption).",
+            source="memop.manifests.rbac.sharding_children_rules",
+            notes=_why(children, _W),
         ),
     )
     prometheus_namespace, prometheus_account = PROMETHEUS_ACCOUNT
