@@ -234,6 +234,7 @@ def test_a_projects_alerts_and_dashboard_carry_its_names() -> None:
         "ConfigSyncReconcileErrors",
         "ConfigSyncReconcilePanics",
         "ConfigSyncNoLeader",
+        "ConfigSyncShardsUnowned",
         "ConfigSyncWorkqueueBacklog",
         "ConfigSyncStuckWorker",
     ]
@@ -339,6 +340,23 @@ ALERT_TEST: dict[str, Any] = {
             "alert_rule_test": [
                 fires("30m", "MemopWorkqueueBacklog", controller="memcached"),
                 fires("30m", "MemopNoLeader"),
+            ],
+        },
+        {
+            "interval": "1m",
+            # A sharded install of 16 shards on two replicas: one dies at 10m; the other takes
+            # its shards at 12m (a hand-over: no alert). A second ring loses a shard for good.
+            "input_series": [
+                series('memop_sharding_shards{group="memop", instance="a"}', "16x40"),
+                series('memop_sharding_shards{group="memop", instance="b"}', "16x10"),
+                series('memop_sharding_shards_owned{group="memop", instance="a"}', "8x11 16x28"),
+                series('memop_sharding_shards_owned{group="memop", instance="b"}', "8x10"),
+                series('memop_sharding_shards{group="other", instance="c"}', "4x40"),
+                series('memop_sharding_shards_owned{group="other", instance="c"}', "4x10 3x30"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "9m", "alertname": "MemopShardsUnowned", "exp_alerts": []},
+                fires("30m", "MemopShardsUnowned", group="other"),
             ],
         },
     ],

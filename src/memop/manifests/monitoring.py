@@ -73,6 +73,23 @@ def alert_rules(target: Target) -> list[dict[str, Any]]:
             "annotations": {"summary": f"no {name} replica holds the lease: nothing is reconciled"},
         },
         {
+            # Sharded installs (--sharding): no leader, and every shard must have a replica. Fewer
+            # owned than the ring has, for longer than any hand-over takes (a lease duration).
+            "alert": f"{prefix}ShardsUnowned",
+            "expr": (
+                "max by (group) (memop_sharding_shards) "
+                "> sum by (group) (memop_sharding_shards_owned)"
+            ),
+            "for": "5m",
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": (
+                    f"some shards of the {name} ring have no replica working on them: their objects "
+                    "are not reconciled; see the replicas' logs and their shard Leases"
+                )
+            },
+        },
+        {
             "alert": f"{prefix}WorkqueueBacklog",
             # Both sides summed by controller: `and` matches label sets, and a bare deriv() keeps
             # every label of the series (name, instance, job), which would never match.

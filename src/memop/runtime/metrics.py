@@ -145,6 +145,9 @@ LEADER_ELECTION_MASTER_STATUS = Gauge(
 
 # Sharding (memop.runtime.sharding): memop's own, no controller-runtime counterpart.
 SHARDS_OWNED = Gauge("memop_sharding_shards_owned", "Shards of the ring this replica works on", ["group"])
+SHARDS = Gauge(
+    "memop_sharding_shards", "Shards of the ring (--shards): what the replicas should own together", ["group"]
+)
 SHARDING_MEMBERS = Gauge(
     "memop_sharding_members", "Live members of the sharding group, as this replica sees them", ["group"]
 )

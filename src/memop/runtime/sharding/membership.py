@@ -208,6 +208,7 @@ class ShardMembership:
         self._m_changes = metrics.SHARD_RING_CHANGES.labels(group)
         self._m_handover = metrics.SHARD_HANDOVER_SECONDS.labels(group)
         self._m_owned.set(0)
+        metrics.SHARDS.labels(group).set(config.shards)
 
     # -- running ---------------------------------------------------------------------------
 
