@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -406,6 +407,7 @@ class _ShardWork:
 
     async def acquired(self, shard: int) -> None:
         manager, cache = self._manager, self._manager.cache
+        taken = time.monotonic()
         tasks = self._tasks.setdefault(shard, [])
         if cache.owner_bucket_scopes():
             # Before the shard is watched, so that its children arrive with its first LIST.
@@ -423,9 +425,11 @@ class _ShardWork:
             if controller.gate is not None:
                 controller.gate.begin(shard)
         await cache.add_shard(shard)
-        tasks.append(asyncio.create_task(self._activate_when_synced(shard), name=f"sharding-sync-{shard}"))
+        tasks.append(
+            asyncio.create_task(self._activate_when_synced(shard, taken), name=f"sharding-sync-{shard}")
+        )
 
-    async def _activate_when_synced(self, shard: int) -> None:
+    async def _activate_when_synced(self, shard: int, taken: float) -> None:
         timeout = self._manager.options.cache_sync_timeout
         if not await self._manager.cache.wait_shard_synced(shard, timeout):
             log.warning(
@@ -433,6 +437,9 @@ class _ShardWork:
                 "not listed yet are reconciled as they arrive)",
                 shard, timeout,
             )  # fmt: skip
+        else:
+            log.info("shard %d synced %.2fs after it was taken: reconciling its objects", shard,
+                     time.monotonic() - taken)  # fmt: skip
         for controller in self._manager.controllers:
             controller.shard_synced(shard)
 

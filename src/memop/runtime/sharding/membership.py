@@ -477,6 +477,7 @@ class ShardMembership:
         written_all = await asyncio.gather(
             *(self._bounded(self._take(lease), f"taking shard {shard}") for shard, lease, _ in takes)
         )
+        taken: list[int] = []
         for (shard, _, holder), written in zip(takes, written_all, strict=True):
             if written is not None:
                 self._seen[config.shard_lease(shard)].lease = written
@@ -486,7 +487,9 @@ class ShardMembership:
                     config.group,
                     f" from {holder}, no longer live" if holder else "",
                 )
-                await self._start_work(shard)
+                taken.append(shard)
+        # Together too: each starts its watches (and labels what was made before sharding).
+        await asyncio.gather(*(self._start_work(shard) for shard in taken))
 
     def _say_blocked(self, why: str) -> None:
         if why != self._blocked_by:
