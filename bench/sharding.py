@@ -105,6 +105,7 @@ from converge import (
     ProcStats,
     ServerProcess,
     Tracker,
+    Write,
     create_and_converge,
     create_memcacheds,
     create_namespaces,
@@ -130,6 +131,8 @@ from memop.runtime.sharding.membership import GROUP_LABEL
 from memop.runtime.sharding.ring import Ring
 from memop.testing.featuregates import SHARDED_LIST_AND_WATCH
 from memop.testing.process import MemopProcess
+from memop.testing.requestlog import read_audit_log
+from memop.testing.shardholding import WRITE_VERBS
 from memop.testing.wait import wait_for
 
 GROUP = "memop"  # memop's default --sharding-group
@@ -603,6 +606,19 @@ class FailoverTracker(Tracker):
             self._note(obj)
 
 
+def audit_writes(path: Path, since: float) -> list[Write]:
+    """memop's writes to what it manages for a Memcached (``MANAGED``) from ``since`` (wall
+    clock) on, as a real kube-apiserver's audit log (``--audit-log``) saw them."""
+    managed = set(MANAGED)
+    return [
+        Write(r.time, r.user_agent, r.namespace, r.name, r.status)
+        for r in read_audit_log(path)
+        if r.time >= since
+        and r.verb in WRITE_VERBS
+        and (r.resource, r.subresource) in managed
+    ]
+
+
 def reconciled_again(
     in_shards: dict[Key, int],
     converged_at: dict[Key, float],
@@ -732,7 +748,12 @@ async def run_failover(args: argparse.Namespace, where: Where) -> dict[str, Any]
             all_converged = False
         done = time.monotonic()
         others.mark_end()
-        writes = await server.writes(killed_wall, MANAGED) if server else None
+        if server is not None:
+            writes: list[Write] | None = await server.writes(killed_wall, MANAGED)
+        elif args.audit_log:
+            writes = audit_writes(Path(args.audit_log), killed_wall)
+        else:
+            writes = None
         owned_after: dict[str, int | None] = {}
         for p in survivors:
             try:
@@ -760,7 +781,11 @@ async def run_failover(args: argparse.Namespace, where: Where) -> dict[str, Any]
         for w in writes:
             if w.user_agent != victim_agent and w.user_agent.startswith("memop/") and w.status < 400:
                 seen.setdefault((w.namespace, w.name), []).append(w.time - killed_wall)
-        observed_from = "the in-memory server's request log (writes with a survivor's user agent)"
+        observed_from = (
+            "the kube-apiserver's audit log (writes with a survivor's user agent)"
+            if server is None
+            else "the in-memory server's request log (writes with a survivor's user agent)"
+        )
     else:
         seen = {key: [t - killed for t in times] for key, times in tracker.changes.items()}
         observed_from = (
@@ -957,6 +982,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--memop-arg", action="append", default=[], metavar="ARG",
         help="pass ARG to every replica (repeatable), e.g. --memop-arg=--event-qps=0",
     )  # fmt: skip
+    parser.add_argument(
+        "--audit-log", metavar="PATH",
+        help="with --kubeconfig: the kube-apiserver's JSON audit log (--audit-log-path), logging "
+        "Lease, Memcached and Deployment writes at level Metadata; --failover then reads the "
+        "survivors' writes from it instead of from the bench's watch",
+    )  # fmt: skip
     parser.add_argument("--logs", metavar="DIR", help="write each replica's log to DIR/<identity>.log")
     parser.add_argument(
         "--timeout", type=float, default=600.0, help="give up after this many seconds per stage (default 600)"
@@ -989,6 +1020,10 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         parser.error("--no-gate is for the in-memory server: a real server's gate is its own")
     if args.server_pid and not args.kubeconfig:
         parser.error("--server-pid is for a control plane given by --kubeconfig")
+    if args.audit_log and not args.kubeconfig:
+        parser.error("--audit-log is a real server's; the in-memory server's log is read directly")
+    if args.audit_log and not Path(args.audit_log).is_file():
+        parser.error(f"--audit-log {args.audit_log}: no such file")
     for pid in args.server_pid:
         if not Path(f"/proc/{pid}/stat").exists():
             parser.error(f"--server-pid {pid}: no such process on this machine")
