@@ -629,7 +629,6 @@ class _Model:
                 if item in self.low:
                     self.low.remove(item)
                     self.fifo.append(item)
-                    self._dispatch()
             return
         self.dirty.add(item)
         if low:
@@ -639,7 +638,12 @@ class _Model:
         self._enqueue(item)
 
     def _enqueue(self, item: str) -> None:
+        # Handed out at the end of the step (dispatch), as the queue's woken getters take their
+        # items only once they run: with lanes, adds made together change which comes first.
         (self.low if item in self.low_dirty else self.fifo).append(item)
+
+    def dispatch(self) -> None:
+        """Blocked workers take what is ready, in the order they blocked."""
         self._dispatch()
 
     def _dispatch(self) -> None:
@@ -731,6 +735,7 @@ class WorkQueueMachine(RuleBasedStateMachine):
         self.owed: set[str] = set()
 
     def _settle(self) -> None:
+        self.model.dispatch()
         self.loop.run_until_complete(_settle())
         for worker, task in list(self.gets.items()):
             if not task.done():
