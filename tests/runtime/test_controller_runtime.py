@@ -16,10 +16,10 @@ from prometheus_client import REGISTRY
 from memop.runtime.cache.cache import Cache
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Conflict
-from memop.runtime.client.resources import CONFIGMAPS, LEASES, NAMESPACES
+from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, LEASES, NAMESPACES
 from memop.runtime.controller import predicates
 from memop.runtime.controller.controller import Controller, ControllerBuilder
-from memop.runtime.controller.handlers import reports_state_only
+from memop.runtime.controller.handlers import reports_state_only, reports_up_to_date
 from memop.runtime.controller.reconcile import Request, Result, TerminalError
 from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
@@ -527,4 +527,52 @@ async def test_resource_version_predicate_passes_real_updates_and_resyncs(
     # A resync replays the cache as it is: it always passes (its own event type).
     cache.informer(CONFIGMAPS).resync()
     await settle(lambda: reconciler.count("cm") == 3)
+    await controller.stop(timeout=5)
+
+
+DELETING = {
+    "metadata": {"generation": 1, "deletionTimestamp": "2024-05-01T10:00:00Z"},
+    "status": {"observedGeneration": 1},
+}
+
+
+@pytest.mark.parametrize(
+    ("obj", "up_to_date"),
+    [
+        ({"metadata": {"generation": 2}, "status": {"observedGeneration": 2}}, True),
+        ({"metadata": {"generation": 2}, "status": {"observedGeneration": 1}}, False),
+        ({"metadata": {"generation": 2}}, False),  # new: no status yet
+        ({"metadata": {}, "status": {"observedGeneration": 1}}, False),  # a kind without generations
+        (DELETING, False),
+    ],
+)
+def test_which_added_objects_say_their_controller_is_done_with_them(
+    obj: dict[str, Any], up_to_date: bool
+) -> None:
+    assert reports_up_to_date("ADDED", obj) is up_to_date
+    assert reports_up_to_date("MODIFIED", obj) is False
+
+
+async def test_objects_listed_that_say_they_are_up_to_date_wait_behind_those_that_need_work(
+    client: Client, cache: Cache
+) -> None:
+    """A start, a relist or a shard taken over lists every object: those whose status is for
+    their generation go behind the others (low priority), so work still to do comes first."""
+    pod = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    deployment = {"spec": {"selector": {"matchLabels": {"app": "x"}}, "template": pod}}
+    for name in ("a-done", "b-new", "c-done", "d-new"):
+        made = await client.create(DEPLOYMENTS, {"metadata": {"name": name}, **deployment}, NS)
+        if name.endswith("done"):
+            status = {"status": {"observedGeneration": made["metadata"]["generation"]}}
+            await client.patch(DEPLOYMENTS, name, status, NS, subresource="status")
+
+    async def nothing(request: Request) -> None:
+        return None
+
+    reconciler = ScriptedReconciler(nothing)
+    controller = ControllerBuilder(cache, f"test-{next(_names)}").for_(DEPLOYMENTS).build(reconciler)
+    await cache.start()
+    await controller.start()
+    await settle(lambda: len(reconciler.calls) == 4 and not reconciler.running)
+    assert [r.name for r in reconciler.calls] == ["b-new", "d-new", "a-done", "c-done"]
     await controller.stop(timeout=5)

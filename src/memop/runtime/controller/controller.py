@@ -58,6 +58,7 @@ from memop.runtime.controller.handlers import (
     enqueue_mapped,
     enqueue_object,
     reports_state_only,
+    reports_up_to_date,
 )
 from memop.runtime.controller.predicates import Predicate
 from memop.runtime.controller.reconcile import Reconciler, Request, Result, TerminalError
@@ -242,7 +243,9 @@ class Controller:
             for predicate in predicates:
                 if not predicate(event_type, obj, old):
                     return
-            low = event_type == RESYNC or (secondary and reports_state_only(event_type, obj, old))
+            low = event_type == RESYNC or (
+                reports_state_only(event_type, obj, old) if secondary else reports_up_to_date(event_type, obj)
+            )
             for request in mapper(event_type, obj, old):
                 if request.name:
                     queue.add(request, low_priority=low)

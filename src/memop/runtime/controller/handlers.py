@@ -163,3 +163,20 @@ def reports_state_only(event_type: str, obj: Obj, old: Obj | None) -> bool:
     return meta.get("generation") == old_meta.get("generation") and bool(
         meta.get("deletionTimestamp")
     ) == bool(old_meta.get("deletionTimestamp"))
+
+
+def reports_up_to_date(event_type: str, obj: Obj) -> bool:
+    """Whether a primary object's ADDED event shows one its controller already handled: its
+    ``status.observedGeneration`` is its ``metadata.generation`` and it is not being deleted.
+    A new object has no status yet, so such an event comes from a list (a start, a relist, a
+    shard taken over): its controller queues it at low priority, behind the objects that still
+    need work (the reason controller-runtime's priority queue lowers a first list's objects,
+    narrowed to those that say they are done)."""
+    if event_type != ADDED:
+        return False
+    meta = _meta(obj)
+    status = obj.get("status")
+    if not isinstance(status, dict) or meta.get("deletionTimestamp"):
+        return False
+    generation = meta.get("generation")
+    return generation is not None and status.get("observedGeneration") == generation
