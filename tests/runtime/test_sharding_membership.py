@@ -225,6 +225,30 @@ async def test_four_members_split_the_ring_evenly_and_a_killed_ones_shards_move_
     assert sorted(owned_counts(state)) == [2, 3, 3]
 
 
+async def test_a_killed_members_shards_are_taken_as_its_lease_runs_out_not_a_round_later(
+    group: Callable[..., Any],
+) -> None:
+    state, add = group()
+    a, b = add("a"), add("b")
+    await state.settle()
+    await state.tick(4)
+    orphaned = set(b.work.active)
+    await b.kill()
+    await state.tick(1)  # a sees b's last renewal, if it had not yet
+    # When a counts b gone: the last change of b's Lease it saw, plus the lease duration.
+    end = a.membership._member_ends()["b"]
+    assert 12.0 < end - state.clock.monotonic() <= 15.0
+    while end - state.clock.monotonic() > 2.0:  # a renews and runs its rounds meanwhile
+        await state.tick(1)
+    state.clock.advance(end - state.clock.monotonic() - 0.01)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert orphaned.isdisjoint(a.work.active)  # not one moment early
+    state.clock.advance(0.1)  # past it, but well short of the next 2 s round
+    await wait_for(lambda: orphaned <= a.work.active, timeout=5)
+    state.check_exclusive()
+
+
 async def test_a_member_that_leaves_hands_over_at_the_next_round(group: Callable[..., Any]) -> None:
     state, add = group()
     a, b = add("a"), add("b")

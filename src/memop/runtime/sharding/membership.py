@@ -75,6 +75,8 @@ SHARDS_ANNOTATION = "sharding.memop.dev/shards"
 RANGE_ANNOTATION = "sharding.memop.dev/range"
 MEMBER = "member"
 SHARD = "shard"
+# How long past a member's expiry the round that takes its shards runs (clock granularity).
+EXPIRY_MARGIN = 0.05
 
 
 @dataclass
@@ -254,7 +256,26 @@ class ShardMembership:
         await self._renewed.wait()
         while True:
             await self._round()
-            await self._pause()
+            await self._pause_acting()
+
+    async def _pause_acting(self) -> None:
+        """A retry period, or less: until the next other member's lease runs out, so that its
+        shards are taken then, not up to a retry period later."""
+        period = self.config.retry_period * (1 + self._rand() * (JITTER_FACTOR - 1))
+        expiry = self._next_expiry()
+        if expiry is not None:
+            # Just past it: the round must find the member no longer live.
+            period = min(period, max(0.0, expiry - self._clock.monotonic()) + EXPIRY_MARGIN)
+        await self._clock.sleep(period)
+
+    def _next_expiry(self) -> float | None:
+        """When the first other live member stops being live unless it renews (monotonic)."""
+        ends = [
+            end
+            for identity, end in self._member_ends().items()
+            if identity != self.config.identity and end > self._clock.monotonic()
+        ]
+        return min(ends, default=None)
 
     async def _round(self) -> None:
         try:
@@ -392,18 +413,31 @@ class ShardMembership:
             seen[name] = _Seen(lease, version, changed)
         self._seen = seen
 
+    def _member_ends(self) -> dict[str, float]:
+        """Each member's identity and when it stops being live unless it renews: the last
+        change we saw of its Lease plus its lease duration, on our clock (monotonic)."""
+        ends: dict[str, float] = {}
+        for seen in self._seen.values():
+            lease = seen.lease
+            identity = _holder(lease)
+            if _role(lease) != MEMBER or not identity:
+                continue
+            duration = (lease.get("spec") or {}).get("leaseDurationSeconds")
+            duration = duration if isinstance(duration, int) and duration > 0 else 0
+            ends[identity] = seen.changed_at + duration
+        return ends
+
     def _live_members(self) -> dict[str, int]:
         """Live members' identities and the number of shards of their rings."""
         now = self._clock.monotonic()
+        ends = self._member_ends()
         live: dict[str, int] = {}
         for seen in self._seen.values():
             lease = seen.lease
-            if _role(lease) != MEMBER:
-                continue
             identity = _holder(lease)
-            duration = (lease.get("spec") or {}).get("leaseDurationSeconds")
-            duration = duration if isinstance(duration, int) and duration > 0 else 0
-            if identity and now < seen.changed_at + duration:
+            if _role(lease) != MEMBER or not identity:
+                continue
+            if now < ends.get(identity, 0.0):
                 shards = str(
                     ((lease.get("metadata") or {}).get("annotations") or {}).get(SHARDS_ANNOTATION) or ""
                 )
