@@ -22,8 +22,9 @@ The life of an item:
   item's backoff.
 * Two priorities (after controller-runtime's priority queue): ``add(item, low_priority=True)``
   queues the item behind every normal item, FIFO among the low ones. A controller adds with
-  low priority what only refreshes status (an owned object's status changed, a resync), so
-  under load the changes users made are reconciled first. Adding an item that waits at low
+  low priority what only refreshes status (an owned object's status changed, a resync, a listed
+  object whose status is for its generation), so under load the changes users made are
+  reconciled first. Adding an item that waits at low
   priority with normal priority moves it to the normal FIFO; the reverse never happens. The
   priority an item waits at is kept while it is processing, for its requeue at ``done``.
 * Lanes (``lane_of``, used when replicas shard the work): the normal FIFO is one FIFO per
