@@ -982,15 +982,26 @@ async def wait_idle(memop: MemopProcess, reconciles_at_least: float, timeout: fl
 
 @dataclass
 class Cluster:
-    """Where the bench runs: its kubeconfig, its client, and the server process if it is ours."""
+    """Where the bench runs: its kubeconfig, its client (and its ApiClient), and the server
+    process if it is ours."""
 
     kubeconfig: str
     client: Client
     server: ServerProcess | None
+    api: ApiClient
 
 
 @contextlib.asynccontextmanager
-async def cluster(args: argparse.Namespace, workdir: Path) -> Any:
+async def cluster(
+    args: argparse.Namespace,
+    workdir: Path,
+    *,
+    feature_gates: Mapping[str, bool] | None = None,
+    audit_log: Path | None = None,
+    user_agent: str = f"{BENCH_AGENT}/1",
+) -> Any:
+    """The cluster ``--kubeconfig`` names, or our in-memory server as the options say (with
+    ``feature_gates`` and an ``audit_log`` if given); memop's CRD installed."""
     server: ServerProcess | None = None
     if args.kubeconfig:
         kubeconfig = args.kubeconfig
@@ -998,24 +1009,26 @@ async def cluster(args: argparse.Namespace, workdir: Path) -> Any:
         kubeconfig = str(workdir / "kubeconfig")
         server = await ServerProcess(
             Path(kubeconfig),
-            pod_ready_delay=args.pod_ready_delay,
-            history_size=args.history_size,
+            pod_ready_delay=getattr(args, "pod_ready_delay", 0.0),
+            history_size=getattr(args, "history_size", 200_000),
             tls=args.tls,
             controller_qps=args.controller_qps,
             controller_burst=args.controller_burst,
             nodes=simulated_nodes(args),
             write_latency=args.write_latency,
             control_plane_cpu=args.control_plane_cpu,
+            feature_gates=feature_gates,
+            audit_log=audit_log,
         ).start()
     try:
         configuration = await load_configuration(kubeconfig)
         async with ApiClient(configuration) as api:
-            client = Client(api, user_agent=f"{BENCH_AGENT}/1")
+            client = Client(api, user_agent=user_agent)
             # Imported here: memop.testing.operator pulls in the whole runtime's manager.
             from memop.testing.operator import install_crd  # noqa: PLC0415
 
             await install_crd(client)
-            yield Cluster(kubeconfig, client, server)
+            yield Cluster(kubeconfig, client, server, api)
     finally:
         if server is not None:
             await server.stop()

@@ -90,7 +90,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,14 +98,15 @@ from typing import Any
 import aiohttp
 from controlplanemodel import DEFAULT_CONTROL_PLANE_CPU, DEFAULT_WRITE_LATENCY
 from converge import (
+    Cluster,
     Key,
     Metrics,
     OneLineParser,
     OthersCpu,
     ProcStats,
-    ServerProcess,
     Tracker,
     Write,
+    cluster,
     create_and_converge,
     create_memcacheds,
     create_namespaces,
@@ -118,14 +119,13 @@ from converge import (
     scrape,
     setup_report,
 )
-from kubernetes_asyncio.client import ApiClient, VersionApi
+from kubernetes_asyncio.client import VersionApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.cache.store import ADDED, DELETED, Obj
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError
-from memop.runtime.client.kubeconfig import load_configuration
 from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, PODS, REPLICASETS
 from memop.runtime.sharding.membership import GROUP_LABEL
 from memop.runtime.sharding.ring import Ring
@@ -145,51 +145,16 @@ LEASE_POLL = 0.05
 FAILOVER_SLACK = 3.0
 
 
-@dataclass
-class Where:
-    """The cluster: its kubeconfig, the bench's client (and its ApiClient), our server if any."""
-
-    kubeconfig: str
-    client: Client
-    api: ApiClient
-    server: ServerProcess | None
+# The cluster a sharding bench runs on: converge.py's.
+Where = Cluster
 
 
-@contextlib.asynccontextmanager
-async def sharding_cluster(
+def sharding_cluster(
     args: argparse.Namespace, workdir: Path, *, audit_log: Path | None = None
-) -> AsyncIterator[Where]:
+) -> contextlib.AbstractAsyncContextManager[Where]:
     """converge.py's ``cluster()``, with the ShardedListAndWatch gate set as ``--gate`` says;
     the in-memory server writes an audit log to ``audit_log`` if given."""
-    server: ServerProcess | None = None
-    if args.kubeconfig:
-        kubeconfig = args.kubeconfig
-    else:
-        kubeconfig = str(workdir / "kubeconfig")
-        server = await ServerProcess(
-            Path(kubeconfig),
-            pod_ready_delay=0.0,
-            history_size=200_000,
-            feature_gates={SHARDED_LIST_AND_WATCH: args.gate},
-            tls=args.tls,
-            controller_qps=args.controller_qps,
-            controller_burst=args.controller_burst,
-            nodes=bool(args.nodes),
-            write_latency=args.write_latency,
-            control_plane_cpu=args.control_plane_cpu,
-            audit_log=audit_log,
-        ).start()
-    try:
-        configuration = await load_configuration(kubeconfig)
-        async with ApiClient(configuration) as api:
-            client = Client(api, user_agent=f"{BENCH_AGENT}/1")
-            from memop.testing.operator import install_crd  # noqa: PLC0415
-
-            await install_crd(client)
-            yield Where(kubeconfig, client, api, server)
-    finally:
-        if server is not None:
-            await server.stop()
+    return cluster(args, workdir, feature_gates={SHARDED_LIST_AND_WATCH: args.gate}, audit_log=audit_log)
 
 
 async def describe_server(args: argparse.Namespace, where: Where) -> dict[str, Any]:
