@@ -40,7 +40,7 @@ import contextlib
 import logging
 import random
 import re
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -413,10 +413,10 @@ class ShardMembership:
             seen[name] = _Seen(lease, version, changed)
         self._seen = seen
 
-    def _member_ends(self) -> dict[str, float]:
-        """Each member's identity and when it stops being live unless it renews: the last
-        change we saw of its Lease plus its lease duration, on our clock (monotonic)."""
-        ends: dict[str, float] = {}
+    def _members(self) -> Iterator[tuple[str, dict[str, Any], float]]:
+        """Each member Lease seen: its holder's identity, the Lease, and when the member stops
+        being live unless it renews (the last change we saw plus its lease duration, on our
+        monotonic clock)."""
         for seen in self._seen.values():
             lease = seen.lease
             identity = _holder(lease)
@@ -424,20 +424,18 @@ class ShardMembership:
                 continue
             duration = (lease.get("spec") or {}).get("leaseDurationSeconds")
             duration = duration if isinstance(duration, int) and duration > 0 else 0
-            ends[identity] = seen.changed_at + duration
-        return ends
+            yield identity, lease, seen.changed_at + duration
+
+    def _member_ends(self) -> dict[str, float]:
+        """Each member's identity and when it stops being live unless it renews."""
+        return {identity: end for identity, _, end in self._members()}
 
     def _live_members(self) -> dict[str, int]:
         """Live members' identities and the number of shards of their rings."""
         now = self._clock.monotonic()
-        ends = self._member_ends()
         live: dict[str, int] = {}
-        for seen in self._seen.values():
-            lease = seen.lease
-            identity = _holder(lease)
-            if _role(lease) != MEMBER or not identity:
-                continue
-            if now < ends.get(identity, 0.0):
+        for identity, lease, end in self._members():
+            if now < end:
                 shards = str(
                     ((lease.get("metadata") or {}).get("annotations") or {}).get(SHARDS_ANNOTATION) or ""
                 )
