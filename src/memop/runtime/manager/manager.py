@@ -325,11 +325,12 @@ class Manager:
                 log.debug("could not check whether the API server filters by shardSelector: %s", error)
                 continue
             if server_side != cache.server_side_sharding:
-                self._say_shard_filtering(config, server_side, changed=True)
                 try:
                     await cache.set_server_side_sharding(server_side)
                 except Exception:  # a bug: say it, and keep following
                     log.exception("could not switch the cache's shard filtering")
+                # Said once the reflectors run in the new mode (the line and metric are its news).
+                self._say_shard_filtering(config, server_side, changed=True)
 
     async def _probe_shard_selector(self, namespace: str) -> bool:
         """Whether the API server filters by ``shardSelector``: a built-in kind's list says so
