@@ -158,8 +158,6 @@ class Cache:
         # and the shards this replica owns now.
         self.ring: Ring | None = None
         self.server_side_sharding = False
-        # Set when objects outside the shards arrive though the server was said to filter them.
-        self.selector_ignored = asyncio.Event()
         self.shards: set[int] = set()
         self._warned_ignored: set[Resource] = set()
         self._exported: set[Resource] = set()
@@ -372,44 +370,12 @@ class Cache:
                 await self._stop_reflectors(informer, informer.reflectors)
                 reflectors = self._new_reflectors(informer, shard=self._client_side_scope(informer, ring))
             else:
-                reflectors = self._shard_reflectors(informer, ring, shard)
+                reflectors = self._new_reflectors(
+                    informer,
+                    label_selector=_with(informer.label_selector, key.label_requirement(ring, shard)),
+                    shard=self._shard_scope(informer, ring, shard),
+                )
             informer.reflectors.extend(reflectors)
-            if self._started:
-                self._start_reflectors(reflectors)
-
-    def _shard_reflectors(self, informer: Informer, ring: Ring, shard: int) -> builtins.list[Reflector]:
-        """``shard``'s own reflectors of ``informer``: a shardSelector or a label requirement."""
-        key = informer.shard_key
-        assert key is not None
-        return self._new_reflectors(
-            informer,
-            label_selector=_with(informer.label_selector, key.label_requirement(ring, shard)),
-            shard=self._shard_scope(informer, ring, shard),
-        )
-
-    async def set_server_side_sharding(self, server_side: bool) -> None:
-        """The API server's filtering changed (its ShardedListAndWatch gate, with a restart):
-        the informers keyed by uid or namespace restart their reflectors in the other mode, one
-        per owned shard (server-side) or one for all (client-side), each listing once; those
-        keyed by a label are not touched (every server filters labels)."""
-        if server_side == self.server_side_sharding:
-            return
-        ring = self._sharded_ring()
-        self.server_side_sharding = server_side
-        self._warned_ignored.clear()
-        for informer in self._sharded_informers():
-            key = informer.shard_key
-            if key is None or not key.needs_server_gate:
-                continue
-            await self._stop_reflectors(informer, informer.reflectors)
-            if not self.shards:
-                reflectors: builtins.list[Reflector] = []
-            elif server_side:
-                shards = sorted(self.shards)
-                reflectors = [r for s in shards for r in self._shard_reflectors(informer, ring, s)]
-            else:
-                reflectors = self._new_reflectors(informer, shard=self._client_side_scope(informer, ring))
-            informer.reflectors = reflectors
             if self._started:
                 self._start_reflectors(reflectors)
 
@@ -496,7 +462,6 @@ class Cache:
             if key.needs_server_gate and informer.resource not in self._warned_ignored:
                 # Correct still (we filter), but every replica now receives every object.
                 self._warned_ignored.add(informer.resource)
-                self.selector_ignored.set()  # the manager asks the server again at once
                 log.warning(
                     "the API server sent %s outside this replica's shards: it ignores shardSelector "
                     "(is the ShardedListAndWatch feature gate off?); memop filters them itself",
