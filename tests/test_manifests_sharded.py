@@ -80,7 +80,7 @@ def test_the_deployment_runs_four_replicas_with_sharding_instead_of_leader_elect
 
 
 @needs_kubectl
-def test_the_lease_role_adds_list_and_delete_to_leader_elections() -> None:
+def test_the_lease_role_adds_list_watch_and_delete_to_leader_elections() -> None:
     objects = render(OVERLAY)
     default = render("default")
     role = one(objects, "Role", PREFIX + rbac.SHARDING_ROLE, OPERATOR_NAMESPACE)
@@ -88,17 +88,17 @@ def test_the_lease_role_adds_list_and_delete_to_leader_elections() -> None:
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
-            "verbs": ["get", "list", "create", "update", "delete"],
+            "verbs": ["get", "list", "watch", "create", "update", "delete"],
         }
     ]
     assert role["rules"] == rbac.policy_rules(rbac.Scope.OPERATOR, rbac.SHARDING_RULES)
     election = one(default, "Role", PREFIX + rbac.LEADER_ELECTION_ROLE, OPERATOR_NAMESPACE)
     [election_rule] = election["rules"]
-    assert set(role["rules"][0]["verbs"]) == set(election_rule["verbs"]) | {"list", "delete"}
+    assert set(role["rules"][0]["verbs"]) == set(election_rule["verbs"]) | {"list", "watch", "delete"}
     binding = one(objects, "RoleBinding", PREFIX + rbac.SHARDING_ROLE_BINDING, OPERATOR_NAMESPACE)
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert [(s["namespace"], s["name"]) for s in binding["subjects"]] == [SERVICE_ACCOUNT]
-    for verb in ("list", "delete"):
+    for verb in ("list", "watch", "delete"):
         assert _grants(objects, *LEASES, verb, OPERATOR_NAMESPACE)
         assert not _grants(objects, *LEASES, verb, "elsewhere")
         assert not _grants(default, *LEASES, verb, OPERATOR_NAMESPACE)
@@ -198,7 +198,7 @@ async def test_the_role_grants_every_lease_request_a_sharded_replica_sends(apise
             await asyncio.gather(task, return_exceptions=True)
         await membership.leave()
     sent = {record.verb for record in apiserver.log.filter(resource="leases", user_agent=agent)}
-    assert sent == {"list", "create", "update", "delete"}
+    assert sent == {"list", "watch", "create", "update", "delete"}
     objects = render(OVERLAY)
     for verb in sent | {"get"}:
         assert _grants(objects, *LEASES, verb, OPERATOR_NAMESPACE), verb

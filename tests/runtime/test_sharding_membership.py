@@ -249,6 +249,31 @@ async def test_a_killed_members_shards_are_taken_as_its_lease_runs_out_not_a_rou
     state.check_exclusive()
 
 
+async def test_a_renewal_counts_from_when_the_watch_saw_it_not_from_the_next_round(
+    group: Callable[..., Any], apiserver: ApiServer
+) -> None:
+    """Renewals are seen as they are written (a watch on the group's Leases), not at the next
+    round's LIST: a member's shards move a lease duration after its last renewal, not up to a
+    retry period later."""
+    state, add = group()
+    a, b = add("a"), add("b")
+    await state.settle()
+    await state.tick(3)
+    await b.kill()
+    # b's last renewal lands between two of a's rounds (written here, as b would have).
+    state.clock.advance(1.0)
+    renewed_at = state.clock.monotonic()
+    name = member_lease_name("test", "b")
+    lease = await a.client.get(LEASES, name, NS)
+    lease["spec"]["renewTime"] = "2023-11-14T22:13:30.000000Z"
+    written = await a.client.update(LEASES, lease)
+    version = written["metadata"]["resourceVersion"]
+    await wait_for(lambda: version in a.membership._first_seen.get(name, {}), timeout=5)
+    state.clock.advance(1.0)  # a's next round lists the renewal a second after it was written
+    await wait_for(lambda: a.membership._seen[name].version == version, timeout=5)
+    assert a.membership._member_ends()["b"] == renewed_at + 15.0
+
+
 async def test_a_member_that_leaves_hands_over_at_the_next_round(group: Callable[..., Any]) -> None:
     state, add = group()
     a, b = add("a"), add("b")

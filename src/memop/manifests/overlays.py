@@ -258,7 +258,7 @@ def _sharded(target: Target) -> str:
         + _placed(target)
         + _labels(target, comment=False)
         + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
-        f"# leases get/list/create/update/delete in {ns}: a Role of its own (its header says why).\n"
+        f"# leases get/list/watch/create/update/delete in {ns}: a Role of its own (its header says why).\n"
         "- sharding_role.yaml\n"
         "# patch on what the controllers create, to label what was made before sharding.\n"
         "- sharding_children_role.yaml\n"

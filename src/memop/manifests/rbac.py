@@ -116,7 +116,7 @@ LEADER_FOR_LIFE_RULES: tuple[Rule, ...] = (
 
 # What --sharding sends instead of leader election's requests, in the operator's namespace
 # (memop.runtime.sharding.membership, and the manager's probe of the filtering mode): granted by
-# manifests/sharded only. Leader election's three verbs, and list and delete.
+# manifests/sharded only. Leader election's three verbs, and list, watch and delete.
 SHARDING_RULES: tuple[Rule, ...] = (
     Rule(
         "coordination.k8s.io",
@@ -132,6 +132,14 @@ SHARDING_RULES: tuple[Rule, ...] = (
         _O,
         "sharding: the group's Leases every round (label sharding.memop.dev/group); at start, one "
         "with a shardSelector, to see whether the server filters by it",
+    ),
+    Rule(
+        "coordination.k8s.io",
+        "leases",
+        "watch",
+        _O,
+        "sharding: the group's Leases, to see each member's renewal when it is written, not at "
+        "the next round",
     ),
     Rule(
         "coordination.k8s.io",
