@@ -35,6 +35,7 @@ from memop.runtime.controller.controller import Controller
 from memop.runtime.controller.definition import ControllerDefinition, SetupContext
 from memop.runtime.leaderelection.lease import LeaderElectionConfig
 from memop.runtime.manager.manager import Manager, ManagerOptions
+from memop.runtime.sharding.membership import ShardingConfig
 from memop.testing.wait import WaitTimeout, wait_for
 
 # What install_crds and RunningOperator take: a project, one definition, or several.
@@ -254,7 +255,10 @@ class RunningOperator:
 
     ``controllers`` is required: a :class:`~memop.project.Project`, a
     :class:`ControllerDefinition` or a sequence of definitions. Leader election is off unless
-    ``leader_election`` is given. ``namespaces`` limits the watches (empty: all namespaces).
+    ``leader_election`` is given; ``sharding`` (a :class:`ShardingConfig`, instead) runs the
+    controllers as one sharded replica, as ``--sharding`` does: alone it takes every shard, so a
+    test sees what a sharded replica watches (children by their owner's bucket label).
+    ``namespaces`` limits the watches (empty: all namespaces).
     The manager's user agent is ``<project>-test/<identity>`` (``memop-test`` without a project).
 
     Use it as ``async with RunningOperator(...) as operator:`` (started and cache synced on
@@ -274,6 +278,7 @@ class RunningOperator:
         identity: str = "memop-test",
         max_concurrent_reconciles: int = 2,
         leader_election: LeaderElectionConfig | None = None,
+        sharding: ShardingConfig | None = None,
         graceful_shutdown_timeout: float = 5.0,
         sync_timeout: float = 30.0,
     ) -> None:
@@ -284,6 +289,7 @@ class RunningOperator:
         self.user_agent = f"{self.project.name if self.project else 'memop'}-test/{identity}"
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self.leader_election = leader_election
+        self.sharding = sharding
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.sync_timeout = sync_timeout
         self.stop_event = asyncio.Event()
@@ -323,6 +329,7 @@ class RunningOperator:
                 ManagerOptions(
                     namespaces=self.namespaces,
                     leader_election=self.leader_election,
+                    sharding=self.sharding,
                     graceful_shutdown_timeout=self.graceful_shutdown_timeout,
                 ),
             )

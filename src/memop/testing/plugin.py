@@ -64,6 +64,7 @@ import pytest
 if TYPE_CHECKING:
     from memop.runtime.client.client import Client
     from memop.runtime.leaderelection.lease import LeaderElectionConfig
+    from memop.runtime.sharding.membership import ShardingConfig
     from memop.testing.envtest import Kube
     from memop.testing.operator import Controllers, CrdSource, RunningOperator
 
@@ -110,6 +111,7 @@ class RunOperator(Protocol):
         namespaces: Sequence[str] = (),
         max_concurrent_reconciles: int = 2,
         leader_election: LeaderElectionConfig | None = None,
+        sharding: ShardingConfig | None = None,
         identity: str = "memop-test",
         graceful_shutdown_timeout: float = 5.0,
     ) -> RunningOperator: ...

@@ -154,6 +154,7 @@ class Cache:
         self._reflector_tasks: dict[Reflector, asyncio.Task[None]] = {}
         self._running: set[Informer] = set()  # informers whose reflectors were started
         self._started = False
+        self._said_unlabelled: set[Resource] = set()  # kinds written without the bucket label
         # Sharding (enable_sharding): the ring, whether the server filters by shardSelector,
         # and the shards this replica owns now.
         self.ring: Ring | None = None
@@ -542,8 +543,29 @@ class Cache:
             selector = informer.label_selector
             if selector is not None and not selector.matches(labels if isinstance(labels, dict) else None):
                 continue
+            if self.ring is not None and _misses_bucket_label(informer, labels):
+                self._say_unlabelled(resource, obj)
             stored_any = _record(informer, obj) or stored_any
         return stored_any
+
+    def _say_unlabelled(self, resource: Resource, obj: Obj) -> None:
+        """One line per kind: a child written without its owner's bucket label is in no shard's
+        watch, so the next reconcile finds it missing and creates it again (409s, forever)."""
+        if resource in self._said_unlabelled:
+            return
+        self._said_unlabelled.add(resource)
+        meta = obj.get("metadata") or {}
+        log.error(
+            "%s %s/%s was written without the label %s: sharded replicas watch %s by their owner's "
+            "bucket, so none will see it; put cache.shard_labels(owner) on the labels of what a "
+            "controller creates (said once per kind)",
+            resource.kind,
+            meta.get("namespace") or "",
+            meta.get("name") or "",
+            BUCKET_LABEL,
+            resource.plural,
+            extra={"resource": str(resource)},
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -603,6 +625,14 @@ class Cache:
             await self._clock.sleep(self._resync_period * self._rand.uniform(0.9, 1.1))
             for informer in self._all_informers():
                 informer.resync()
+
+
+def _misses_bucket_label(informer: Informer, labels: object) -> bool:
+    """Whether an object of an informer keyed by owner bucket lacks the bucket label."""
+    key = informer.shard_key
+    if key is None or key.name != BY_OWNER_BUCKET.name:
+        return False
+    return not (isinstance(labels, dict) and BUCKET_LABEL in labels)
 
 
 def _record(informer: Informer, obj: Obj) -> bool:
