@@ -1,9 +1,9 @@
 """Memcached-specific test helpers: memop's own e2e tests and benchmarks of its Memcached controller.
 
-``memcached_manifest`` builds a Memcached; ``available`` and ``converged`` tell when memop has
-reconciled one; ``release_memcacheds`` drops their finalizers so a namespace can go. A project
-of its own writes helpers like these for its kinds; the generic machinery is in
-:mod:`memop.testing.operator`.
+``memcached_manifest`` builds a Memcached; ``reconciled``, ``available`` and ``converged`` tell
+when memop has reconciled one (its pods aside; Available; every pod ready); ``release_memcacheds``
+drops their finalizers so a namespace can go. A project of its own writes helpers like these for
+its kinds; the generic machinery is in :mod:`memop.testing.operator`.
 """
 
 from __future__ import annotations
@@ -47,15 +47,15 @@ def memcached_manifest(
     }
 
 
-async def available(
+async def reconciled(
     client: Client, namespace: str, name: str, *, size: int | None = None
 ) -> dict[str, Any] | None:
-    """The Memcached once memop has reconciled its current generation and reports it Available.
+    """The Memcached once memop has reconciled its current generation, whether or not its pods run.
 
     That is: the Memcached and its Deployment exist, ``status.observedGeneration`` is
-    ``metadata.generation``, condition Available is ``"True"`` and, when ``size`` is given,
-    the Deployment's ``spec.replicas`` is ``size``. None otherwise (also when either is not
-    found), so it can be polled with :func:`~memop.testing.wait.wait_for`.
+    ``metadata.generation`` and, when ``size`` is given, the Deployment's ``spec.replicas`` is
+    ``size``. None otherwise (also when either is not found). On a control plane without nodes
+    (pods stay Pending) this is as far as a Memcached gets; :func:`available` also wants the pods.
     """
     try:
         cr = await client.get(MEMCACHEDS, name, namespace)
@@ -63,15 +63,28 @@ async def available(
     except NotFound:
         return None
     status = cr.get("status") or {}
-    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     generation = cr["metadata"].get("generation")
     ok = (
         generation is not None
         and status.get("observedGeneration") == generation
-        and conditions.get("Available") == "True"
         and (size is None or (deployment.get("spec") or {}).get("replicas") == size)
     )
     return cr if ok else None
+
+
+async def available(
+    client: Client, namespace: str, name: str, *, size: int | None = None
+) -> dict[str, Any] | None:
+    """The Memcached once memop has reconciled its current generation and reports it Available.
+
+    That is: :func:`reconciled` (at ``size`` when given) and condition Available is ``"True"``.
+    None otherwise, so it can be polled with :func:`~memop.testing.wait.wait_for`.
+    """
+    cr = await reconciled(client, namespace, name, size=size)
+    if cr is None:
+        return None
+    conditions = {c.get("type"): c.get("status") for c in (cr.get("status") or {}).get("conditions") or []}
+    return cr if conditions.get("Available") == "True" else None
 
 
 async def converged(client: Client, namespace: str, name: str, size: int) -> dict[str, Any] | None:
