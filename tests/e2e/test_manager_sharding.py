@@ -2,13 +2,21 @@
 killed replica's shards move to the others, and no Memcached is ever written by a replica that
 did not hold its shard at that moment.
 
-Who held which shard when comes from the in-memory API server's request log, as the leader
-election tests read terms: a replica's successful writes of a shard's Lease alternate between
-taking it (holder: itself) and clearing it (after draining), so its holding intervals are
-[take, clear], open-ended when it was killed. Every write memop sent to a Memcached-managed
-object must fall inside an interval of its sender on that Memcached's shard (the ring's shard
-of its uid). Run with the ShardedListAndWatch gate on (server-side filtering) and off (every
-replica filters itself).
+Who held which shard when comes from what the API server saw, as the leader election tests read
+terms: a replica's successful writes of a shard's Lease alternate between taking it (holder:
+itself) and clearing it (after draining), so its holding intervals are [take, clear],
+open-ended when it was killed. Every write memop sent to a Memcached-managed object must fall
+inside an interval of its sender on that Memcached's shard (the ring's shard of its uid). Run
+with the ShardedListAndWatch gate on (server-side filtering) and off (every replica filters
+itself).
+
+On a real cluster (USE_EXISTING_CLUSTER=true, KUBECONFIG) the same tests run unchanged: the
+memop processes run here with that kubeconfig, watching and leasing in the test's fresh
+namespace only (deleted after, with its Leases and Memcacheds); who wrote what comes from
+kube-apiserver's audit log when KUBE_AUDIT_LOG names it (tests/shardcheck.py), else those
+checks are skipped, once everything else has run; the server's own gate decides which of
+gate-on and gate-off runs (the other is skipped). Convergence is memop's part only (a
+Deployment at the size, the generation observed in status): pods need not run.
 
 Short timings (lease 4 s, renew deadline 3 s, retry 0.5 s) keep the tests fast.
 """
@@ -18,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -26,46 +34,86 @@ import pytest
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import LEASES
+from memop.runtime.sharding.selector import HASH_SPACE, UID, ShardRange, render_selector
 from memop.testing.envtest import Kube
-from memop.testing.memcached import available, memcached_manifest
+from memop.testing.memcached import memcached_manifest, reconciled
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
-from memop.testing.server import ApiServer
+from memop.testing.requestlog import RequestRecord
 from memop.testing.wait import wait_for
-from tests.shardcheck import MANAGED, check_memcached_writes_inside_holdings
+from tests.shardcheck import MANAGED, NO_AUDIT_LOG, check_memcached_writes_inside_holdings, requests_in
 
 TIMEOUT = 60
-NAMESPACE = "default"
+GATE = "ShardedListAndWatch"
 SHARDS = 8
 # Longer than the leader election tests' (2 s / 1.5 s): four replicas, the server and the test
 # share two cores here, and a replica starved of CPU for its renew deadline rightly exits.
 LEASE_DURATION = 4.0
-SHARDING_ARGS = (
-    "--sharding",
-    "--shards", str(SHARDS),
-    "--leader-election-namespace", NAMESPACE,
-    "--leader-elect-lease-duration", f"{LEASE_DURATION}s",
-    "--leader-elect-renew-deadline", "3s",
-    "--leader-elect-retry-period", "0.5s",
-    "--max-concurrent-reconciles", "2",
-)  # fmt: skip
+
+
+def sharding_args(namespace: str) -> tuple[str, ...]:
+    """A replica's flags: its Leases and the Memcacheds it watches in the test's namespace only."""
+    return (
+        "--sharding",
+        "--shards", str(SHARDS),
+        "--watch-namespace", namespace,
+        "--leader-election-namespace", namespace,
+        "--leader-elect-lease-duration", f"{LEASE_DURATION}s",
+        "--leader-elect-renew-deadline", "3s",
+        "--leader-elect-retry-period", "0.5s",
+        "--max-concurrent-reconciles", "2",
+    )  # fmt: skip
 
 
 @pytest.fixture(params=[True, False], ids=["gate-on", "gate-off"])
 def apiserver_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The in-memory server with the gate on or off (ignored on a real cluster: see ``gate``)."""
     return {
         "simulate_controllers": True,
         "pod_ready_delay": 0.05,
-        "feature_gates": {"ShardedListAndWatch": request.param},
+        "feature_gates": {GATE: request.param},
     }
 
 
-def assert_writes_inside_holdings(server: ApiServer, uids: dict[tuple[str, str], str]) -> None:
-    assert check_memcached_writes_inside_holdings(server.log, uids, shards=SHARDS, lease_namespace=NAMESPACE)
+@pytest.fixture
+async def gate(kube: Kube, client: Client, namespace: str, apiserver_options: dict[str, Any]) -> bool:
+    """Whether the API server filters by shardSelector, as it answers (memop's manager probes it
+    the same way: a built-in kind's list echoes ``metadata.shardInfo`` only with the gate on).
+    The in-memory server must answer as the parameter set its gate; on a real cluster the
+    server's own gate decides, and the parameter asking for the other is skipped."""
+    wanted = apiserver_options["feature_gates"][GATE]
+    everything = render_selector(UID, [ShardRange(0, HASH_SPACE)])
+    listed = await client.list(LEASES, namespace, limit=1, shard_selector=everything)
+    filters = isinstance((listed.get("metadata") or {}).get("shardInfo"), dict)
+    if filters != wanted and kube.real:
+        pytest.skip(
+            f"the cluster's API server has its {GATE} gate {'on' if filters else 'off'} "
+            f"(it {'filters by' if filters else 'ignores'} shardSelector): this case needs it "
+            f"{'on' if wanted else 'off'}"
+        )
+    assert filters == wanted, f"the in-memory server with {GATE}={wanted} answered {listed['metadata']}"
+    return filters
+
+
+@pytest.fixture
+async def memops(kube: Kube, namespace: str) -> AsyncIterator[MemopProcesses]:
+    """memop processes on the test's cluster, in-memory or real (the conftest's run on the
+    in-memory server only), stopped before the namespace is deleted."""
+    assert kube.kubeconfig is not None  # the plugin's kube always has one
+    group = MemopProcesses(kube.kubeconfig)
+    yield group
+    await group.stop()
+
+
+def assert_writes_inside_holdings(
+    records: list[RequestRecord], namespace: str, uids: dict[tuple[str, str], str]
+) -> None:
+    assert check_memcached_writes_inside_holdings(records, uids, shards=SHARDS, lease_namespace=namespace)
 
 
 async def converge(client: Client, namespace: str, names: Sequence[str]) -> None:
     for name in names:
-        await wait_for(lambda n=name: available(client, namespace, n), timeout=TIMEOUT)  # type: ignore[misc]
+        await wait_for(lambda n=name: reconciled(client, namespace, n, size=1), timeout=TIMEOUT)  # type: ignore[misc]
 
 
 async def owned(process: MemopProcess) -> float:
@@ -77,10 +125,9 @@ async def owned(process: MemopProcess) -> float:
 
 
 async def test_replicas_share_the_memcacheds_and_a_killed_ones_move(
-    kube: Kube, client: Client, memops: MemopProcesses, namespace: str
+    kube: Kube, client: Client, memops: MemopProcesses, namespace: str, gate: bool
 ) -> None:
-    server = kube.fake
-    replicas = list(await asyncio.gather(*(memops.start(*SHARDING_ARGS) for _ in range(3))))
+    replicas = list(await asyncio.gather(*(memops.start(*sharding_args(namespace)) for _ in range(3))))
     await asyncio.gather(*(p.wait_ready(TIMEOUT) for p in replicas))
 
     async def split_evenly(processes: Sequence[MemopProcess]) -> bool:
@@ -93,13 +140,15 @@ async def test_replicas_share_the_memcacheds_and_a_killed_ones_move(
         await client.create(MEMCACHEDS, memcached_manifest(name), namespace)
     await converge(client, namespace, names)
     # Before any ring change, each Memcached's writes came from one replica only.
-    writers: dict[str, set[str]] = {}
-    for record in server.log.filter(user_agent="memop/", namespace=namespace):
-        managed = (record.resource, record.subresource) in MANAGED
-        if record.name and record.verb in ("patch", "update") and managed:  # a create names no object
-            writers.setdefault(record.name, set()).add(record.user_agent)
-    assert set(writers) == set(names)
-    assert all(len(agents) == 1 for agents in writers.values()), writers
+    before_the_kill = requests_in(kube, namespace)
+    if before_the_kill is not None:  # else skipped at the end, once the rest has run
+        writers: dict[str, set[str]] = {}
+        for record in before_the_kill:
+            managed = (record.resource, record.subresource) in MANAGED
+            if record.user_agent.startswith("memop/") and record.verb in ("patch", "update") and managed:
+                writers.setdefault(record.name, set()).add(record.user_agent)
+        assert set(writers) == set(names)
+        assert all(len(agents) == 1 for agents in writers.values()), writers
 
     victim = replicas[0]
     killed_at = time.time()
@@ -118,12 +167,8 @@ async def test_replicas_share_the_memcacheds_and_a_killed_ones_move(
         await client.update(MEMCACHEDS, current)
     await converge(client, namespace, later)
     for name in names[:4]:
-        await wait_for(lambda n=name: available(client, namespace, n, size=2), timeout=TIMEOUT)  # type: ignore[misc]
+        await wait_for(lambda n=name: reconciled(client, namespace, n, size=2), timeout=TIMEOUT)  # type: ignore[misc]
 
-    uids = {}
-    for name in names + later:
-        uids[(namespace, name)] = (await client.get(MEMCACHEDS, name, namespace))["metadata"]["uid"]
-    assert_writes_inside_holdings(server, uids)
     # Every Memcached is in exactly one survivor's cache.
     held = 0.0
     for process in survivors:
@@ -133,7 +178,6 @@ async def test_replicas_share_the_memcacheds_and_a_killed_ones_move(
             or 0
         )
     assert held == len(names) + len(later)
-    gate = server.feature_gates["ShardedListAndWatch"]
     for process in survivors:
         samples = await process.samples()
         assert sample_value(samples, "memop_sharding_server_side", group="memop") == (1.0 if gate else 0.0)
@@ -143,18 +187,25 @@ async def test_replicas_share_the_memcacheds_and_a_killed_ones_move(
         assert mode_line is not None
         assert ("server-side" in mode_line["msg"]) == gate
 
+    records = requests_in(kube, namespace)
+    if records is None:
+        pytest.skip(NO_AUDIT_LOG)
+    uids = {}
+    for name in names + later:
+        uids[(namespace, name)] = (await client.get(MEMCACHEDS, name, namespace))["metadata"]["uid"]
+    assert_writes_inside_holdings(records, namespace, uids)
+
 
 async def test_rebalancing_two_four_three_while_memcacheds_change_loses_nothing(
-    kube: Kube, client: Client, memops: MemopProcesses, namespace: str
+    kube: Kube, client: Client, memops: MemopProcesses, namespace: str, gate: bool
 ) -> None:
     """Scale 2 -> 4 -> 3 replicas (two joins, then a SIGTERM) while Memcacheds are created, scaled
     and deleted without pause: every change converges, and no write arrived outside its sender's
     holding of the Memcached's shard. With the gate only: the ring's moves are the same without
     it (the other test and tests/runtime/test_sharding_manager.py cover the fallback)."""
-    server = kube.fake
-    if not server.feature_gates["ShardedListAndWatch"]:
+    if not gate:
         pytest.skip("rebalancing is checked with the gate on; the fallback elsewhere")
-    replicas = list(await asyncio.gather(*(memops.start(*SHARDING_ARGS) for _ in range(2))))
+    replicas = list(await asyncio.gather(*(memops.start(*sharding_args(namespace)) for _ in range(2))))
     await asyncio.gather(*(p.wait_ready(TIMEOUT) for p in replicas))
     uids: dict[tuple[str, str], str] = {}
     sizes: dict[str, int] = {}
@@ -180,7 +231,7 @@ async def test_rebalancing_two_four_three_while_memcacheds_change_loses_nothing(
     churner = asyncio.create_task(churn())
     try:
         await asyncio.sleep(1.0)  # changes under way before the ring changes
-        joined = list(await asyncio.gather(*(memops.start(*SHARDING_ARGS) for _ in range(2))))
+        joined = list(await asyncio.gather(*(memops.start(*sharding_args(namespace)) for _ in range(2))))
         await asyncio.gather(*(p.wait_ready(TIMEOUT) for p in joined))
         replicas += joined
         await wait_for(lambda: sum_owned_is(replicas, SHARDS, spread=1), timeout=TIMEOUT)
@@ -195,8 +246,11 @@ async def test_rebalancing_two_four_three_while_memcacheds_change_loses_nothing(
         if name in deleted:
             await wait_for(lambda n=name: gone(client, namespace, n), timeout=TIMEOUT)  # type: ignore[misc]
         else:
-            await wait_for(lambda n=name, s=size: available(client, namespace, n, size=s), timeout=TIMEOUT)  # type: ignore[misc]
-    assert_writes_inside_holdings(server, uids)
+            await wait_for(lambda n=name, s=size: reconciled(client, namespace, n, size=s), timeout=TIMEOUT)  # type: ignore[misc]
+    records = requests_in(kube, namespace)
+    if records is None:
+        pytest.skip(NO_AUDIT_LOG)
+    assert_writes_inside_holdings(records, namespace, uids)
 
 
 async def sum_owned_is(processes: Sequence[MemopProcess], total: int, *, spread: int) -> bool:
