@@ -35,6 +35,7 @@ from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import LEASES
+from memop.runtime.leaderelection.lease import JITTER_FACTOR
 from memop.runtime.sharding.selector import HASH_SPACE, UID, ShardRange, render_selector
 from memop.testing.envtest import Kube
 from memop.testing.memcached import memcached_manifest, reconciled
@@ -158,8 +159,8 @@ async def test_replicas_share_the_memcacheds_and_a_killed_ones_move(
     await wait_for(lambda: split_evenly(survivors), timeout=TIMEOUT)
     moved_by = time.time()
     # Taken over once the lease had expired in the others' eyes, not before: a lease duration
-    # after the victim's last renewal, which came up to a retry period before the kill.
-    assert moved_by - killed_at >= LEASE_DURATION - RETRY_PERIOD
+    # after the victim's last renewal, which came up to a jittered retry period before the kill.
+    assert moved_by - killed_at >= LEASE_DURATION - RETRY_PERIOD * JITTER_FACTOR
     later = [f"late-{i}" for i in range(8)]
     for name in later:
         await client.create(MEMCACHEDS, memcached_manifest(name), namespace)
