@@ -14,11 +14,13 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import REGISTRY
 
-from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.cache import CLIENT_SIDE, Cache
 from memop.runtime.cache.labels import Selector
 from memop.runtime.cache.store import ADDED, MODIFIED, RESYNC, Obj
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, PODS, SECRETS
+from memop.runtime.sharding.keys import BY_UID
+from memop.runtime.sharding.ring import Ring
 from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -372,3 +374,31 @@ async def test_reflectors_count_the_objects_and_watch_bytes_they_receive(client:
     watched = sample("memop_reflector_objects_received_total", resource="secrets", source="watch") - before[1]
     assert (listed, watched) == (1, 1)
     assert sample("memop_watch_received_bytes_total", resource="secrets") - before[2] > 100
+
+
+def running_reflectors() -> int:
+    return sum(1 for t in asyncio.all_tasks() if t.get_name().startswith("reflector ") and not t.done())
+
+
+async def test_shards_gained_and_given_up_while_the_filtering_mode_switches_leave_no_stray_reflector(
+    client: Client,
+) -> None:
+    """Gaining or giving up a shard and switching the mode each wait for reflectors to stop; run
+    together, they used to interleave: a switch overwrote the reflectors a gain had just started,
+    which ran on, stopped by nothing (a shard's one, once the server ignored its selector, took
+    the replica's other shards' new objects out of the store, so they were never reconciled)."""
+    cache = Cache(client, namespaces=["a"])
+    informer = cache.informer(CONFIGMAPS, shard_key=BY_UID)
+    cache.enable_sharding(Ring(4), server_side=False)
+    await cache.start()
+    try:
+        await cache.add_shard(0)
+        await asyncio.gather(cache.set_server_side_sharding(True), cache.add_shard(1), cache.add_shard(2))
+        assert sorted(r.shard_name or "" for r in informer.reflectors) == ["0/4", "1/4", "2/4"]
+        assert running_reflectors() == 3
+        await asyncio.gather(cache.set_server_side_sharding(False), cache.add_shard(3), cache.remove_shard(1))
+        assert [r.shard_name for r in informer.reflectors] == [CLIENT_SIDE]
+        assert running_reflectors() == 1
+        assert cache.shards == {0, 2, 3}
+    finally:
+        await cache.stop()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ from memop.runtime import (
     Request,
     Result,
 )
+from memop.runtime.cache.cache import CLIENT_SIDE
 from memop.runtime.cache.labels import Selector
 from memop.runtime.client.errors import AlreadyExists
 from memop.runtime.client.resources import NAMESPACES, SECRETS
@@ -128,22 +130,26 @@ async def server(request: pytest.FixtureRequest) -> AsyncIterator[ApiServer]:
 
 
 @pytest.fixture
-async def replicas(server: ApiServer) -> AsyncIterator[Callable[[str], Replica]]:
+async def replicas(server: ApiServer) -> AsyncIterator[Callable[..., Replica]]:
     apis: list[ApiClient] = []
     made: list[Replica] = []
     running: dict[str, str] = {}
     overlaps: list[str] = []
 
-    def make(name: str) -> Replica:
+    def make(name: str, *, filtering_check_period: float = 60.0, renew_deadline: float = 2.0) -> Replica:
         api = ApiClient(server.client_configuration())
         apis.append(api)
         client = Client(api, user_agent=name)
-        options = ManagerOptions(
-            namespaces=(NS,),
-            sharding=ShardingConfig(
-                "stamp", NS, identity=name, lease_duration=3.0, renew_deadline=2.0, retry_period=0.5
-            ),
+        config = ShardingConfig(
+            "stamp",
+            NS,
+            identity=name,
+            lease_duration=renew_deadline + 1.0,
+            renew_deadline=renew_deadline,
+            retry_period=0.5,
+            filtering_check_period=filtering_check_period,
         )
+        options = ManagerOptions(namespaces=(NS,), sharding=config)
         manager = Manager(client, options)
         stamper = Stamper(name, client, manager.cache, running, overlaps)
         manager.add(
@@ -341,3 +347,39 @@ async def test_children_made_before_sharding_are_labelled_for_their_owners_repli
 
 def secret_names(cache: Cache) -> set[str]:
     return {s["metadata"]["name"] for s in cache.list(SECRETS, NS)}
+
+
+async def test_a_change_of_the_servers_filtering_is_followed_and_said(
+    server: ApiServer, replicas: Callable[..., Replica], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The API server restarts with its ShardedListAndWatch gate flipped: the replicas notice (a
+    periodic check, or objects arriving outside their shards), say so in one line each and in
+    memop_sharding_server_side, switch modes, and still reconcile every object once, by one
+    replica."""
+    caplog.set_level(logging.INFO, logger="memop.manager")
+    gate = "ShardedListAndWatch"
+    # Renewals ride out the restarts: on a loaded 2-core machine a 2 s deadline was missed
+    # across one (the replica then stopped, and said nothing).
+    group = [replicas(name, filtering_check_period=0.5, renew_deadline=5.0) for name in ("r0", "r1")]
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="test")
+        await create_namespace_and_configmaps(client, 0, 8)
+        for replica in group:
+            replica.start()
+        await all_stamped(server, range(8))
+        for first in (8, 16):
+            on = not server.feature_gates[gate]
+            server.feature_gates[gate] = on
+            await server.restart()
+            said = "now filters lists and watches by shardSelector" if on else "now ignores shardSelector"
+            await wait_for(lambda s=said: caplog.text.count(s) == 2, timeout=30)  # type: ignore[misc]
+            mode = REGISTRY.get_sample_value("memop_sharding_server_side", {"group": "stamp"})
+            assert mode == (1 if on else 0)
+            assert all(r.manager.cache.server_side_sharding is on for r in group)
+            for replica in group:  # its ConfigMaps' reflectors: one per shard, or one filtering all
+                names = [f.shard_name for f in replica.manager.cache.informer_for(CONFIGMAPS).reflectors]
+                assert (CLIENT_SIDE not in names) if on else (names == [CLIENT_SIDE]), names
+            await create_namespace_and_configmaps(client, first, 8)
+            await all_stamped(server, range(first + 8))
+    by = stampers(server)
+    assert all(len(agents) == 1 for agents in by.values()), by

@@ -159,7 +159,14 @@ class Cache:
         # and the shards this replica owns now.
         self.ring: Ring | None = None
         self.server_side_sharding = False
+        # Set when objects outside the shards arrive though the server was said to filter them.
+        self.selector_ignored = asyncio.Event()
         self.shards: set[int] = set()
+        # Held while shards are added or removed and while the mode switches: each of these
+        # awaits reflectors stopping, and one interleaved with another left reflectors running
+        # that no informer lists (never stopped, and a shard's one, once the server ignored
+        # its selector, dropped the objects of the replica's other shards from the store).
+        self._reshaping = asyncio.Lock()
         self._warned_ignored: set[Resource] = set()
         self._exported: set[Resource] = set()
 
@@ -359,26 +366,60 @@ class Cache:
         """Start watching ``shard`` in every sharded informer. Returns at once; its objects
         arrive as ADDED when each reflector's first LIST is stored."""
         ring = self._sharded_ring()
-        if shard in self.shards:
-            return
-        self.shards.add(shard)
-        for informer in self._sharded_informers():
-            key = informer.shard_key
-            assert key is not None
-            self._export_objects_owned(informer.resource)
-            if key.needs_server_gate and not self.server_side_sharding:
-                # One reflector for every owned shard: relist it to fetch the gained shard.
+        async with self._reshaping:
+            if shard in self.shards:
+                return
+            self.shards.add(shard)
+            for informer in self._sharded_informers():
+                key = informer.shard_key
+                assert key is not None
+                self._export_objects_owned(informer.resource)
+                if key.needs_server_gate and not self.server_side_sharding:
+                    # One reflector for every owned shard: relist it to fetch the gained shard.
+                    await self._stop_reflectors(informer, informer.reflectors)
+                    reflectors = self._new_reflectors(informer, shard=self._client_side_scope(informer, ring))
+                else:
+                    reflectors = self._shard_reflectors(informer, ring, shard)
+                informer.reflectors.extend(reflectors)
+                if self._started:
+                    self._start_reflectors(reflectors)
+
+    def _shard_reflectors(self, informer: Informer, ring: Ring, shard: int) -> builtins.list[Reflector]:
+        """``shard``'s own reflectors of ``informer``: a shardSelector or a label requirement."""
+        key = informer.shard_key
+        assert key is not None
+        return self._new_reflectors(
+            informer,
+            label_selector=_with(informer.label_selector, key.label_requirement(ring, shard)),
+            shard=self._shard_scope(informer, ring, shard),
+        )
+
+    async def set_server_side_sharding(self, server_side: bool) -> None:
+        """The API server's filtering changed (its ShardedListAndWatch gate, with a restart):
+        the informers keyed by uid or namespace restart their reflectors in the other mode, one
+        per owned shard (server-side) or one for all (client-side), each listing once; those
+        keyed by a label are not touched (every server filters labels)."""
+        ring = self._sharded_ring()
+        async with self._reshaping:
+            if server_side == self.server_side_sharding:
+                return
+            self.server_side_sharding = server_side
+            self._warned_ignored.clear()
+            for informer in self._sharded_informers():
+                key = informer.shard_key
+                if key is None or not key.needs_server_gate:
+                    continue
                 await self._stop_reflectors(informer, informer.reflectors)
-                reflectors = self._new_reflectors(informer, shard=self._client_side_scope(informer, ring))
-            else:
-                reflectors = self._new_reflectors(
-                    informer,
-                    label_selector=_with(informer.label_selector, key.label_requirement(ring, shard)),
-                    shard=self._shard_scope(informer, ring, shard),
-                )
-            informer.reflectors.extend(reflectors)
-            if self._started:
-                self._start_reflectors(reflectors)
+                if not self.shards:
+                    reflectors: builtins.list[Reflector] = []
+                elif server_side:
+                    shards = sorted(self.shards)
+                    reflectors = [r for s in shards for r in self._shard_reflectors(informer, ring, s)]
+                else:
+                    reflectors = self._new_reflectors(informer, shard=self._client_side_scope(informer, ring))
+                informer.reflectors = reflectors
+                if self._started:
+                    self._start_reflectors(reflectors)
 
     def shard_has_synced(self, shard: int) -> bool:
         """Whether every reflector keeping ``shard`` (its own, or the one filtering client-side
@@ -405,19 +446,20 @@ class Cache:
         """Stop watching ``shard`` and forget its objects (no DELETED events: they still
         exist, another replica owns them now). The shards kept are not relisted."""
         ring = self._sharded_ring()
-        if shard not in self.shards:
-            return
-        self.shards.discard(shard)
-        for informer in self._sharded_informers():
-            key = informer.shard_key
-            assert key is not None
-            gone = [r for r in informer.reflectors if r.shard_name == _shard_name(ring, shard)]
-            await self._stop_reflectors(informer, gone)
-            if not self.shards:
-                await self._stop_reflectors(informer, informer.reflectors)
-            for obj in informer.store.list():
-                if key.shard_of(ring, obj) == shard:
-                    informer.store.remove(object_key(obj))
+        async with self._reshaping:
+            if shard not in self.shards:
+                return
+            self.shards.discard(shard)
+            for informer in self._sharded_informers():
+                key = informer.shard_key
+                assert key is not None
+                gone = [r for r in informer.reflectors if r.shard_name == _shard_name(ring, shard)]
+                await self._stop_reflectors(informer, gone)
+                if not self.shards:
+                    await self._stop_reflectors(informer, informer.reflectors)
+                for obj in informer.store.list():
+                    if key.shard_of(ring, obj) == shard:
+                        informer.store.remove(object_key(obj))
 
     def owner_bucket_scopes(self) -> builtins.list[tuple[Resource, Selector | None, str | None]]:
         """Where the informers keyed by owner bucket list: ``(resource, their own label selector,
@@ -463,6 +505,7 @@ class Cache:
             if key.needs_server_gate and informer.resource not in self._warned_ignored:
                 # Correct still (we filter), but every replica now receives every object.
                 self._warned_ignored.add(informer.resource)
+                self.selector_ignored.set()  # the manager asks the server again at once
                 log.warning(
                     "the API server sent %s outside this replica's shards: it ignores shardSelector "
                     "(is the ShardedListAndWatch feature gate off?); memop filters them itself",

@@ -268,7 +268,12 @@ class Manager:
             return EXIT_OK
         member_task = asyncio.create_task(self.membership.run(), name="sharding-membership")
         self._elector_task = member_task
-        await asyncio.wait({stop_task, member_task}, return_when=asyncio.FIRST_COMPLETED)
+        following = asyncio.create_task(self._follow_shard_filtering(config), name="sharding-filtering")
+        try:
+            await asyncio.wait({stop_task, member_task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            following.cancel()
+            await asyncio.gather(following, return_exceptions=True)
         if member_task.done() and not stop_task.done():
             log.error("sharding membership lost, stopping at once: %s", _task_error(member_task) or "lost")
             await self._stop_controllers(timeout=0)
@@ -276,37 +281,63 @@ class Manager:
         return EXIT_OK
 
     async def _choose_shard_filtering(self, config: ShardingConfig) -> None:
-        server_side = await self._probe_shard_selector(config.namespace)
-        self.cache.server_side_sharding = server_side
-        metrics.SHARDING_SERVER_SIDE.labels(config.group).set(1 if server_side else 0)
-        if server_side:
-            log.info(
-                "sharding group %s with %d shards: the API server filters lists and watches by "
-                "shardSelector (server-side)",
-                config.group,
-                config.shards,
-            )
-        else:
-            log.warning(
-                "sharding group %s with %d shards: the API server ignores shardSelector (its "
-                "ShardedListAndWatch feature gate is off), so every replica receives every %s and "
-                "filters them itself (client-side): correct, but the work is split, not the traffic",
-                config.group,
-                config.shards,
-                " and ".join(self.cache.kinds_filtered_by_shard_selector()) or "object",
-            )
-
-    async def _probe_shard_selector(self, namespace: str) -> bool:
-        """Whether the API server filters by ``shardSelector``: a built-in kind's list says so
-        in ``metadata.shardInfo``; a server without the gate ignores the parameter silently."""
-        selector = render_selector(UID, [ShardRange(0, HASH_SPACE)])
         try:
-            listed = await self.client.list(LEASES, namespace, limit=1, shard_selector=selector)
+            server_side = await self._probe_shard_selector(config.namespace)
         except (ApiError, TransportError) as error:
             log.warning(
                 "cannot tell whether the API server filters by shardSelector, assuming not: %s", error
             )
-            return False
+            server_side = False
+        self.cache.server_side_sharding = server_side
+        self._say_shard_filtering(config, server_side, changed=False)
+
+    def _say_shard_filtering(self, config: ShardingConfig, server_side: bool, *, changed: bool) -> None:
+        metrics.SHARDING_SERVER_SIDE.labels(config.group).set(1 if server_side else 0)
+        now = "now " if changed else ""
+        if server_side:
+            log.info(
+                "sharding group %s with %d shards: the API server %sfilters lists and watches by "
+                "shardSelector (server-side)",
+                config.group, config.shards, now,
+            )  # fmt: skip
+        else:
+            log.warning(
+                "sharding group %s with %d shards: the API server %signores shardSelector (its "
+                "ShardedListAndWatch feature gate is off), so every replica receives every %s and "
+                "filters them itself (client-side): correct, but the work is split, not the traffic",
+                config.group, config.shards, now,
+                " and ".join(self.cache.kinds_filtered_by_shard_selector()) or "object",
+            )  # fmt: skip
+
+    async def _follow_shard_filtering(self, config: ShardingConfig) -> None:
+        """Ask the server again every ``filtering_check_period`` seconds, and at once when
+        objects outside the shards arrived, whether it filters by shardSelector; on a change,
+        say so and switch the cache's mode (a relist of the uid- and namespace-keyed kinds).
+        A failed check changes nothing."""
+        cache = self.cache
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(cache.selector_ignored.wait(), config.filtering_check_period)
+            cache.selector_ignored.clear()
+            try:
+                server_side = await self._probe_shard_selector(config.namespace)
+            except (ApiError, TransportError) as error:
+                log.debug("could not check whether the API server filters by shardSelector: %s", error)
+                continue
+            if server_side != cache.server_side_sharding:
+                try:
+                    await cache.set_server_side_sharding(server_side)
+                except Exception:  # a bug: say it, and keep following
+                    log.exception("could not switch the cache's shard filtering")
+                # Said once the reflectors run in the new mode (the line and metric are its news).
+                self._say_shard_filtering(config, server_side, changed=True)
+
+    async def _probe_shard_selector(self, namespace: str) -> bool:
+        """Whether the API server filters by ``shardSelector``: a built-in kind's list says so
+        in ``metadata.shardInfo``; a server without the gate ignores the parameter silently.
+        API and transport errors propagate."""
+        selector = render_selector(UID, [ShardRange(0, HASH_SPACE)])
+        listed = await self.client.list(LEASES, namespace, limit=1, shard_selector=selector)
         return isinstance((listed.get("metadata") or {}).get("shardInfo"), dict)
 
     async def _start_controllers(self) -> None:

@@ -101,6 +101,8 @@ class ShardingConfig:
     shards: how many equal parts the hash space has (a power of two, 1 to 256): the most
         replicas that can share the work, and the finest rebalancing step. 16 by default.
     lease_duration / renew_deadline / retry_period: as leader election's (15, 10, 2 s).
+    filtering_check_period: how often the manager asks the API server again whether it filters
+        by ``shardSelector`` (its feature gate can change with a restart), in seconds (60).
     """
 
     group: str
@@ -110,6 +112,7 @@ class ShardingConfig:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    filtering_check_period: float = 60.0
 
     def validate(self) -> None:
         """Raise ValueError, saying which setting is wrong and why, unless the config is usable."""
@@ -120,6 +123,7 @@ class ShardingConfig:
                 "lease duration": self.lease_duration,
                 "renew deadline": self.renew_deadline,
                 "retry period": self.retry_period,
+                "filtering check period": self.filtering_check_period,
             },
         )
         if not _DNS_LABEL.fullmatch(self.group) or len(self.group) > 40:
