@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +167,7 @@ def test_the_kustomization_says_how_to_apply_it_and_what_the_feature_gate_change
 class _Listener:
     """A replica's controllers, reduced to what the membership needs: nothing to drain."""
 
-    async def acquired(self, shard: int) -> None:
+    async def acquired(self, shards: Sequence[int]) -> None:
         pass
 
     async def releasing(self, shard: int) -> None:

@@ -334,7 +334,7 @@ async def test_children_made_before_sharding_are_labelled_for_their_owners_repli
     if not failing:
         assert server.log.count(verb="create", resource="secrets", user_agent="r") == 0
     else:
-        assert "could not label shard" in caplog.text
+        assert "could not label the children of shards" in caplog.text
     # Each labelled once, by the replica that held the owner's shard.
     patches = server.log.filter(verb="patch", resource="secrets", namespace=NS, status=200)
     assert sorted(r.name for r in patches) == sorted(owners)

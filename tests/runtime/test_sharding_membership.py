@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,9 +46,9 @@ class Work:
     gate: asyncio.Event | None = None  # while unset, drains do not finish
     lost_called: bool = False
 
-    async def acquired(self, shard: int) -> None:
-        self.calls.append(f"acquired {shard}")
-        self.active.add(shard)
+    async def acquired(self, shards: Sequence[int]) -> None:
+        self.calls.append(f"acquired {', '.join(map(str, shards))}")
+        self.active.update(shards)
 
     async def releasing(self, shard: int) -> None:
         self.calls.append(f"releasing {shard}")
@@ -175,6 +175,8 @@ async def test_a_lone_member_takes_every_shard(group: Callable[..., Any], apiser
     a = add("a")
     await state.settle()
     assert a.work.active == set(range(SHARDS))
+    # Taken in one round, handed over in one call: the cache relists once, labels in one pass.
+    assert a.work.calls == ["acquired " + ", ".join(map(str, range(SHARDS)))]
     assert set(state.holders().values()) == {"a"}
     assert REGISTRY.get_sample_value("memop_sharding_shards_owned", {"group": "test"}) == SHARDS
     leases = await a.client.list(LEASES, NS, label_selector=f"{GROUP_LABEL}=test")

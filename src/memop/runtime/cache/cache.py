@@ -363,23 +363,31 @@ class Cache:
         return informer.shard_key.shard_of(self.ring, obj)
 
     async def add_shard(self, shard: int) -> None:
-        """Start watching ``shard`` in every sharded informer. Returns at once; its objects
-        arrive as ADDED when each reflector's first LIST is stored."""
+        """:meth:`add_shards` of one shard."""
+        await self.add_shards((shard,))
+
+    async def add_shards(self, shards: Iterable[int]) -> None:
+        """Start watching ``shards`` in every sharded informer. Returns at once; their objects
+        arrive as ADDED when each reflector's first LIST is stored.
+
+        Where the replica filters itself (client-side), one reflector keeps all its shards and
+        is relisted to fetch the gained ones: once for the shards given together, so a
+        replica's shards taken in one round cost one LIST, not one each."""
         ring = self._sharded_ring()
         async with self._reshaping:
-            if shard in self.shards:
+            gained = sorted(set(shards) - self.shards)
+            if not gained:
                 return
-            self.shards.add(shard)
+            self.shards.update(gained)
             for informer in self._sharded_informers():
                 key = informer.shard_key
                 assert key is not None
                 self._export_objects_owned(informer.resource)
                 if key.needs_server_gate and not self.server_side_sharding:
-                    # One reflector for every owned shard: relist it to fetch the gained shard.
                     await self._stop_reflectors(informer, informer.reflectors)
                     reflectors = self._new_reflectors(informer, shard=self._client_side_scope(informer, ring))
                 else:
-                    reflectors = self._shard_reflectors(informer, ring, shard)
+                    reflectors = [r for s in gained for r in self._shard_reflectors(informer, ring, s)]
                 informer.reflectors.extend(reflectors)
                 if self._started:
                     self._start_reflectors(reflectors)

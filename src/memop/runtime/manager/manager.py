@@ -26,7 +26,7 @@ import contextlib
 import logging
 import ssl
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -406,29 +406,34 @@ class _ShardWork:
         # sharding if a first pass failed (sharding.adoption).
         self._tasks: dict[int, list[asyncio.Task[Any]]] = {}
 
-    async def acquired(self, shard: int) -> None:
+    async def acquired(self, shards: Sequence[int]) -> None:
         manager, cache = self._manager, self._manager.cache
         taken = time.monotonic()
-        tasks = self._tasks.setdefault(shard, [])
         if cache.owner_bucket_scopes():
-            # Before the shard is watched, so that its children arrive with its first LIST.
+            # Before the shards are watched, so that their children arrive with the first LIST;
+            # one pass for the shards of a round.
             try:
-                await label_children(manager.client, cache, shard)
+                await label_children(manager.client, cache, shards)
             except (ApiError, TransportError) as error:
                 log.warning(
-                    "could not label shard %d's children made before sharding (they stay invisible "
-                    "to every replica until labelled), retrying in the background: %s",
-                    shard, error,
+                    "could not label the children of shards %s made before sharding (they stay "
+                    "invisible to every replica until labelled), retrying in the background: %s",
+                    ", ".join(map(str, shards)), error,
                 )  # fmt: skip
-                retry = label_children_until_done(manager.client, cache, shard)
-                tasks.append(asyncio.create_task(retry, name=f"sharding-label-children-{shard}"))
-        for controller in manager.controllers:
-            if controller.gate is not None:
-                controller.gate.begin(shard)
-        await cache.add_shard(shard)
-        tasks.append(
-            asyncio.create_task(self._activate_when_synced(shard, taken), name=f"sharding-sync-{shard}")
-        )
+                for shard in shards:  # each its own retry, cancelled when the shard is given up
+                    retry = label_children_until_done(manager.client, cache, (shard,))
+                    self._track(shard, asyncio.create_task(retry, name=f"sharding-label-children-{shard}"))
+        for shard in shards:
+            for controller in manager.controllers:
+                if controller.gate is not None:
+                    controller.gate.begin(shard)
+        await cache.add_shards(shards)
+        for shard in shards:
+            activate = self._activate_when_synced(shard, taken)
+            self._track(shard, asyncio.create_task(activate, name=f"sharding-sync-{shard}"))
+
+    def _track(self, shard: int, task: asyncio.Task[Any]) -> None:
+        self._tasks.setdefault(shard, []).append(task)
 
     async def _activate_when_synced(self, shard: int, taken: float) -> None:
         timeout = self._manager.options.cache_sync_timeout

@@ -7,18 +7,19 @@ such label, so it reaches no replica: a Memcached's Deployment would look missin
 create fail with AlreadyExists on every reconcile, a PodSet would make its pods again beside
 the old ones.
 
-So when a replica takes a shard, it lists each such resource's objects that lack the label
+So when a replica takes shards, it lists each such resource's objects that lack the label
 (the informer's own selector plus ``!sharding.memop.dev/bucket``: the server filters, and once
-every child is labelled the list is empty) and gives those whose controller owner falls in the
-shard their owner's bucket label. The watch then brings them in like any other child. Only the
-shard's holder labels them, as it alone writes the rest of the shard. A failed pass is retried
-with backoff until it succeeds or the shard is given up: a child left unlabelled would be lost
-to every replica.
+every child is labelled the list is empty), once for the shards taken together, and gives
+those whose controller owner falls in one of them their owner's bucket label. The watch then
+brings them in like any other child. Only the shard's holder labels them, as it alone writes
+the rest of the shard. A failed pass is retried with backoff until it succeeds or the shard is
+given up: a child left unlabelled would be lost to every replica.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 from memop.runtime.cache.cache import Cache
 from memop.runtime.cache.labels import DOES_NOT_EXIST, Requirement, Selector
@@ -41,7 +42,7 @@ def _unlabelled(selector: Selector | None) -> str:
 
 
 async def _label_scope(
-    client: Client, ring: Ring, shard: int, scope: tuple[Resource, Selector | None, str | None]
+    client: Client, ring: Ring, shards: Collection[int], scope: tuple[Resource, Selector | None, str | None]
 ) -> int:
     resource, selector, namespace = scope
     items, _ = await client.list_all(resource, namespace, label_selector=_unlabelled(selector))
@@ -49,7 +50,7 @@ async def _label_scope(
     for obj in items:
         meta = obj.get("metadata") or {}
         owner = controller_owner_uid(obj)
-        if not owner or ring.shard_of_bucket(bucket_of(owner)) != shard:
+        if not owner or ring.shard_of_bucket(bucket_of(owner)) not in shards:
             continue  # not a controlled child, or another shard's
         patch = {"metadata": {"labels": {BUCKET_LABEL: bucket_label_value(owner)}}}
         try:
@@ -60,41 +61,47 @@ async def _label_scope(
     return labelled
 
 
-async def label_children(client: Client, cache: Cache, shard: int) -> int:
-    """Label the unlabelled children of ``shard``'s owners, in every resource the cache watches
-    by owner bucket; returns how many were labelled. API errors propagate."""
+async def label_children(client: Client, cache: Cache, shards: Collection[int]) -> int:
+    """Label the unlabelled children of ``shards``' owners, in every resource the cache watches
+    by owner bucket, with one LIST per resource and namespace for all of them; returns how many
+    were labelled. API errors propagate."""
     ring = cache.ring
-    if ring is None:
+    if ring is None or not shards:
         return 0
     labelled = 0
     for scope in cache.owner_bucket_scopes():
         resource, _, namespace = scope
-        done = await _label_scope(client, ring, shard, scope)
+        done = await _label_scope(client, ring, shards, scope)
         if done:
             where = f" in {namespace}" if namespace else ""
             log.info(
-                "labelled %d %s%s made before sharding for shard %d, so that their owners' replica sees them",
-                done, resource.plural, where, shard,
+                "labelled %d %s%s made before sharding for %s, so that their owners' replica sees them",
+                done, resource.plural, where, _shards_named(shards),
             )  # fmt: skip
         labelled += done
     return labelled
 
 
 async def label_children_until_done(
-    client: Client, cache: Cache, shard: int, *, clock: Clock | None = None
+    client: Client, cache: Cache, shards: Collection[int], *, clock: Clock | None = None
 ) -> int:
     """:func:`label_children`, retried with backoff after an API or transport error (one
-    warning line each) until a pass succeeds; cancel it when the shard is given up."""
+    warning line each) until a pass succeeds; cancel it when the shards are given up."""
     clock = clock or RealClock()
     backoff = Backoff(clock=clock)
     while True:
         try:
-            return await label_children(client, cache, shard)
+            return await label_children(client, cache, shards)
         except (ApiError, TransportError) as error:
             delay = backoff.next_delay()
             log.warning(
-                "could not label shard %d's children made before sharding (they stay invisible to "
+                "could not label the children of %s made before sharding (they stay invisible to "
                 "every replica until labelled), retrying in %.1fs: %s",
-                shard, delay, error,
+                _shards_named(shards), delay, error,
             )  # fmt: skip
             await clock.sleep(delay)
+
+
+def _shards_named(shards: Collection[int]) -> str:
+    listed = sorted(shards)
+    return f"shard {listed[0]}" if len(listed) == 1 else "shards " + ", ".join(map(str, listed))

@@ -45,7 +45,7 @@ import contextlib
 import logging
 import random
 import re
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -160,8 +160,9 @@ class MembershipLost(Exception):
 class ShardListener(Protocol):
     """What the membership drives: the work on each shard (the manager's controllers and cache)."""
 
-    async def acquired(self, shard: int) -> None:
-        """Start working on ``shard``: watch it, queue its objects once. Return quickly."""
+    async def acquired(self, shards: Sequence[int]) -> None:
+        """Start working on ``shards`` (those taken in one round, together: one relist where
+        the replica filters itself): watch them, queue their objects once. Return quickly."""
         ...
 
     async def releasing(self, shard: int) -> None:
@@ -530,6 +531,7 @@ class ShardMembership:
                 if created is not None:
                     leases[shard] = created.lease
         takes: list[tuple[int, dict[str, Any], str]] = []
+        kept: list[int] = []
         for shard, owner in sorted(assignment.items()):
             lease = leases.get(shard)
             if owner != config.identity or lease is None or shard in self.owned or shard in self._releasing:
@@ -537,20 +539,21 @@ class ShardMembership:
             holder = holders.get(shard, "")
             if holder == config.identity:
                 # Ours in the API but not worked on: a release whose write did not land. Keep it.
-                await self._start_work(shard)
+                kept.append(shard)
                 continue
             self._waiting_since.setdefault(shard, self._clock.monotonic())
             if holder and holder in live:
                 continue  # its holder gives it up first, then clears the Lease
             takes.append((shard, lease, holder))
         if not takes:
+            await self._start_work(kept)
             return
         self._check_deadline()  # never take a shard on a claim that has run out
         # All at once: a dead replica's shards move together, not one request after another.
         written_all = await asyncio.gather(
             *(self._bounded(self._take(lease), f"taking shard {shard}") for shard, lease, _ in takes)
         )
-        taken: list[int] = []
+        taken = kept
         for (shard, _, holder), written in zip(takes, written_all, strict=True):
             if written is not None:
                 self._seen[config.shard_lease(shard)].lease = written
@@ -561,8 +564,8 @@ class ShardMembership:
                     f" from {holder}, no longer live" if holder else "",
                 )
                 taken.append(shard)
-        # Together too: each starts its watches (and labels what was made before sharding).
-        await asyncio.gather(*(self._start_work(shard) for shard in taken))
+        # Together too: they start their watches (and label what was made before sharding).
+        await self._start_work(taken)
 
     def _say_blocked(self, why: str) -> None:
         if why != self._blocked_by:
@@ -572,13 +575,16 @@ class ShardMembership:
                 log.info("sharding: every live member has %d shards again", self.config.shards)
             self._blocked_by = why
 
-    async def _start_work(self, shard: int) -> None:
-        waited = self._waiting_since.pop(shard, None)
-        if waited is not None:
-            self._m_handover.observe(self._clock.monotonic() - waited)
-        self.owned.add(shard)
+    async def _start_work(self, shards: list[int]) -> None:
+        if not shards:
+            return
+        for shard in shards:
+            waited = self._waiting_since.pop(shard, None)
+            if waited is not None:
+                self._m_handover.observe(self._clock.monotonic() - waited)
+            self.owned.add(shard)
         self._m_owned.set(len(self.owned))
-        await self._listener.acquired(shard)
+        await self._listener.acquired(shards)
 
     def _start_release(self, shard: int) -> None:
         self.owned.discard(shard)
