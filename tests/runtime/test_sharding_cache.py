@@ -1,8 +1,8 @@
-"""A sharded cache gaining shards: one LIST for the shards of a round.
+"""A sharded cache gaining shards (one LIST for the shards of a round), and its shards' reflectors
+sharing one store (none drops what another keeps).
 
-Where the replica filters itself (client-side), the ShardedListAndWatch gate off:
-
-one reflector keeps every shard of the replica, and gaining shards relists it: once for
+Where the replica filters itself (client-side), one reflector keeps every shard of the
+replica, and gaining shards relists it: once for
 the shards gained together, and never two reflectors for one scope, even when shards are added
 from several tasks at once (two reflectors each delivered every object: a replica received
 3.37x a lone replica's watch events in a run at 10,000 Memcacheds). Against the in-memory API
@@ -18,7 +18,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from memop.runtime.cache.cache import CLIENT_SIDE, Cache
-from memop.runtime.cache.store import ADDED, Obj
+from memop.runtime.cache.store import ADDED, DELETED, Obj
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, SECRETS
 from memop.runtime.sharding.adoption import label_children
@@ -109,3 +109,41 @@ async def test_children_made_before_sharding_are_labelled_with_one_list_for_the_
     for name, bucket in buckets.items():
         labels = (await client.get(SECRETS, name, NS))["metadata"].get("labels") or {}
         assert labels.get(BUCKET_LABEL) == (bucket if shard_of[name] in taken else None), name
+
+
+async def test_a_shards_reflector_never_drops_what_another_shard_of_the_replica_keeps(
+    apiserver: ApiServer, client: Client
+) -> None:
+    """The server ignores shardSelector (its gate is off) while the cache still takes it to
+    filter, as between a restart that turned the gate off and the manager noticing: each shard's
+    reflector receives every object. Those of the replica's other shards stay in the store."""
+    await client.create(NAMESPACES, {"metadata": {"name": NS}})
+    for index in range(12):
+        await client.create(CONFIGMAPS, {"metadata": {"name": f"cm-{index}"}, "data": {"v": "0"}}, NS)
+    cache = Cache(client, namespaces=[NS])
+    informer = cache.informer(CONFIGMAPS, shard_key=BY_UID)
+    deleted: list[str] = []
+
+    def on_event(event_type: str, obj: Obj, _old: Obj | None) -> None:
+        if event_type == DELETED:
+            deleted.append(obj["metadata"]["name"])
+
+    informer.add_handler(on_event)
+    cache.enable_sharding(Ring(2), server_side=True)
+    await cache.start()
+    try:
+        await cache.add_shards([0, 1])
+        await wait_for(lambda: cache.shard_has_synced(0) and cache.shard_has_synced(1), timeout=10)
+        for index in range(12):
+            await client.patch(CONFIGMAPS, f"cm-{index}", {"data": {"v": "1"}}, NS)
+
+        def updated() -> bool:
+            return (
+                all((o.get("data") or {}).get("v") == "1" for o in informer.store.list())
+                and len(informer.store) == 12
+            )
+
+        await wait_for(updated, timeout=10)
+        assert deleted == []
+    finally:
+        await cache.stop()

@@ -525,6 +525,7 @@ class Cache:
             key.shard_selector(ring, shard),
             lambda obj: key.shard_of(ring, obj) == shard,
             ignored,
+            kept_elsewhere=lambda obj: key.shard_of(ring, obj) in self.shards,
         )
 
     def _client_side_scope(self, informer: Informer, ring: Ring) -> ShardScope:

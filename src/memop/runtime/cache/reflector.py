@@ -415,9 +415,10 @@ class Reflector:
             return 1
         if kind != DELETED and self._shard is not None and not self._shard.accepts(obj):
             # Not this shard's (the server ignored the selector, or the object's label moved
-            # it to another shard): gone from here if we held it, as the server would say.
+            # it to another shard): gone from here if we held it, as the server would say,
+            # unless another shard of the replica keeps it in the store they share.
             self._shard.filtered()
-            old = self.store.remove(object_key(obj))
+            old = None if self._shard.kept_elsewhere(obj) else self.store.remove(object_key(obj))
             if old is not None:
                 self._dispatch(DELETED, old, old)
             if rv:
@@ -473,13 +474,17 @@ class ShardScope:
     name: for logs (``3/16``). selector: the ``shardSelector`` to send, None when the key is
     a label (then ``label_selector`` of the reflector carries it). accepts(obj): whether an
     object belongs to the shard, by the same hash or label the server uses; objects it refuses
-    are dropped and counted with ``filtered()``.
+    are dropped and counted with ``filtered()``. kept_elsewhere(obj): whether another shard of
+    the replica keeps a refused object, in the store the shards share: then it is not this
+    reflector's to drop (a server ignoring the selector sends each shard's reflector every
+    object).
     """
 
     name: str
     selector: str | None
     accepts: Callable[[Obj], bool]
     filtered: Callable[[], None]
+    kept_elsewhere: Callable[[Obj], bool] = lambda _obj: False
 
 
 def _invalid_shard_selector(error: ApiError) -> bool:
