@@ -34,9 +34,8 @@ import pytest
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
-from memop.runtime.client.resources import LEASES
 from memop.runtime.leaderelection.lease import JITTER_FACTOR
-from memop.runtime.sharding.selector import HASH_SPACE, UID, ShardRange, render_selector
+from memop.runtime.sharding.probe import server_filters_by_shard_selector
 from memop.testing.envtest import Kube
 from memop.testing.memcached import memcached_manifest, reconciled
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
@@ -79,21 +78,19 @@ def apiserver_options(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 @pytest.fixture
 async def gate(kube: Kube, client: Client, namespace: str, apiserver_options: dict[str, Any]) -> bool:
-    """Whether the API server filters by shardSelector, as it answers (memop's manager probes it
-    the same way: a built-in kind's list echoes ``metadata.shardInfo`` only with the gate on).
+    """Whether the API server filters by shardSelector, as it answers memop's probe (a built-in
+    kind's list echoes ``metadata.shardInfo`` only with the gate on).
     The in-memory server must answer as the parameter set its gate; on a real cluster the
     server's own gate decides, and the parameter asking for the other is skipped."""
     wanted = apiserver_options["feature_gates"][GATE]
-    everything = render_selector(UID, [ShardRange(0, HASH_SPACE)])
-    listed = await client.list(LEASES, namespace, limit=1, shard_selector=everything)
-    filters = isinstance((listed.get("metadata") or {}).get("shardInfo"), dict)
+    filters = await server_filters_by_shard_selector(client, namespace)
     if filters != wanted and kube.real:
         pytest.skip(
             f"the cluster's API server has its {GATE} gate {'on' if filters else 'off'} "
             f"(it {'filters by' if filters else 'ignores'} shardSelector): this case needs it "
             f"{'on' if wanted else 'off'}"
         )
-    assert filters == wanted, f"the in-memory server with {GATE}={wanted} answered {listed['metadata']}"
+    assert filters == wanted, f"the in-memory server with {GATE}={wanted} answered as if {GATE}={filters}"
     return filters
 
 

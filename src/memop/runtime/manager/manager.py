@@ -34,7 +34,7 @@ from memop.runtime import metrics
 from memop.runtime.cache.cache import Cache
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Forbidden, NotFound, TransportError
-from memop.runtime.client.resources import LEASES, Resource
+from memop.runtime.client.resources import Resource
 from memop.runtime.controller.controller import Controller
 from memop.runtime.leaderelection.leaderforlife import LeaderForLife, LeaderForLifeConfig
 from memop.runtime.leaderelection.lease import LeaderElectionConfig, LeaderElector
@@ -43,8 +43,8 @@ from memop.runtime.manager.events import EventRecorder
 from memop.runtime.manager.server import Address, ProbeServer
 from memop.runtime.sharding.adoption import label_children, label_children_until_done
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
+from memop.runtime.sharding.probe import server_filters_by_shard_selector
 from memop.runtime.sharding.ring import Ring
-from memop.runtime.sharding.selector import HASH_SPACE, UID, ShardRange, render_selector
 from memop.runtime.workqueue.workqueue import AllQueues
 
 log = logging.getLogger("memop.manager")
@@ -282,7 +282,7 @@ class Manager:
 
     async def _choose_shard_filtering(self, config: ShardingConfig) -> None:
         try:
-            server_side = await self._probe_shard_selector(config.namespace)
+            server_side = await server_filters_by_shard_selector(self.client, config.namespace)
         except (ApiError, TransportError) as error:
             log.warning(
                 "cannot tell whether the API server filters by shardSelector, assuming not: %s", error
@@ -320,7 +320,7 @@ class Manager:
                 await asyncio.wait_for(cache.selector_ignored.wait(), config.filtering_check_period)
             cache.selector_ignored.clear()
             try:
-                server_side = await self._probe_shard_selector(config.namespace)
+                server_side = await server_filters_by_shard_selector(self.client, config.namespace)
             except (ApiError, TransportError) as error:
                 log.debug("could not check whether the API server filters by shardSelector: %s", error)
                 continue
@@ -331,14 +331,6 @@ class Manager:
                     log.exception("could not switch the cache's shard filtering")
                 # Said once the reflectors run in the new mode (the line and metric are its news).
                 self._say_shard_filtering(config, server_side, changed=True)
-
-    async def _probe_shard_selector(self, namespace: str) -> bool:
-        """Whether the API server filters by ``shardSelector``: a built-in kind's list says so
-        in ``metadata.shardInfo``; a server without the gate ignores the parameter silently.
-        API and transport errors propagate."""
-        selector = render_selector(UID, [ShardRange(0, HASH_SPACE)])
-        listed = await self.client.list(LEASES, namespace, limit=1, shard_selector=selector)
-        return isinstance((listed.get("metadata") or {}).get("shardInfo"), dict)
 
     async def _start_controllers(self) -> None:
         self.leading.set()
