@@ -18,6 +18,7 @@ given up: a child left unlabelled would be lost to every replica.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Collection
 
@@ -63,15 +64,20 @@ async def _label_scope(
 
 async def label_children(client: Client, cache: Cache, shards: Collection[int]) -> int:
     """Label the unlabelled children of ``shards``' owners, in every resource the cache watches
-    by owner bucket, with one LIST per resource and namespace for all of them; returns how many
-    were labelled. API errors propagate."""
+    by owner bucket, with one LIST per resource and namespace for all of them, those LISTs at
+    once (a taken shard waits for this pass before it is watched); returns how many were
+    labelled. The first API error propagates, once every scope's pass has ended."""
     ring = cache.ring
     if ring is None or not shards:
         return 0
+    scopes = cache.owner_bucket_scopes()
+    results = await asyncio.gather(
+        *(_label_scope(client, ring, shards, scope) for scope in scopes), return_exceptions=True
+    )
     labelled = 0
-    for scope in cache.owner_bucket_scopes():
-        resource, _, namespace = scope
-        done = await _label_scope(client, ring, shards, scope)
+    for (resource, _, namespace), done in zip(scopes, results, strict=True):
+        if isinstance(done, BaseException):
+            raise done
         if done:
             where = f" in {namespace}" if namespace else ""
             log.info(
