@@ -460,6 +460,14 @@ async def test_memop_converges_through_chaos(
         chaos.start()
 
         async def expire_history() -> None:
+            # The chaos drops every watch every few seconds: the 410 goes out once a replica has
+            # watches open again (right after a drop it may reach none of memop's, and a watch
+            # resumed from a fresh resourceVersion has no reason to relist).
+            running = {p.user_agent() for p in replicas.running}
+            await wait_for(
+                lambda: any(not w.closing and w.user_agent in running for w in server.watches.watchers()),
+                timeout=30,
+            )
             fault_times["410"] = time.time()
             agents_before["410"] = {p.user_agent() for p in replicas.running}
             server.compact()

@@ -756,6 +756,7 @@ class ApiServer:
                     send_initial_events=send_initial,
                     encoder=table,
                     shard_selector=self._shard_selector(query),
+                    user_agent=user_agent,
                 )
                 expired = None
             except ApiError as error:

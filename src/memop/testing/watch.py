@@ -75,6 +75,7 @@ class Watcher:
         "shard",
         "transport",
         "unfiltered",
+        "user_agent",
     )
 
     def __init__(
@@ -88,8 +89,10 @@ class Watcher:
         start_rv: int,
         encoder: EventEncoder | None = None,
         shard: ShardSelector | None = None,
+        user_agent: str = "",
     ) -> None:
         self.served = served
+        self.user_agent = user_agent  # the client's User-Agent (tests wait for a client's watches)
         self.namespace = namespace  # None: all namespaces
         self.labels = labels
         self.fields = fields
@@ -165,6 +168,7 @@ class WatchHub:
         send_initial_events: bool | None,
         encoder: EventEncoder | None = None,
         shard_selector: str | None = None,
+        user_agent: str = "",
     ) -> Watcher:
         """Register a watch and queue what it must see first (initial state, or the history since
         ``resource_version``). Raises ApiError: 400 for bad selectors, 410 for a version too old,
@@ -194,6 +198,7 @@ class WatchHub:
             start_rv=store.resource_version,
             encoder=encoder,
             shard=shard,
+            user_agent=user_agent,
         )
         if initial:
             for entry in self._current(served.storage, namespace):
