@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from memop.runtime.cache.cache import CLIENT_SIDE, Cache
+from memop.runtime.cache.cache import CLIENT_SIDE, Cache, Informer
 from memop.runtime.cache.store import ADDED, DELETED, Obj
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, SECRETS
@@ -37,23 +37,34 @@ async def client(apiserver: ApiServer) -> AsyncIterator[Client]:
         yield Client(api, user_agent=AGENT, max_retries=0, timeout=5)
 
 
+async def _sharded_configmaps(
+    client: Client, ring: Ring, *, server_side: bool, event_type: str, seen: list[str]
+) -> tuple[Cache, Informer]:
+    """Twelve ConfigMaps in a fresh namespace, and a started cache keeping them by uid on
+    ``ring`` (no shard owned yet) that notes the names of its ``event_type`` events in ``seen``."""
+    await client.create(NAMESPACES, {"metadata": {"name": NS}})
+    for index in range(12):
+        await client.create(CONFIGMAPS, {"metadata": {"name": f"cm-{index}"}, "data": {"v": "0"}}, NS)
+    cache = Cache(client, namespaces=[NS])
+    informer = cache.informer(CONFIGMAPS, shard_key=BY_UID)
+
+    def on_event(kind: str, obj: Obj, _old: Obj | None) -> None:
+        if kind == event_type:
+            seen.append(obj["metadata"]["name"])
+
+    informer.add_handler(on_event)
+    cache.enable_sharding(ring, server_side=server_side)
+    await cache.start()
+    return cache, informer
+
+
 async def test_shards_gained_together_cost_one_list_and_never_two_reflectors(
     apiserver: ApiServer, client: Client
 ) -> None:
-    await client.create(NAMESPACES, {"metadata": {"name": NS}})
-    for index in range(12):
-        await client.create(CONFIGMAPS, {"metadata": {"name": f"cm-{index}"}}, NS)
-    cache = Cache(client, namespaces=[NS])
-    informer = cache.informer(CONFIGMAPS, shard_key=BY_UID)
     added: list[str] = []
-
-    def on_event(event_type: str, obj: Obj, _old: Obj | None) -> None:
-        if event_type == ADDED:
-            added.append(obj["metadata"]["name"])
-
-    informer.add_handler(on_event)
-    cache.enable_sharding(Ring(4), server_side=False)
-    await cache.start()
+    cache, informer = await _sharded_configmaps(
+        client, Ring(4), server_side=False, event_type=ADDED, seen=added
+    )
     try:
         await cache.add_shards([0, 1, 2, 3])
         await wait_for(lambda: all(cache.shard_has_synced(s) for s in range(4)), timeout=10)
@@ -117,20 +128,10 @@ async def test_a_shards_reflector_never_drops_what_another_shard_of_the_replica_
     """The server ignores shardSelector (its gate is off) while the cache still takes it to
     filter, as between a restart that turned the gate off and the manager noticing: each shard's
     reflector receives every object. Those of the replica's other shards stay in the store."""
-    await client.create(NAMESPACES, {"metadata": {"name": NS}})
-    for index in range(12):
-        await client.create(CONFIGMAPS, {"metadata": {"name": f"cm-{index}"}, "data": {"v": "0"}}, NS)
-    cache = Cache(client, namespaces=[NS])
-    informer = cache.informer(CONFIGMAPS, shard_key=BY_UID)
     deleted: list[str] = []
-
-    def on_event(event_type: str, obj: Obj, _old: Obj | None) -> None:
-        if event_type == DELETED:
-            deleted.append(obj["metadata"]["name"])
-
-    informer.add_handler(on_event)
-    cache.enable_sharding(Ring(2), server_side=True)
-    await cache.start()
+    cache, informer = await _sharded_configmaps(
+        client, Ring(2), server_side=True, event_type=DELETED, seen=deleted
+    )
     try:
         await cache.add_shards([0, 1])
         await wait_for(lambda: cache.shard_has_synced(0) and cache.shard_has_synced(1), timeout=10)

@@ -457,8 +457,8 @@ class ShardMembership:
 
     def _members(self) -> Iterator[tuple[str, dict[str, Any], float]]:
         """Each member Lease seen: its holder's identity, the Lease, and when the member stops
-        being live unless it renews (the last change we saw plus its lease duration, on our
-        monotonic clock)."""
+        being live unless it renews (when we first saw its Lease's current version, plus its lease
+        duration, on our monotonic clock)."""
         for seen in self._seen.values():
             lease = seen.lease
             identity = _holder(lease)
