@@ -19,6 +19,7 @@ from memop.runtime.cache.cache import Cache
 from memop.runtime.client.client import Client
 from memop.runtime.controller.controller import Controller
 from memop.runtime.manager.events import EventRecorder
+from memop.runtime.webhook.declarations import AdmissionWebhook, Conversion
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class ControllerDefinition:
     crds: the CustomResourceDefinitions it serves, fresh dicts on each call.
     rules: every permission its code sends, in the scope it sends it (see memop.runtime.api.permissions).
     samples: file name under ``manifests/samples`` -> sample object, fresh on each call.
+    webhooks: its kinds' admission webhooks (defaulters, validators); served by every replica,
+        written into the Validating/MutatingWebhookConfigurations by ``manifests``.
+    conversions: its kinds' version conversions (hub and spoke); served at ``/convert``, and
+        the CRDs of these kinds get ``spec.conversion.strategy: Webhook``.
     """
 
     name: str
@@ -54,3 +59,5 @@ class ControllerDefinition:
     crds: Callable[[], Sequence[dict[str, Any]]]
     rules: tuple[Rule, ...]
     samples: Callable[[], Mapping[str, dict[str, Any]]]
+    webhooks: tuple[AdmissionWebhook, ...] = ()
+    conversions: tuple[Conversion, ...] = ()
