@@ -352,6 +352,10 @@ class Chaos:
     watches_dropped: int = 0
     rule: ChaosRule | None = None
     _task: asyncio.Task[None] | None = None
+    # Held while a one-off fault must reach memop intact: a drop between the server queueing a
+    # watch's 410 and writing it would end the stream without it, and the reflector would
+    # resume from its (still valid, newest) resourceVersion with no reason to relist.
+    drops_held: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def start(self) -> None:
         self.rule = self.server.faults.chaos(
@@ -362,7 +366,8 @@ class Chaos:
     async def _drop_loop(self) -> None:
         while True:
             await asyncio.sleep(DROP_EVERY)
-            self.watches_dropped += await self.server.drop_watches()
+            async with self.drops_held:
+                self.watches_dropped += await self.server.drop_watches()
             self.drops += 1
 
     async def stop(self) -> None:
@@ -464,16 +469,27 @@ async def test_memop_converges_through_chaos(
             # watches open again (right after a drop it may reach none of memop's, and a watch
             # resumed from a fresh resourceVersion has no reason to relist).
             running = {p.user_agent() for p in replicas.running}
-            await wait_for(
-                lambda: any(not w.closing and w.user_agent in running for w in server.watches.watchers()),
-                timeout=30,
-            )
-            fault_times["410"] = time.time()
-            agents_before["410"] = {p.user_agent() for p in replicas.running}
-            server.compact()
-            expired = await server.expire_watches()
-            one_offs.append(f"410 to {expired} watches")
-            figures["watches_expired"] = expired
+            async with chaos.drops_held:
+                await wait_for(
+                    lambda: any(not w.closing and w.user_agent in running for w in server.watches.watchers()),
+                    timeout=30,
+                )
+                since = fault_times["410"] = time.time()
+                agents = agents_before["410"] = {p.user_agent() for p in replicas.running}
+                server.compact()
+                expired = await server.expire_watches()
+                one_offs.append(f"410 to {expired} watches")
+                figures["watches_expired"] = expired
+                # No drop until a reflector has answered its 410 with a LIST (one answered by
+                # an injected 500 counts: it was sent): a drop could cut the 410 off.
+                await wait_for(
+                    lambda: any(
+                        r.verb == "list" and r.user_agent in agents for r in memop_requests(server, since)
+                    ),
+                    timeout=30,
+                    interval=0.25,
+                    message=lambda: f"no reflector of {sorted(map(str, agents))} relisted after the 410",
+                )
 
         async def restart_server() -> None:
             fault_times["restart"] = time.time()
