@@ -1,10 +1,14 @@
 """The manager: one process's client, cache, controllers, leader election and probe server.
 
-Start order, as controller-runtime: probe/metrics server → cache (every replica, so a standby
-is warm and ready) → leader election → controllers (leader only) → until stopped. Stop order is
-the reverse: controllers finish in-flight reconciles within the graceful timeout, the lease is
-released (so a standby takes over within one retry period), event recorders flush, the cache
-and server stop.
+Start order, as controller-runtime: probe/metrics server → webhook server (when a controller
+declares webhooks or conversions; every replica, leader or not, sharded or not: the API server
+calls any of them, and a conversion webhook must answer before the cache can list its kind)
+→ cache (every replica, so a standby is warm and ready) → leader election → controllers
+(leader only) → until stopped. Stop order is the reverse: controllers finish in-flight
+reconciles within the graceful timeout, the lease is released (so a standby takes over within
+one retry period), event recorders flush, the cache stops, then the webhook server (last to
+go, as controller-runtime's, so conversions are answered while anything still reads) and the
+probe server.
 
 Sharded (``ManagerOptions.sharding``), there is no leader: every replica runs its controllers
 and a :class:`~memop.runtime.sharding.membership.ShardMembership` hands it shards of the ring;
@@ -45,6 +49,8 @@ from memop.runtime.sharding.adoption import label_children, label_children_until
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
 from memop.runtime.sharding.probe import server_filters_by_shard_selector
 from memop.runtime.sharding.ring import Ring
+from memop.runtime.webhook.declarations import AdmissionWebhook, Conversion
+from memop.runtime.webhook.server import CertificateError, WebhookServer, WebhookServerOptions
 from memop.runtime.workqueue.workqueue import AllQueues
 
 log = logging.getLogger("memop.manager")
@@ -75,6 +81,9 @@ class ManagerOptions:
     event_qps / event_burst: the most Events its recorders send per second, and at once
         (None: no limit), once an Event has waited a minute for the controllers' queues to be
         idle; while they are idle Events go at once. See :mod:`memop.runtime.manager.events`.
+    webhook: where the webhook server listens and finds its certificate (port 9443, the
+        certificate in /tmp/k8s-webhook-server/serving-certs, as controller-runtime); it runs
+        only when webhooks are added (:meth:`Manager.add_webhooks`).
     """
 
     namespaces: tuple[str, ...] = ()
@@ -90,6 +99,7 @@ class ManagerOptions:
     event_burst: int = 100
     cache_sync_timeout: float = 120.0
     watch_read_timeout: float = 150.0
+    webhook: WebhookServerOptions = field(default_factory=WebhookServerOptions)
     extra: dict[str, object] = field(default_factory=dict)
     # How to run without a controller (the CLI's flag), named when its resources are not
     # served: controller name -> advice, appended to the start-up error.
@@ -127,6 +137,7 @@ class Manager:
             metrics_tls=options.metrics_tls,
             metrics_authorizer=MetricsAuthorizer(client) if options.metrics_auth else None,
         )
+        self.webhook_server = WebhookServer(options.webhook)
         self.controllers: list[Controller] = []
         self.recorders: list[EventRecorder] = []
         self.elector: LeaderElector | LeaderForLife | None = None
@@ -137,6 +148,13 @@ class Manager:
 
     def add(self, controller: Controller) -> None:
         self.controllers.append(controller)
+
+    def add_webhooks(
+        self, webhooks: Sequence[AdmissionWebhook], conversions: Sequence[Conversion] = ()
+    ) -> None:
+        """Serve a controller's admission webhooks and conversions (its definition's
+        ``webhooks`` and ``conversions``). ValueError when a path or kind is already served."""
+        self.webhook_server.add(webhooks, conversions)
 
     def event_recorder(self, component: str, host: str = "") -> EventRecorder:
         recorder = EventRecorder(
@@ -203,10 +221,16 @@ class Manager:
         served) is logged as one line and returns exit 1. Leadership lost while in-flight
         reconciles are finishing after ``stop`` cuts them short at once, and exits 1 too.
         """
+        webhooks = self.webhook_server.has_handlers
+        if webhooks:
+            self.server.add_readiness_check("webhook", self.webhook_server.ready)
         try:
             await self.server.start()
         except OSError as error:
             log.error("cannot listen for probes and metrics: %s", error)
+            await self.server.stop()
+            return EXIT_FAILED
+        if webhooks and not await self._start_webhooks():
             await self.server.stop()
             return EXIT_FAILED
         stop_task = asyncio.create_task(stop.wait(), name="manager-stop")
@@ -215,6 +239,23 @@ class Manager:
         finally:
             lost = await self._shutdown(self._elector_task, stop_task)
         return EXIT_FAILED if lost else exit_code
+
+    async def _start_webhooks(self) -> bool:
+        """Start the webhook server; False, with one error line, when it cannot."""
+        options = self.options.webhook
+        try:
+            await self.webhook_server.start()
+        except CertificateError as error:
+            log.error(
+                "cannot serve webhooks: %s (the webhook certificate directory must hold %s and %s: "
+                "where the serving certificate's Secret is mounted)",
+                error, options.cert_name, options.key_name,
+            )  # fmt: skip
+            return False
+        except OSError as error:
+            log.error("cannot listen for webhooks on %s:%d: %s", options.host or "*", options.port, error)
+            return False
+        return True
 
     async def _run(self, stop_task: asyncio.Task[bool]) -> int:
         try:
@@ -380,6 +421,7 @@ class Manager:
         for recorder in self.recorders:
             await recorder.stop()
         await self.cache.stop()
+        await self.webhook_server.stop()
         await self.server.stop()
         return lost
 
