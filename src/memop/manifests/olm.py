@@ -28,7 +28,15 @@ written twice, so it cannot disagree with the plain manifests:
 - ``owned`` lists every CRD of every controller of the project, with a spec or status
   descriptor for each field of its schema, and ``alm-examples`` holds their samples (the
   objects of manifests/samples);
-- ``installModes`` are all four, since ``WATCH_NAMESPACE`` takes one namespace, several, or none.
+- ``installModes`` are all four, since ``WATCH_NAMESPACE`` takes one namespace, several, or none;
+  a project that converts between versions supports AllNamespaces only, as OLM requires of a
+  CSV with a conversion webhook (a CRD's conversion serves every namespace);
+- ``webhookdefinitions`` are the controllers' webhook declarations (:mod:`memop.manifests.webhooks`):
+  a ValidatingAdmissionWebhook or MutatingAdmissionWebhook per declared validator or defaulter,
+  a ConversionWebhook per Conversion naming its CRD. OLM makes the Service (443 to the manager's
+  9443), the configurations and the CRDs' conversion stanza, and a certificate it mounts at
+  ``/tmp/k8s-webhook-server/serving-certs`` (``--webhook-cert-dir``'s default) and renews: the
+  bundle's CRDs are manifests/crd's, without a conversion stanza, every version kept.
 
 Only OLM's catalog operator creates the CSV's ServiceAccount and Roles (through an
 InstallPlan): a CSV applied by hand stays Pending. Install a bundle with ``operator-sdk run
@@ -47,11 +55,12 @@ from typing import Any
 
 import yaml
 
-from memop.manifests import rbac
+from memop.manifests import rbac, webhooks
 from memop.manifests.crds import crd_files
 from memop.manifests.manager import manager_deployment
 from memop.manifests.target import COMMAND, Target, header, image_for_version, write_changed
 from memop.runtime.api.permissions import Scope
+from memop.runtime.webhook.declarations import CONVERSION_PATH
 
 # The channel naming OLM recommends (operator-framework/api's good-practices check warns about
 # any other): stable, which a Subscription follows from 0.x through 1.0 and on.
@@ -174,11 +183,63 @@ def csv_deployment(target: Target, image: str) -> dict[str, Any]:
     env = [v for v in container.get("env") or () if v.get("name") != "WATCH_NAMESPACE"]
     env.append({"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": WATCH_NAMESPACE_FIELD}}})
     container["env"] = env
+    if webhooks.serves_webhooks(target):
+        container["ports"].append(
+            {"name": webhooks.WEBHOOK_PORT_NAME, "containerPort": webhooks.WEBHOOK_PORT, "protocol": "TCP"}
+        )
     return {
         "name": target.prefix + deployment["metadata"]["name"],
         "label": dict(deployment["metadata"].get("labels") or {}),
         "spec": spec,
     }
+
+
+def webhook_definitions(target: Target, deployment: str) -> list[dict[str, Any]]:
+    """The CSV's ``webhookdefinitions`` (OLM's WebhookDescription): every declared validator,
+    defaulter and conversion, served by ``deployment``."""
+    served = {
+        "deploymentName": deployment,
+        "containerPort": webhooks.SERVICE_PORT,
+        "targetPort": webhooks.WEBHOOK_PORT,
+        "admissionReviewVersions": list(webhooks.REVIEW_VERSIONS),
+    }
+    definitions: list[dict[str, Any]] = []
+    for kind, hooks in (
+        ("MutatingAdmissionWebhook", webhooks.mutating_webhooks(target)),
+        ("ValidatingAdmissionWebhook", webhooks.validating_webhooks(target)),
+    ):
+        for hook in hooks:
+            definitions.append(
+                {
+                    "generateName": hook["name"],
+                    "type": kind,
+                    **served,
+                    "webhookPath": hook["clientConfig"]["service"]["path"],
+                    "sideEffects": hook["sideEffects"],
+                    "failurePolicy": hook["failurePolicy"],
+                    "matchPolicy": hook["matchPolicy"],
+                    "timeoutSeconds": hook["timeoutSeconds"],
+                    "rules": hook["rules"],
+                }
+            )
+    for conversion in webhooks.conversions(target):
+        definitions.append(
+            {
+                "generateName": f"c{conversion.kind.lower()}.{conversion.group}",
+                "type": "ConversionWebhook",
+                **served,
+                "webhookPath": CONVERSION_PATH,
+                "sideEffects": "None",
+                "conversionCRDs": [webhooks.crd_name(conversion)],
+            }
+        )
+    return definitions
+
+
+def install_modes(target: Target) -> list[dict[str, Any]]:
+    """The CSV's ``installModes``: all four, or AllNamespaces only with a conversion webhook."""
+    converts = bool(webhooks.conversions(target))
+    return [{"type": mode, "supported": not converts or mode == "AllNamespaces"} for mode in INSTALL_MODES]
 
 
 def permissions(target: Target, service_account: str) -> list[dict[str, Any]]:
@@ -291,13 +352,16 @@ def cluster_service_version(target: Target, options: BundleOptions) -> dict[str,
         "maintainers": [{"name": f"{project.name} maintainers", "email": f"{project.name}@{project.domain}"}],
         "keywords": [*KEYWORDS, *project.controller_names],
         "icon": [{"base64data": base64.b64encode(ICON_SVG.encode()).decode(), "mediatype": "image/svg+xml"}],
-        "installModes": [{"type": mode, "supported": True} for mode in INSTALL_MODES],
+        "installModes": install_modes(target),
         "install": {
             "strategy": "deployment",
             "spec": {"deployments": [deployment], "permissions": permissions(target, account)},
         },
         "customresourcedefinitions": {"owned": owned_crds(target)},
     }
+    definitions = webhook_definitions(target, deployment["name"])
+    if definitions:
+        spec["webhookdefinitions"] = definitions
     replaces = options.replaces_name(project.name)
     if replaces is not None:
         spec["replaces"] = replaces

@@ -10,8 +10,15 @@ and the patches they apply.
 - ``secure-metrics``: the cluster-wide install serving /metrics over HTTPS to authorised callers;
 - ``sharded``: the cluster-wide install whose replicas split the work (``--sharding``: each
   reconciles the objects of the shards its Leases give it) instead of electing a leader;
+- ``webhook-self-managed`` (a project serving webhooks): the cluster-wide install whose operator
+  makes its own webhook certificates, for clusters without cert-manager;
 - ``prometheus`` and ``prometheus-secure``: a metrics Service, a ServiceMonitor and the alert
   rules, for the plain and the secure install; ``grafana``: the dashboard as a ConfigMap.
+
+A project that declares webhooks (admission or conversion) gets them in every install: the
+installs that build on ``crd``, ``rbac`` and ``manager`` list the Components ``webhook``
+(:mod:`memop.manifests.webhooks`) and ``certmanager`` (:mod:`memop.manifests.certmanager`), the
+others inherit them from ``default``.
 
 Every install names its objects ``<project>-<name>`` in the project's namespace (but the CRDs
 and the Namespace) and labels everything ``app.kubernetes.io/part-of: <project>``.
@@ -19,6 +26,7 @@ and the Namespace) and labels everything ``app.kubernetes.io/part-of: <project>`
 
 from __future__ import annotations
 
+from memop.manifests import certmanager, webhooks
 from memop.manifests.manager import METRICS_MONITOR, manager_deployment, scalar
 from memop.manifests.monitoring import dashboard_file
 from memop.manifests.rbac import (
@@ -57,6 +65,17 @@ def _labels(target: Target, comment: bool = True) -> str:
 def _placed(target: Target) -> str:
     """namespace and namePrefix of an install (or an add-on placed like one)."""
     return f"namespace: {scalar(target.namespace)}\nnamePrefix: {scalar(target.prefix)}\n"
+
+
+def _components(target: Target) -> str:
+    """The webhook Components of an install, when the project serves webhooks."""
+    if not webhooks.serves_webhooks(target):
+        return ""
+    return (
+        "# The webhooks, with their certificate from cert-manager (without cert-manager: see\n"
+        f"# manifests/{certmanager.SELF_MANAGED}).\n"
+        "components:\n- ../webhook\n- ../certmanager\n"
+    )
 
 
 def _delete(api_version: str, kind: str, name: str, namespace: str | None = None) -> str:
@@ -132,6 +151,7 @@ def _default(target: Target) -> str:
         + _placed(target)
         + _labels(target)
         + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
+        + _components(target)
     )
 
 
@@ -150,8 +170,7 @@ def _namespaced(target: Target) -> str:
         + _labels(target)
         + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
         "# The ClusterRole's rules as a Role here, and its binding.\n"
-        "- role.yaml\n"
-        "patches:\n"
+        "- role.yaml\n" + _components(target) + "patches:\n"
         "# Nothing cluster-wide for the controllers: drop the ClusterRole and its binding from ../rbac.\n"
         + _delete("rbac.authorization.k8s.io/v1", "ClusterRole", MANAGER_ROLE)
         + _delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", MANAGER_ROLE_BINDING)
@@ -206,8 +225,7 @@ def _leader_for_life(target: Target) -> str:
         + _labels(target, comment=False)
         + "resources:\n- ../crd\n- ../rbac\n- ../manager\n"
         f"# configmaps get/create/delete and pods get in {target.namespace}.\n"
-        "- leader_for_life_role.yaml\n"
-        "patches:\n"
+        "- leader_for_life_role.yaml\n" + _components(target) + "patches:\n"
         "# No Lease: drop the leader-election Role and its binding from ../rbac.\n"
         + _delete("rbac.authorization.k8s.io/v1", "Role", LEADER_ELECTION_ROLE, target.namespace)
         + _delete(
@@ -261,8 +279,7 @@ def _sharded(target: Target) -> str:
         f"# leases get/list/watch/create/update/delete in {ns}: a Role of its own (its header says why).\n"
         "- sharding_role.yaml\n"
         "# patch on what the controllers create, to label what was made before sharding.\n"
-        "- sharding_children_role.yaml\n"
-        "patches:\n"
+        "- sharding_children_role.yaml\n" + _components(target) + "patches:\n"
         "# No leader election: drop its Role and binding from ../rbac.\n"
         + _delete("rbac.authorization.k8s.io/v1", "Role", LEADER_ELECTION_ROLE, ns)
         + _delete("rbac.authorization.k8s.io/v1", "RoleBinding", LEADER_ELECTION_ROLE_BINDING, ns)
@@ -474,7 +491,7 @@ def overlay_files(target: Target) -> dict[str, str]:
         "            fieldRef:\n"
         "              fieldPath: metadata.name\n"
     )
-    return {
+    files = {
         "rbac/kustomization.yaml": _rbac(target),
         "manager/kustomization.yaml": _manager(target),
         "default/kustomization.yaml": _default(target),
@@ -508,3 +525,5 @@ def overlay_files(target: Target) -> dict[str, str]:
         "prometheus-secure/kustomization.yaml": _prometheus_secure(target),
         "grafana/kustomization.yaml": _grafana(target),
     }
+    files.update(certmanager.self_managed_files(target, _labels(target, comment=False), _placed(target)))
+    return files
