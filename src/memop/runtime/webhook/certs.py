@@ -322,8 +322,8 @@ def decide(
         what = f"replaced its content ({unusable})" if unusable else "created a CA and a serving certificate"
         return Decision(fresh, (what,), _next_due(fresh, now, policy))
     warnings = [
-        f"{what} is not valid before {_rfc3339(not_before_of(cert))}, {not_before_of(cert) - now:.0f} s "
-        "after this clock's time: the clocks of the replicas (or of this node) are skewed; using it anyway"
+        f"{what} is not valid before {_rfc3339(not_before_of(cert))}, later than this clock's time: "
+        "the clocks of the replicas (or of their nodes) are skewed; using it anyway"
         for what, cert in (("the CA", current.cas[0]), ("the serving certificate", current.serving))
         if not_before_of(cert) > now
     ]
