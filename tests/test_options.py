@@ -106,6 +106,9 @@ VALUES = [
     ("--leader-for-life-max-backoff", "2s", "leader_for_life_max_backoff", 2.0),
     ("--shards", "64", "shards", 64),
     ("--sharding-group", " cache-ops ", "sharding_group", "cache-ops"),
+    ("--webhook-port", "10443", "webhook_port", 10443),
+    ("--webhook-host", "10.0.0.7", "webhook_host", "10.0.0.7"),
+    ("--webhook-cert-dir", "/certs", "webhook_cert_dir", "/certs"),
 ]
 
 
@@ -122,6 +125,7 @@ def test_the_table_covers_every_flag() -> None:
         "--controller-module",
         "--event-loop",  # test_event_loop_flag: what auto means depends on what is installed
         "--sharding",  # test_sharding_flags
+        "--enable-webhooks",  # test_webhook_flags
     }
     assert covered == set(long_flags())
 
@@ -157,6 +161,20 @@ def test_secure_metrics_flags() -> None:
     assert "only used with --metrics-secure" in usage_error("--metrics-cert-dir", "/certs")
     shared = ("--metrics-bind-address", ":8443", "--health-probe-bind-address", ":8443")
     assert "apart from --health-probe-bind-address" in usage_error("--metrics-secure", *shared)
+
+
+def test_webhook_flags() -> None:
+    # controller-runtime's defaults: every interface, 9443, <temp dir>/k8s-webhook-server/serving-certs.
+    config = parse()
+    assert (config.enable_webhooks, config.webhook_host, config.webhook_port) == (True, "", 9443)
+    assert config.webhook_cert_dir == "/tmp/k8s-webhook-server/serving-certs"
+    assert parse("--webhook-port", "0").webhook_port == 0  # a free port
+    assert parse("--webhook-host", "[::1]").webhook_host == "::1"
+    # Kubebuilder's ENABLE_WEBHOOKS=false, and the flag.
+    assert parse(ENABLE_WEBHOOKS="false").enable_webhooks is False
+    assert parse("--no-enable-webhooks").enable_webhooks is False
+    assert parse("--enable-webhooks", ENABLE_WEBHOOKS="false").enable_webhooks is True
+    assert "--webhook-port (from WEBHOOK_PORT): 'x' is not a whole number" in usage_error(WEBHOOK_PORT="x")
 
 
 def test_leader_for_life_flags() -> None:
@@ -222,6 +240,9 @@ def test_a_flag_wins_over_its_environment_variable(
         "--controllers": "*,-mypod",
         "--shards": "2",
         "--sharding-group": "zzz",
+        "--webhook-port": "1",
+        "--webhook-host": "127.0.0.1",
+        "--webhook-cert-dir": "/zzz",
     }[flag]
     config = parse(flag, value, **{env_name(flag): other})
     assert getattr(config, field) == expected
@@ -376,6 +397,11 @@ INVALID = [
     ),
     (["--pod-name", "My_Pod"], "--pod-name: invalid Pod name 'My_Pod': must be a DNS-1123 subdomain"),
     (["--leader-for-life-max-backoff", "0s"], "--leader-for-life-max-backoff: must be positive, got '0s'"),
+    (["--webhook-port", "https"], "--webhook-port: 'https' is not a whole number"),
+    (["--webhook-port", "-1"], "--webhook-port: must be at least 0, got -1"),
+    (["--webhook-port", "65536"], "--webhook-port: must be at most 65535, got 65536"),
+    (["--webhook-host", "a b"], "--webhook-host: invalid host 'a b'"),
+    (["--webhook-cert-dir", " "], "--webhook-cert-dir: must name a directory"),
 ]
 
 

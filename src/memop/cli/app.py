@@ -41,6 +41,7 @@ from memop.runtime.leaderelection.lease import LeaderElectionConfig, default_ide
 from memop.runtime.manager.authn import tls_context
 from memop.runtime.manager.manager import EXIT_FAILED, Manager, ManagerOptions
 from memop.runtime.sharding.membership import ShardingConfig
+from memop.runtime.webhook.server import WebhookServerOptions
 
 EXIT_USAGE = 2
 # Informers per controller at most (its own kind and two it owns or watches): each holds a
@@ -232,6 +233,9 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 sync_period=config.sync_period,
                 event_qps=config.event_qps,
                 event_burst=config.event_burst,
+                webhook=WebhookServerOptions(
+                    host=config.webhook_host, port=config.webhook_port, cert_dir=Path(config.webhook_cert_dir)
+                ),
                 # A project of one controller cannot leave it out: installing its CRD is the advice.
                 leave_out_hint=(
                     (lambda name: leave_out_hint(config.prog, controllers, name))
@@ -249,6 +253,14 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 config.max_concurrent_reconciles,
             )
             manager.add(definition.setup(context))
+        try:
+            for name in controllers if config.enable_webhooks else ():
+                definition = project.controller(name)
+                manager.add_webhooks(definition.webhooks, definition.conversions)
+        except ValueError as error:  # two controllers declare the same webhook path or kind
+            log.error("cannot serve the %s controller's webhooks: %s", name, error)
+            await client.close()
+            return EXIT_FAILED
         try:
             return await manager.run(stop)
         finally:

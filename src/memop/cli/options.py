@@ -29,6 +29,7 @@ from memop.cli.controllers import parse_controllers
 from memop.project import BUILTIN, Project, ProjectError, select_project
 from memop.runtime.api.validation import is_dns1123_label, is_dns1123_subdomain
 from memop.runtime.manager.server import Address
+from memop.runtime.webhook.server import DEFAULT_CERT_DIR, DEFAULT_PORT
 
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -136,6 +137,15 @@ class RunConfig:
     sharding: bool = False
     shards: int = 16
     sharding_group: str = "memop"
+    # The webhook server (memop.runtime.webhook.server), run only when a controller declares
+    # webhooks or conversions: every interface by default, port 9443 (0: a free one), the
+    # certificate directory controller-runtime reads by default.
+    # Kubebuilder's ENABLE_WEBHOOKS=false: run the controllers without serving their webhooks
+    # (locally, where the API server cannot call them anyway).
+    enable_webhooks: bool = True
+    webhook_host: str = ""
+    webhook_port: int = DEFAULT_PORT
+    webhook_cert_dir: str = str(DEFAULT_CERT_DIR)
 
     def __post_init__(self) -> None:
         if not self.controllers:
@@ -298,6 +308,24 @@ def build_parser(
         action="store_true",
     )
     flag("--metrics-cert-dir", "directory with tls.crt and tls.key; default: a self-signed one", default=None)
+    flag(
+        "--enable-webhooks",
+        "serve the controllers' admission and conversion webhooks (Kubebuilder's ENABLE_WEBHOOKS)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+    )
+    flag(
+        "--webhook-port",
+        "port of the webhook server (HTTPS), run when a controller declares webhooks or conversions; "
+        "0 picks a free one",
+        default=str(DEFAULT_PORT),
+    )
+    flag("--webhook-host", "address the webhook server listens on; empty means every interface", default="")
+    flag(
+        "--webhook-cert-dir",
+        "directory with the webhook server's tls.crt and tls.key, re-read when they change",
+        default=str(DEFAULT_CERT_DIR),
+    )
     flag(
         "--event-loop",
         "auto (uvloop when installed, else asyncio's), uvloop or asyncio",
@@ -536,6 +564,17 @@ def parse_run_args(
         )
     if args.metrics_cert_dir and not args.metrics_secure:
         raise UsageError("--metrics-cert-dir is only used with --metrics-secure")
+    webhook_port = int(number("webhook-port", args.webhook_port, int, 0))
+    if webhook_port > 65535:
+        raise UsageError(f"{label('webhook-port')}: must be at most 65535, got {args.webhook_port}")
+    webhook_host = args.webhook_host.strip().strip("[]")
+    try:
+        _check_host(webhook_host)
+    except ValueError as error:
+        raise UsageError(f"{label('webhook-host')}: {error}") from None
+    webhook_cert_dir = args.webhook_cert_dir.strip()
+    if not webhook_cert_dir:
+        raise UsageError(f"{label('webhook-cert-dir')}: must name a directory")
     try:
         event_loop = eventloop.resolve(args.event_loop.strip().lower())
     except ValueError as error:
@@ -579,4 +618,8 @@ def parse_run_args(
         project=project,
         prog=prog,
         event_loop=event_loop,
+        enable_webhooks=args.enable_webhooks is not False,
+        webhook_host=webhook_host,
+        webhook_port=webhook_port,
+        webhook_cert_dir=webhook_cert_dir,
     )
