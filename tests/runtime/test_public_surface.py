@@ -140,3 +140,29 @@ def test_memop_testing_exports_exist_and_are_documented() -> None:
         value = getattr(testing, name)
         assert inspect.getdoc(value), f"memop.testing.{name} has no docstring"
         assert name in doc, f"memop.testing's docstring does not mention {name}"
+
+
+def test_webhooks_are_declared_and_served_from_public_names() -> None:
+    # What a controller package declares (its definition's webhooks= and conversions=, and what
+    # their fields take) and what a program runs them with are exported.
+    needed = {
+        "AdmissionWebhook", "AdmissionRequest", "Defaulter", "Validator", "FieldError", "ValidationError",
+        "Conversion", "Spoke", "CONVERSION_PATH", "WebhookServer", "WebhookServerOptions",
+    }  # fmt: skip
+    assert needed <= set(runtime.__all__)
+    from memop.runtime.webhook import declarations, server  # noqa: PLC0415
+
+    for name in needed - {"WebhookServer", "WebhookServerOptions"}:
+        assert getattr(runtime, name) is getattr(declarations, name)
+    assert runtime.WebhookServer is server.WebhookServer
+    types = [
+        typing.get_type_hints(runtime.ControllerDefinition)["webhooks"],
+        typing.get_type_hints(runtime.ControllerDefinition)["conversions"],
+        *typing.get_type_hints(runtime.AdmissionWebhook).values(),
+        *typing.get_type_hints(runtime.Conversion).values(),
+        *typing.get_type_hints(runtime.Manager.add_webhooks).values(),
+    ]
+    for hint in types:
+        for kind in _classes(hint):
+            if kind.__module__.startswith("memop."):
+                assert getattr(runtime, kind.__name__, None) is kind, kind

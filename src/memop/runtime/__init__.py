@@ -66,6 +66,21 @@ Describing the API and its permissions:
   for what a controller needs on its own kind: its cache and status, and what a finalizer or
   children with a blocking ownerReference need): each permission the code sends, and why.
 
+Admission and conversion webhooks (a :class:`ControllerDefinition`'s ``webhooks`` and
+``conversions``; every replica's manager serves them, see :mod:`memop.runtime.webhook`):
+
+- :class:`AdmissionWebhook`: a kind's :class:`Defaulter` (``default`` sets defaults on the object
+  in place; the API server gets the JSON patch) and :class:`Validator` (``validate_create``,
+  ``validate_update`` with the old object, ``validate_delete``: return warnings, or raise
+  :class:`ValidationError` with one :class:`FieldError` per bad field for a ``422 Invalid``
+  with field paths; any other exception is a denial naming it). Both get the
+  :class:`AdmissionRequest` (operation, user, dry run...).
+- :class:`Conversion`: a kind's hub version and a :class:`Spoke` (``to_hub``, ``from_hub``)
+  per other version, served at :data:`CONVERSION_PATH`.
+- :class:`WebhookServer` / :class:`WebhookServerOptions`: the HTTPS server itself (port 9443,
+  the certificate directory, reloaded on change), which ``ManagerOptions.webhook`` configures
+  and :meth:`Manager.add_webhooks` fills; a program may also run one alone.
+
 Running a manager (``memop`` and :func:`memop.run` build one from flags; a program of one's own
 may build it from these alone):
 
@@ -165,12 +180,35 @@ if TYPE_CHECKING:
     from memop.runtime.sharding.membership import ShardingConfig
     from memop.runtime.sharding.ring import BUCKET_LABEL
     from memop.runtime.util.clock import Clock, FakeClock, RealClock, rfc3339
+    from memop.runtime.webhook.declarations import (
+        CONVERSION_PATH,
+        AdmissionRequest,
+        AdmissionWebhook,
+        Conversion,
+        Defaulter,
+        FieldError,
+        Spoke,
+        ValidationError,
+        Validator,
+    )
+    from memop.runtime.webhook.server import WebhookServer, WebhookServerOptions
 
 # Loaded on first use (PEP 562), so that importing one submodule (memop.runtime.client.k8simport,
 # which must run before kubernetes_asyncio is imported) does not import them all. A value
 # "module:attribute" exports the attribute under another name.
 _EXPORTS: dict[str, str] = {
     "Address": "memop.runtime.manager.server",
+    "AdmissionRequest": "memop.runtime.webhook.declarations",
+    "AdmissionWebhook": "memop.runtime.webhook.declarations",
+    "CONVERSION_PATH": "memop.runtime.webhook.declarations",
+    "Conversion": "memop.runtime.webhook.declarations",
+    "Defaulter": "memop.runtime.webhook.declarations",
+    "FieldError": "memop.runtime.webhook.declarations",
+    "Spoke": "memop.runtime.webhook.declarations",
+    "ValidationError": "memop.runtime.webhook.declarations",
+    "Validator": "memop.runtime.webhook.declarations",
+    "WebhookServer": "memop.runtime.webhook.server",
+    "WebhookServerOptions": "memop.runtime.webhook.server",
     "BUCKET_LABEL": "memop.runtime.sharding.ring",
     "BY_NAMESPACE": "memop.runtime.sharding.keys",
     "BY_OWNER_BUCKET": "memop.runtime.sharding.keys",
@@ -273,6 +311,7 @@ __all__ = [
     "CLUSTER_ROLES",
     "CLUSTER_ROLE_BINDINGS",
     "CONFIGMAPS",
+    "CONVERSION_PATH",
     "CRONJOBS",
     "DAEMONSETS",
     "DEPLOYMENTS",
@@ -293,6 +332,8 @@ __all__ = [
     "STATEFULSETS",
     "WARNING",
     "Address",
+    "AdmissionRequest",
+    "AdmissionWebhook",
     "AlreadyExists",
     "ApiError",
     "BadRequest",
@@ -303,10 +344,13 @@ __all__ = [
     "Controller",
     "ControllerBuilder",
     "ControllerDefinition",
+    "Conversion",
     "CrdNames",
+    "Defaulter",
     "EventRecorder",
     "Expectations",
     "FakeClock",
+    "FieldError",
     "Forbidden",
     "Invalid",
     "KubeConfigError",
@@ -330,8 +374,13 @@ __all__ = [
     "SetupContext",
     "ShardKey",
     "ShardingConfig",
+    "Spoke",
     "TerminalError",
     "TransportError",
+    "ValidationError",
+    "Validator",
+    "WebhookServer",
+    "WebhookServerOptions",
     "add_finalizer",
     "conditions",
     "configure_logging",
