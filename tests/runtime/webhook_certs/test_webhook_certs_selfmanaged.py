@@ -439,3 +439,10 @@ async def test_the_rules_cover_every_request_it_sends(
         "secrets",
         "validatingwebhookconfigurations",
     }
+
+
+async def test_a_single_string_where_names_are_expected_is_refused(make: Make) -> None:
+    with pytest.raises(TypeError, match=r"crds takes names, not one string: \('widgets.example.com',\)"):
+        make(crds=CRD_NAME)
+    with pytest.raises(ValueError, match="does not appear to be an IPv4 or IPv6 address"):
+        make(extra_ips=("localhost",))

@@ -156,6 +156,16 @@ class SelfManagedCertificates:
     ) -> None:
         if check_interval <= 0:
             raise ValueError("check_interval must be positive")
+        named = {
+            "validating_webhook_configurations": validating_webhook_configurations,
+            "mutating_webhook_configurations": mutating_webhook_configurations,
+            "crds": crds,
+            "extra_dns_names": extra_dns_names,
+            "extra_ips": extra_ips,
+        }
+        for argument, value in named.items():
+            if isinstance(value, str):
+                raise TypeError(f"{argument} takes names, not one string: ({value!r},)")
         self.client = client
         self.namespace = namespace
         self.service = service
