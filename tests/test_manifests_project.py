@@ -68,6 +68,7 @@ def test_the_files_are_the_generators_and_memops_layout(written: Path) -> None:
     assert set(files) == (memops - samples - crds) | {
         "crd/cache.example.com_memcacheds.yaml",
         "samples/cache_v1alpha1_memcached.yaml",
+        "samples/cache_v1beta1_memcached.yaml",
     }
 
 

@@ -194,8 +194,13 @@ def test_operator_registry_reads_every_file_as_one_object_and_finds_every_owned_
     assert bundle.warnings == []
     assert validate_owned_crds(bundle) == ([], [])
     owned = bundle.csv["spec"]["customresourcedefinitions"]["owned"]
-    assert sorted(o["name"] for o in owned) == sorted(
-        crd["metadata"]["name"] for d in target.project.controllers for crd in d.crds()
+    # One entry per served version of each CRD (Memcached has two).
+    assert sorted((o["name"], o["version"]) for o in owned) == sorted(
+        (crd["metadata"]["name"], v["name"])
+        for d in target.project.controllers
+        for crd in d.crds()
+        for v in crd["spec"]["versions"]
+        if v["served"]
     )
 
 
@@ -399,8 +404,9 @@ def test_owned_crds_describe_every_field_and_the_examples_are_the_samples() -> N
         for crd in crds
         for v in crd["spec"]["versions"]
     ]
-    for entry, crd in zip(owned, crds, strict=True):
-        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    versions = [v for crd in crds for v in crd["spec"]["versions"]]
+    for entry, version in zip(owned, versions, strict=True):
+        schema = version["schema"]["openAPIV3Schema"]["properties"]
         for part, key in (("spec", "specDescriptors"), ("status", "statusDescriptors")):
             top = {d["path"] for d in entry[key] if "." not in d["path"]}
             assert top == set(schema.get(part, {}).get("properties", {})), (entry["kind"], part)

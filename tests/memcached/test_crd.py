@@ -68,10 +68,12 @@ def test_names_scope_and_subresources() -> None:
         "shortNames": ["mc"],
         "singular": "memcached",
     }
-    (version,) = spec["versions"]
-    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
-    assert version["subresources"] == {"status": {}}
-    assert version["additionalPrinterColumns"] == [
+    # Two versions, both served; v1alpha1 stored (the hub, the version the controller reads).
+    alpha, beta = spec["versions"]
+    assert (alpha["name"], alpha["served"], alpha["storage"]) == ("v1alpha1", True, True)
+    assert (beta["name"], beta["served"], beta["storage"]) == ("v1beta1", True, False)
+    assert "conversion" not in spec  # the install's manifests add the webhook
+    columns = [
         {"jsonPath": ".spec.size", "name": "Size", "type": "integer"},
         {"jsonPath": ".status.readyReplicas", "name": "Ready", "type": "integer"},
         {
@@ -81,6 +83,26 @@ def test_names_scope_and_subresources() -> None:
         },
         {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
     ]
+    for version in (alpha, beta):
+        assert version["subresources"] == {"status": {}}
+    assert alpha["additionalPrinterColumns"] == columns
+    # v1beta1 adds the port, for -o wide only: kubectl's default columns are the same at both.
+    port = {"jsonPath": ".spec.containerPort", "name": "Port", "priority": 1, "type": "integer"}
+    assert beta["additionalPrinterColumns"] == [*columns, port]
+
+
+def test_the_versions_differ_in_the_container_port_only() -> None:
+    alpha, beta = (v["schema"]["openAPIV3Schema"] for v in crd()["spec"]["versions"])
+    port = beta["properties"]["spec"]["properties"].pop("containerPort")
+    assert alpha == beta
+    assert port == {
+        "default": 11211,
+        "description": port["description"],
+        "format": "int32",
+        "maximum": 65535,
+        "minimum": 1,
+        "type": "integer",
+    }
 
 
 def _schema() -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """The Memcached operator: API types, desired state and reconciler, built on ``memop.runtime``.
 
-:data:`DEFINITION` is what the manager, the manifests and the demo know of it.
+:data:`DEFINITION` is what the manager, the manifests and the demo know of it: the controller,
+its CRD (v1alpha1 stored and read, v1beta1 served too), the conversion between the two
+(``conversion``), the admission webhook (``webhooks``), permissions and samples.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from typing import Any
 
 from memop.memcached import controller
 from memop.memcached.api import GROUP, PLURAL
+from memop.memcached.conversion import CONVERSION
 from memop.memcached.crd import crd
+from memop.memcached.webhooks import WEBHOOK
 from memop.runtime.api.permissions import Rule, own_kind, watched
 from memop.runtime.controller.controller import Controller
 from memop.runtime.controller.definition import ControllerDefinition, SetupContext
 
-__all__ = ["DEFINITION", "SAMPLE"]
+__all__ = ["DEFINITION", "SAMPLE", "SAMPLE_V1BETA1"]
 
 # manifests/samples/cache_v1alpha1_memcached.yaml (a test keeps them equal).
 SAMPLE: dict[str, Any] = {
@@ -26,6 +30,21 @@ SAMPLE: dict[str, Any] = {
         "size": 3,
         "image": "memcached:1.6.26-alpine3.19",
         "memoryLimitMiB": 64,
+        "resources": {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "96Mi"}},
+    },
+}
+
+# manifests/samples/cache_v1beta1_memcached.yaml: the same cache at v1beta1, on another port.
+# Its own name, so both samples can be applied to one namespace (the demo does).
+SAMPLE_V1BETA1: dict[str, Any] = {
+    "apiVersion": "cache.example.com/v1beta1",
+    "kind": "Memcached",
+    "metadata": {"name": "memcached-sample-v1beta1"},
+    "spec": {
+        "size": 3,
+        "image": "memcached:1.6.26-alpine3.19",
+        "memoryLimitMiB": 64,
+        "containerPort": 11311,
         "resources": {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "96Mi"}},
     },
 }
@@ -57,5 +76,10 @@ DEFINITION = ControllerDefinition(
     setup=_setup,
     crds=lambda: [crd()],
     rules=RULES,
-    samples=lambda: {"cache_v1alpha1_memcached.yaml": copy.deepcopy(SAMPLE)},
+    samples=lambda: {
+        "cache_v1alpha1_memcached.yaml": copy.deepcopy(SAMPLE),
+        "cache_v1beta1_memcached.yaml": copy.deepcopy(SAMPLE_V1BETA1),
+    },
+    webhooks=(WEBHOOK,),
+    conversions=(CONVERSION,),
 )

@@ -1,4 +1,11 @@
-"""The Memcached API, ``cache.example.com/v1alpha1``: its names, spec and status, declared once.
+"""The Memcached API, ``cache.example.com`` ``v1alpha1`` and ``v1beta1``: names, spec and status,
+declared once.
+
+``v1alpha1`` is the hub: the storage version and the one the controller reads. ``v1beta1`` is
+the same spec plus ``containerPort`` (:class:`MemcachedSpecV1beta1` adds that one field to
+:class:`MemcachedSpec`; the status is the same); a v1alpha1 object holds it in the
+:data:`CONTAINER_PORT_ANNOTATION` (``memop.memcached.conversion`` moves it there and back), and
+the controller reads it through :func:`container_port`.
 
 Every spec field is declared exactly once, as a dataclass field of :class:`MemcachedSpec` whose
 metadata carries its JSON name, description and constraints (a *kind*: :class:`Integer`,
@@ -49,6 +56,10 @@ SINGULAR = "memcached"
 SHORT_NAMES = ("mc",)
 API_VERSION = f"{GROUP}/{VERSION}"
 MEMCACHEDS = Resource(GROUP, VERSION, PLURAL, KIND)
+# The second version, a spoke of the hub above: served, never stored, never read by the controller.
+V1BETA1 = "v1beta1"
+API_VERSION_V1BETA1 = f"{GROUP}/{V1BETA1}"
+MEMCACHEDS_V1BETA1 = Resource(GROUP, V1BETA1, PLURAL, KIND)
 FINALIZER = "cache.example.com/finalizer"
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
@@ -72,6 +83,14 @@ MAX_MEMORY_LIMIT_MIB = 1024 * 1024
 IMAGE_PATTERN = r"^[^\t\n\v\f\r \x85\xa0" + "\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000" + "]+$"
 # The Memcached's name becomes the value of the app.kubernetes.io/instance label.
 NAME_MAX_LENGTH = 63
+# memcached's own default port (memcached -p), exposed by the container unless v1beta1 says otherwise.
+DEFAULT_CONTAINER_PORT = 11211
+# Where a v1alpha1 object keeps v1beta1's spec.containerPort, which its schema has no field for
+# (the server would prune it), as Kubernetes' own conversions keep what an older version cannot
+# hold. One annotation per field, its value the number in decimal: readable and editable at
+# v1alpha1 with kubectl, and a malformed value spoils that field alone. Named under the API
+# group and the version it comes from, so it collides with nobody's and says where it belongs.
+CONTAINER_PORT_ANNOTATION = f"{GROUP}/v1beta1-container-port"
 
 
 # --- quantities ---------------------------------------------------------------------------------
@@ -484,6 +503,22 @@ class MemcachedSpec:
 
 
 @dataclass(frozen=True)
+class MemcachedSpecV1beta1(MemcachedSpec):
+    """The spec of ``v1beta1``: v1alpha1's, and the container port (as the Operator SDK
+    tutorial's later Memcached has it). Declared here only; v1alpha1 holds it in the
+    :data:`CONTAINER_PORT_ANNOTATION`."""
+
+    container_port: int = field(
+        default=DEFAULT_CONTAINER_PORT,
+        metadata=api(
+            "containerPort",
+            Integer("int32", minimum=1, maximum=65535),
+            "Port memcached listens on (memcached --port), exposed by its container.",
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class MemcachedStatus:
     """What memop observed: declared for the schema (memop.memcached.status computes it)."""
 
@@ -544,8 +579,60 @@ ROOT_RULES = (
 )
 
 
+# The canonical decimal spelling of an integer, as str(int) writes it; at most 18 digits (an int64
+# fits, and Python's int() refuses very long strings anyway).
+_DECIMAL_INTEGER = re.compile(r"0|-?[1-9][0-9]{0,17}")
+CONTAINER_PORT_PATH = f"metadata.annotations[{CONTAINER_PORT_ANNOTATION}]"
+
+
+def integer_from_annotation(value: Any) -> int | None:
+    """The integer an annotation value spells as ``str(n)`` does (no sign but ``-``, no leading
+    zero, no spaces), else None. Canonical only, so that converting the value to a number and
+    back gives the same annotation."""
+    if isinstance(value, str) and _DECIMAL_INTEGER.fullmatch(value):
+        return int(value)
+    return None
+
+
+def _container_port(obj: Mapping[str, Any], errors: list[FieldError]) -> int:
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    if not isinstance(annotations, Mapping) or CONTAINER_PORT_ANNOTATION not in annotations:
+        return DEFAULT_CONTAINER_PORT
+    raw = annotations[CONTAINER_PORT_ANNOTATION]
+    port = integer_from_annotation(raw)
+    if port is None or not 1 <= port <= 65535:
+        # The schema's words for v1beta1's field, about the place v1alpha1 keeps it.
+        errors.append(
+            invalid(
+                CONTAINER_PORT_PATH,
+                raw,
+                "must be a port number, 1 to 65535 in decimal (v1beta1's spec.containerPort)",
+            )
+        )
+        return DEFAULT_CONTAINER_PORT
+    return port
+
+
+def container_port(obj: Mapping[str, Any]) -> int:
+    """The port of the memcached container of the v1alpha1 Memcached ``obj``: its
+    :data:`CONTAINER_PORT_ANNOTATION` (v1beta1's ``spec.containerPort``), else 11211.
+
+    Raises InvalidSpec when the annotation is not a port; :func:`parse_spec` checks it too, so
+    after a successful ``parse_spec(obj)`` this never raises.
+    """
+    errors: list[FieldError] = []
+    port = _container_port(obj, errors)
+    if errors:
+        raise InvalidSpec(errors)
+    return port
+
+
 def parse_spec(obj: Mapping[str, Any]) -> MemcachedSpec:
-    """The defaulted, validated spec of the Memcached ``obj`` (a whole object, as read).
+    """The defaulted, validated spec of the v1alpha1 Memcached ``obj`` (a whole object, as read).
+
+    Also checks the annotation v1alpha1 keeps v1beta1's ``containerPort`` in (read it with
+    :func:`container_port`), so a bad port is an InvalidSpec like a bad spec field.
 
     Raises InvalidSpec naming every bad field. Never raises anything else, whatever ``obj`` holds.
     """
@@ -554,6 +641,7 @@ def parse_spec(obj: Mapping[str, Any]) -> MemcachedSpec:
     name = meta.get("name") if isinstance(meta, Mapping) else None
     if isinstance(name, str) and len(name) > NAME_MAX_LENGTH:
         errors.append(invalid("metadata.name", name, f"must be no more than {NAME_MAX_LENGTH} characters"))
+    _container_port(obj, errors)
     raw = obj.get("spec")
     if raw is None:
         raw = {}

@@ -5,8 +5,9 @@ from the cache, computes what should be, and writes only the difference. A recon
 converged Memcached makes no API request at all. Writes go through the API and are recorded in
 the cache (``Cache.record_write``) so the next reconcile reads its own writes.
 
-Watches: the Memcached itself (generation changes and deletion only: our own status and
-finalizer writes do not trigger reconciles), the Deployments it controls, and pods mapped to
+Watches: the Memcached itself (generation changes, deletion, and changes of the annotation
+holding v1beta1's containerPort only: our own status and finalizer writes do not trigger
+reconciles), the Deployments it controls, and pods mapped to
 their Memcached through the per-instance label, so ``status.nodes`` follows pods.
 """
 
@@ -15,7 +16,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memop.memcached.api import FINALIZER, MEMCACHEDS, InvalidSpec, MemcachedSpec, parse_spec
+from memop.memcached.api import (
+    CONTAINER_PORT_ANNOTATION,
+    FINALIZER,
+    MEMCACHEDS,
+    InvalidSpec,
+    MemcachedSpec,
+    parse_spec,
+)
 from memop.memcached.desired import (
     APP_NAME,
     INSTANCE_LABEL,
@@ -422,13 +430,33 @@ _MEMCACHED_META_DROPPED = frozenset(("annotations", "creationTimestamp", "genera
 
 def memcached_transform(memcached: Obj) -> Obj:
     """A Memcached without the metadata the reconciler never reads: annotations (``kubectl
-    apply`` keeps a copy of the whole object there, last-applied-configuration), the creation
+    apply`` keeps a copy of the whole object there, last-applied-configuration) but the one
+    holding v1beta1's ``containerPort`` (:data:`CONTAINER_PORT_ANNOTATION`), the creation
     timestamp, generateName. Everything it writes goes through patches, so nothing dropped
     here can be written back by mistake."""
     meta = memcached.get("metadata")
     if not isinstance(meta, dict) or _MEMCACHED_META_DROPPED.isdisjoint(meta):
         return memcached
-    return {**memcached, "metadata": {k: v for k, v in meta.items() if k not in _MEMCACHED_META_DROPPED}}
+    kept = {k: v for k, v in meta.items() if k not in _MEMCACHED_META_DROPPED}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, dict) and CONTAINER_PORT_ANNOTATION in annotations:
+        kept["annotations"] = {CONTAINER_PORT_ANNOTATION: annotations[CONTAINER_PORT_ANNOTATION]}
+    return {**memcached, "metadata": kept}
+
+
+def spec_changed(event_type: str, obj: Obj, old: Obj | None) -> bool:
+    """The Memcached predicate: ``generation_changed``, and a change of the annotation holding
+    v1beta1's ``containerPort``. A write at v1beta1 that changes only the port changes only
+    that annotation of the stored v1alpha1 object, and metadata never bumps the generation."""
+    if predicates.generation_changed(event_type, obj, old):
+        return True
+    return bool(_port_annotation(obj) != _port_annotation(old))
+
+
+def _port_annotation(obj: Obj | None) -> Any:
+    meta = (obj or {}).get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations.get(CONTAINER_PORT_ANNOTATION) if isinstance(annotations, dict) else None
 
 
 # The transform of each cached resource; setup installs them before any informer of those
@@ -482,7 +510,7 @@ def setup(
     reconciler = MemcachedReconciler(client, cache, recorder)
     return (
         ControllerBuilder(cache, CONTROLLER_NAME)
-        .for_(memcached_resource, predicates.generation_changed)
+        .for_(memcached_resource, spec_changed)
         .owns(DEPLOYMENTS)
         .watches(PODS, pods_to_memcached, label_selector=POD_SELECTOR, shard_key=BY_OWNER_BUCKET)
         .with_options(max_concurrent_reconciles=max_concurrent_reconciles)

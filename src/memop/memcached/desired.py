@@ -32,7 +32,14 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from memop.memcached.api import API_VERSION, KIND, MemcachedSpec, quantities_equal
+from memop.memcached.api import (
+    API_VERSION,
+    DEFAULT_CONTAINER_PORT,
+    KIND,
+    MemcachedSpec,
+    container_port,
+    quantities_equal,
+)
 from memop.runtime.cache.store import dig
 
 NAME_LABEL = "app.kubernetes.io/name"
@@ -42,7 +49,6 @@ APP_NAME = "memcached"
 MANAGER = "memop"
 CONTAINER_NAME = "memcached"
 PORT_NAME = "memcached"
-PORT = 11211
 RUN_AS_USER = 1001
 
 
@@ -84,8 +90,10 @@ def owner_reference(memcached: Mapping[str, Any]) -> dict[str, Any]:
 def desired_deployment(
     memcached: Mapping[str, Any], spec: MemcachedSpec, shard_labels: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """The Deployment for ``memcached`` (a Memcached as read from the API: metadata.name,
-    namespace and uid are required, KeyError otherwise) with its parsed ``spec``.
+    """The Deployment for ``memcached`` (a v1alpha1 Memcached as read from the API: metadata.name,
+    namespace and uid are required, KeyError otherwise) with its parsed ``spec``
+    (``parse_spec(memcached)``, which also vouches for the container port it keeps in an
+    annotation: :func:`memop.memcached.api.container_port`).
     ``shard_labels`` (``Cache.shard_labels``) go on the Deployment and its pods, so both reach
     the replica that owns the Memcached when memop shards; not in the selector.
 
@@ -94,6 +102,10 @@ def desired_deployment(
     meta = memcached["metadata"]
     name = meta["name"]
     resources = spec.resources.to_dict() if spec.resources is not None else {}
+    port = container_port(memcached)
+    # memcached listens on 11211 unless told; the flag only for another port, so the
+    # Deployments of every Memcached made before v1beta1 keep their command (and their pods).
+    port_flag = [] if port == DEFAULT_CONTAINER_PORT else [f"--port={port}"]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -121,11 +133,18 @@ def desired_deployment(
                             "command": [
                                 "memcached",
                                 f"--memory-limit={spec.memory_limit_mib}",
+                                *port_flag,
                                 "-o",
                                 "modern",
                                 "-v",
                             ],
-                            "ports": [{"containerPort": PORT, "name": PORT_NAME, "protocol": "TCP"}],
+                            "ports": [
+                                {
+                                    "containerPort": port,
+                                    "name": PORT_NAME,
+                                    "protocol": "TCP",
+                                }
+                            ],
                             "resources": resources,
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,

@@ -4,10 +4,17 @@ A controller declares its names (:class:`CrdNames`), its whole-object OpenAPI sc
 printer columns; :func:`custom_resource_definition` builds the ``apiextensions.k8s.io/v1``
 object in the layout controller-gen writes (one served, stored version with the status
 subresource), and :func:`crd_yaml` the deterministic YAML committed under ``manifests/crd``.
+
+A kind with several versions gives one :class:`CrdVersion` each (its own schema and columns,
+whether it is served, which one is stored) as ``versions=``. The CRD built here never has a
+``spec.conversion``: the API server's default (``None``) only rewrites ``apiVersion``, and
+a conversion webhook is added by the manifests of the install (its Service and CA bundle
+belong to the install, not to the kind).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,13 +43,18 @@ class CrdNames:
         return f"{self.plural}.{self.group}"
 
 
-def printer_column(name: str, json_path: str, column_type: str, description: str = "") -> dict[str, Any]:
-    """One ``additionalPrinterColumns`` entry (keys sorted, as the committed YAML has them)."""
+def printer_column(
+    name: str, json_path: str, column_type: str, description: str = "", *, priority: int = 0
+) -> dict[str, Any]:
+    """One ``additionalPrinterColumns`` entry (keys sorted, as the committed YAML has them).
+    A ``priority`` above 0 shows the column in ``kubectl get -o wide`` only."""
     column: dict[str, Any] = {}
     if description:
         column["description"] = description
     column["jsonPath"] = json_path
     column["name"] = name
+    if priority:
+        column["priority"] = priority
     column["type"] = column_type
     return column
 
@@ -80,10 +92,51 @@ def object_schema(
     return schema
 
 
+@dataclass(frozen=True)
+class CrdVersion:
+    """One version of a kind: its name, whole-object schema (:func:`object_schema`) and printer
+    columns, whether the API server serves it, and whether objects are stored at it (exactly
+    one version of a CRD is). Every version has the status subresource."""
+
+    name: str
+    schema: Mapping[str, Any]
+    printer_columns: Sequence[Mapping[str, Any]] = ()
+    served: bool = True
+    storage: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``spec.versions`` entry (a fresh dict; the schema is copied deeply)."""
+        return {
+            "additionalPrinterColumns": [dict(c) for c in self.printer_columns],
+            "name": self.name,
+            "schema": {"openAPIV3Schema": copy.deepcopy(dict(self.schema))},
+            "served": self.served,
+            "storage": self.storage,
+            "subresources": {"status": {}},
+        }
+
+
 def custom_resource_definition(
-    names: CrdNames, schema: Mapping[str, Any], printer_columns: Sequence[Mapping[str, Any]]
+    names: CrdNames,
+    schema: Mapping[str, Any] | None = None,
+    printer_columns: Sequence[Mapping[str, Any]] = (),
+    *,
+    versions: Sequence[CrdVersion] = (),
 ) -> dict[str, Any]:
-    """The CRD (a fresh dict): namespaced, one served and stored version, status subresource."""
+    """The CRD (a fresh dict): namespaced, with the status subresource.
+
+    With ``schema`` (and ``printer_columns``): one version, ``names.version``, served and stored.
+    With ``versions`` instead: those, in that order; exactly one is stored, and it must be
+    ``names.version`` (the version the controller reads, as :class:`CrdNames` says). Raises
+    ValueError when both or neither are given, or the versions are inconsistent.
+    """
+    if (schema is None) == (not versions):
+        raise ValueError(f"{names.name}: give either a schema or versions, not both or neither")
+    if schema is not None:
+        versions = [CrdVersion(names.version, schema, printer_columns, served=True, storage=True)]
+    elif printer_columns:
+        raise ValueError(f"{names.name}: printer columns belong to each of the versions")
+    _check_versions(names, versions)
     spec_names: dict[str, Any] = {"kind": names.kind, "listKind": f"{names.kind}List", "plural": names.plural}
     if names.short_names:
         spec_names["shortNames"] = list(names.short_names)
@@ -96,18 +149,23 @@ def custom_resource_definition(
             "group": names.group,
             "names": spec_names,
             "scope": "Namespaced",
-            "versions": [
-                {
-                    "additionalPrinterColumns": [dict(c) for c in printer_columns],
-                    "name": names.version,
-                    "schema": {"openAPIV3Schema": dict(schema)},
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                }
-            ],
+            "versions": [v.to_dict() for v in versions],
         },
     }
+
+
+def _check_versions(names: CrdNames, versions: Sequence[CrdVersion]) -> None:
+    seen = [v.name for v in versions]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"{names.name}: a version is listed twice: {seen}")
+    stored = [v.name for v in versions if v.storage]
+    if stored != [names.version]:
+        raise ValueError(
+            f"{names.name}: exactly one version must be stored, {names.version} (CrdNames.version),"
+            f" not {stored or 'none'}"
+        )
+    if not any(v.served for v in versions):
+        raise ValueError(f"{names.name}: no version is served")
 
 
 def crd_yaml(crd: Mapping[str, Any], source: str, command: str = GENERATE_COMMAND) -> str:
