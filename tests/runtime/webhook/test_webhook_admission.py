@@ -26,6 +26,7 @@ from memop.runtime.webhook.declarations import (
     Obj,
     ValidationError,
 )
+from memop.testing.patch import json_patch as server_applies
 
 JSON = "application/json"
 GROUP, VERSION, KIND = "example.memop.dev", "v1", "Widget"
@@ -184,6 +185,7 @@ async def test_a_default_is_a_base64_json_patch_that_gives_the_defaulted_object(
     expected = copy.deepcopy(obj)
     await WidgetDefaulter().default(expected, None)  # type: ignore[arg-type]
     assert apply_patch(obj, patch) == expected
+    assert server_applies(obj, patch) == expected  # as the in-memory API server applies it
     # One operation per default, none replacing what was there.
     assert sorted(op["path"] for op in patch) == [
         "/metadata/labels",
@@ -210,6 +212,7 @@ def test_json_patch_walks_objects_and_arrays_and_tells_json_types_apart() -> Non
     new = {"a": {"b": 2, "x/y": [1, 2]}, "l": [{"k": 1}, {"k": 3}, {"k": 4}], "t": True, "same": [1] * 50}
     patch = json_patch(old, new)
     assert apply_patch(old, patch) == new
+    assert server_applies(old, patch) == new
     assert {"op": "replace", "path": "/t", "value": True} in patch
     assert {"op": "remove", "path": "/a/x~1y/2"} in patch
     assert {"op": "replace", "path": "/l/1/k", "value": 3} in patch
