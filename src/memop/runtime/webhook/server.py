@@ -6,13 +6,14 @@ TLS: 1.2 at least; ALPN offers ``http/1.1`` only, as Kubebuilder's scaffold does
 ``tls.key`` in ``cert_dir`` (names configurable, as controller-runtime's CertName/KeyName),
 where a Secret is mounted (cert-manager's, or memop's self-managed one).
 
-Reloading (controller-runtime's ``certwatcher`` polls every 10 s besides watching with
-inotify; memop only polls, so a change is served within one period, well inside the minute
-or more the kubelet takes to update a mounted Secret): every ``cert_poll_period`` seconds of
-the injected clock both files are read; when their bytes changed, a new TLS context is built from them and new connections are served with it (the
-listening context's SNI callback hands each handshake the current one; connections already
-open keep theirs). A pair that does not load (half written, key and certificate that do not
-match) leaves the previous one serving and is logged once, until the files change again.
+Reloading (controller-runtime's ``certwatcher`` polls every 10 s besides watching with inotify;
+memop only polls, so a change is served within one period, well inside the minute or more the
+kubelet takes to update a mounted Secret): every ``cert_poll_period`` seconds of the injected
+clock both files are read; when their bytes changed, a new TLS context is built from them and
+new connections are served with it (the listening context's SNI callback hands each handshake
+the current one; connections already open keep theirs). A pair that does not load (half
+written, key and certificate that do not match) leaves the previous one serving and is logged
+once, until the files change again.
 At start a missing or unreadable pair is a :class:`CertificateError` with a one-line message.
 
 Handlers take the body and Content-Type and return the HTTP status and body; each is counted
