@@ -7,6 +7,9 @@ of one's own, from an empty folder, built the way memop's own operators are.
 - ``memop create api`` (:mod:`memop.scaffold.newapi`): a kind and its controller package
   (api, desired, status, controller, definition), unit and end-to-end tests, registered in the
   project, then the manifests regenerated.
+- ``memop create webhook`` (:mod:`memop.scaffold.newwebhook`): a kind's admission webhooks (a
+  defaulter, a validator) and/or a conversion to a new version, with their tests, wired into
+  the kind's ``DEFINITION``, then the manifests regenerated.
 
 The templates are package data (``templates/``, rendered by :mod:`memop.scaffold.render`); the
 code they make imports only memop's public names (``memop``, ``memop.runtime``'s exports, the

@@ -1,8 +1,10 @@
-"""``memop init`` and ``memop create api``: the command line of the scaffolding.
+"""``memop init``, ``memop create api`` and ``memop create webhook``: the command line of the
+scaffolding.
 
-Both work in the current folder. Every refusal (a name Kubernetes or Python would refuse, a
+All work in the current folder. Every refusal (a name Kubernetes or Python would refuse, a
 file that exists, a project.py without its markers, an unknown flag) is one line on stderr and
-exit code 2, with nothing written. After ``create api`` the project's manifests are regenerated
+exit code 2, with nothing written. After ``create api`` and ``create webhook`` the project's
+manifests are regenerated
 with ``memop manifests`` (in a child process, which imports the project from ``src/``);
 ``--no-manifests`` skips that.
 """
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from memop.scaffold import newapi, newproject
+from memop.scaffold import newapi, newproject, newwebhook
 from memop.scaffold.files import check_new, write_new
 from memop.scaffold.names import ScaffoldError
 
@@ -88,6 +90,34 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument(
         "--no-manifests", dest="manifests", action="store_false", help="do not run memop manifests afterwards"
     )
+    webhook = what.add_parser(
+        "webhook",
+        help="admission webhooks or a version conversion for a kind",
+        description=(
+            "Add admission webhooks (a defaulter, a validator) and/or a conversion to a new version for a "
+            "kind made by memop create api, with their tests, wired into the kind's DEFINITION; memop "
+            "manifests then writes the webhook configurations, Service, certificates and conversion."
+        ),
+    )
+    webhook.add_argument("--kind", required=True, help="the kind, as given to memop create api")
+    webhook.add_argument("--version", help="the kind's version (default: the one it has; checked when given)")
+    webhook.add_argument(
+        "--defaulting", action="store_true", help="a defaulter (mutating webhook), in <kind>/webhooks.py"
+    )
+    webhook.add_argument(
+        "--validation", action="store_true", help="a validator (validating webhook), in <kind>/webhooks.py"
+    )
+    webhook.add_argument(
+        "--conversion",
+        action="store_true",
+        help="serve a new version too, converted to and from the kind's (the hub), in <kind>/conversion.py",
+    )
+    webhook.add_argument(
+        "--spoke-version", metavar="VERSION", help="--conversion: the new version (such as v1beta1)"
+    )
+    webhook.add_argument(
+        "--no-manifests", dest="manifests", action="store_false", help="do not run memop manifests afterwards"
+    )
     return parser
 
 
@@ -99,10 +129,12 @@ def main(argv: Sequence[str], root: Path | None = None) -> int:
     except SystemExit as done:  # --help, or a usage error already printed
         return done.code if isinstance(done.code, int) else EXIT_USAGE
     root = Path.cwd() if root is None else root
-    command = "memop init" if args.command == "init" else "memop create api"
+    command = "memop init" if args.command == "init" else f"memop create {args.what}"
     try:
         if args.command == "init":
             return _init(root, args)
+        if args.what == "webhook":
+            return _create_webhook(root, args)
         return _create_api(root, args)
     except ScaffoldError as error:
         print(f"{command}: error: {error}", file=sys.stderr)
@@ -144,12 +176,34 @@ def _create_api(root: Path, args: argparse.Namespace) -> int:
     return code
 
 
+def _create_webhook(root: Path, args: argparse.Namespace) -> int:
+    root = newapi.project_root(root)
+    options = newwebhook.WebhookOptions(
+        args.kind, args.version, args.defaulting, args.validation, args.conversion, args.spoke_version
+    )
+    kind, files, init_path, wired = newwebhook.plan(root, options)
+    check_new(root, files)
+    write_new(root, files)
+    (root / init_path).write_text(wired, encoding="utf-8")
+    for new in files:
+        print(f"wrote {new.path}")
+    print(f"wired them into {init_path} (the {kind.module} DEFINITION)")
+    config = newapi.read_config(root)
+    code = write_manifests(root, config.package, "memop create webhook") if args.manifests else 0
+    print(
+        f"memop create webhook: {kind.kind}'s webhooks are in src/{config.package}/{kind.module}/; write "
+        "your checks there, then run pytest. Installs take their certificate from cert-manager "
+        "(manifests/default), or make their own (manifests/webhook-self-managed)"
+    )
+    return code
+
+
 def manifests_command(package: str) -> list[str]:
     """The command that writes a project's manifests from its code (``manifests/``)."""
     return ["memop", "manifests", "--controller-module", f"{package}.project:PROJECT"]
 
 
-def write_manifests(root: Path, package: str) -> int:
+def write_manifests(root: Path, package: str, caller: str = "memop create api") -> int:
     """Run ``memop manifests`` for the project in ``root``, importing it from ``src/``; 0 when it
     wrote them, else its exit code (its error is on stderr, with the command to run again)."""
     command = manifests_command(package)
@@ -158,7 +212,7 @@ def write_manifests(root: Path, package: str) -> int:
     done = subprocess.run([sys.executable, "-m", *command], cwd=root, env=env, check=False)
     if done.returncode != 0:
         print(
-            f"memop create api: writing the manifests failed (exit {done.returncode}); once fixed, run: "
+            f"{caller}: writing the manifests failed (exit {done.returncode}); once fixed, run: "
             f"PYTHONPATH=src {' '.join(command)}",
             file=sys.stderr,
         )
