@@ -139,6 +139,8 @@ async def run_demo(kubeconfig: Path | None = None, pod_ready_delay: float = 2.0)
                     "127.0.0.1:0",
                     "--log-format",
                     "console",
+                    # No webhook configuration is installed here, nor a serving certificate.
+                    "--no-enable-webhooks",
                 ],
                 env={},
                 # memop's own controllers, whatever other project is installed: the samples are theirs.
