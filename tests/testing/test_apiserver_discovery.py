@@ -421,6 +421,29 @@ def served_manifest(key: str, namespace: str, name: str) -> dict[str, Any]:
             },
         }
     )
+    # A webhook whose rules match nothing served, so that no request calls it.
+    hook = {
+        "name": "nothing.memop.test",
+        "clientConfig": {"url": "https://127.0.0.1:1/never"},
+        "rules": [
+            {
+                "operations": ["CREATE"],
+                "apiGroups": ["none.memop.test"],
+                "apiVersions": ["v1"],
+                "resources": ["x"],
+                "scope": "*",  # as defaulted: a list without merge key differing would be patched
+            }
+        ],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    }
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        manifests[f"admissionregistration.k8s.io/v1/{kind.lower()}s"] = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": [hook],
+        }
     if key == "apiextensions.k8s.io/v1/customresourcedefinitions":
         crd = widget_crd(f"{name}.memop.test")
         crd["metadata"]["name"] = f"gadgets.{name}.memop.test"

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memop.runtime.cache.labels import InvalidSelectorError, Selector
+from memop.testing import admissionregistration
 from memop.testing.errors import DecodeError
 from memop.testing.objects import (
     JsonDict,
@@ -1430,4 +1431,6 @@ BUILTINS = (
     (CLUSTER_ROLES, RoleStrategy(), None, None),
     (CLUSTER_ROLE_BINDINGS, RoleBindingStrategy(), None, None),
     (POD_DISRUPTION_BUDGETS, PodDisruptionBudgetStrategy(), None, None),
+    (admissionregistration.MUTATING, admissionregistration.WebhookConfigurationStrategy(), None, None),
+    (admissionregistration.VALIDATING, admissionregistration.WebhookConfigurationStrategy(), None, None),
 )

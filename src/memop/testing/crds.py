@@ -326,6 +326,14 @@ def sync_serving(store: Store, crd: JsonDict) -> None:
                 str(selector).lstrip(".") if selector else "",
             )
     storage.rtype = storage_type
+    strategy.versions = {t.api_version: t for t in types.values()}
+    webhook = None
+    if (spec.get("conversion") or {}).get("strategy") == "Webhook":
+        # Imported here: only a CRD with a conversion webhook needs it.
+        from memop.testing.conversionwebhooks import WebhookConversion  # noqa: PLC0415
+
+        webhook = WebhookConversion(crd)
+    strategy.webhook = webhook is not None
     for version in versions:
         vname = str(version["name"])
         if not version.get("served"):
@@ -335,6 +343,14 @@ def sync_serving(store: Store, crd: JsonDict) -> None:
         rtype = types[vname]
         if vname == storage_version:
             store.serve(storage, rtype)
+        elif webhook is not None:
+            store.serve(
+                storage,
+                rtype,
+                webhook.to(rtype.api_version),
+                webhook.to(storage_type.api_version),
+                webhook_conversion=True,
+            )
         else:
             store.serve(
                 storage,
@@ -382,6 +398,15 @@ class CustomResourceStrategy(Strategy):
         self.selectable: dict[str, str] = {}
         # version -> (specReplicasPath, statusReplicasPath, labelSelectorPath) without leading dots
         self.scale: dict[str, tuple[str, str, str | None]] = {}
+        # With a conversion webhook, objects reach the strategy in the storage version whatever
+        # version the request was in: they are defaulted and validated with that version's schema.
+        self.webhook = False
+        self.versions: dict[str, ResourceType] = {}  # apiVersion -> served type
+
+    def _schema_type(self, obj: JsonDict, rtype: ResourceType) -> ResourceType:
+        if self.webhook and obj.get("apiVersion") != rtype.api_version:
+            return self.versions.get(str(obj.get("apiVersion")), rtype)
+        return rtype
 
     def scale_paths(self, rtype: ResourceType) -> tuple[str, str, str | None] | None:
         return self.scale.get(rtype.version)
@@ -390,6 +415,7 @@ class CustomResourceStrategy(Strategy):
         return self.selectable
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        rtype = self._schema_type(obj, rtype)
         if rtype.schema is None:
             return obj
         pruned = openapi.prune(rtype.schema, obj)
@@ -401,11 +427,13 @@ class CustomResourceStrategy(Strategy):
         return defaulted
 
     def unknown_fields(self, obj: JsonDict, rtype: ResourceType) -> list[str]:
+        rtype = self._schema_type(obj, rtype)
         if rtype.schema is None:
             return []
         return unknown_paths(obj, openapi.prune(rtype.schema, obj))
 
     def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        rtype = self._schema_type(obj, rtype)
         if rtype.schema is None:
             return []
         return list(openapi.validate(rtype.schema, obj))

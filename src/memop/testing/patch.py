@@ -355,6 +355,8 @@ _KIND_SCHEMAS: Mapping[str, _Schema] = {
     "PersistentVolumeClaim": _kind(status=_STATUS_WITH_CONDITIONS),
     "PodDisruptionBudget": _kind(status=_STATUS_WITH_CONDITIONS),
     "HorizontalPodAutoscaler": _kind(status=_STATUS_WITH_CONDITIONS),
+    "MutatingWebhookConfiguration": _kind(webhooks=_merge("name")),
+    "ValidatingWebhookConfiguration": _kind(webhooks=_merge("name")),
 }
 _DEFAULT_KIND: _Schema = _kind()
 

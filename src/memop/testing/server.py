@@ -33,9 +33,9 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from aiohttp import web
@@ -44,8 +44,10 @@ from multidict import CIMultiDict
 
 from memop.runtime.util.clock import Clock, RealClock
 from memop.testing import discovery, featuregates, openapi, protobuf, tables
+from memop.testing.admissionwebhooks import Admission, AdmissionPending, Attributes, Webhooks
 from memop.testing.controllers.common import ControllerLimits
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
+from memop.testing.conversionwebhooks import ConversionPending, conversion_of
 from memop.testing.errors import (
     ApiError,
     bad_request,
@@ -56,13 +58,14 @@ from memop.testing.errors import (
     unsupported_media_type,
 )
 from memop.testing.faults import Faults
-from memop.testing.objects import forbidden, required
+from memop.testing.objects import copy_json, forbidden, required
 from memop.testing.requestlog import AuditLogWriter, RequestInfo, RequestLog, RequestRecord
 from memop.testing.reviews import REVIEW_RESOURCES, Reviews
 from memop.testing.routing import check_scope, is_true, parse_request
 from memop.testing.store import APPLY_PATCH, DEFAULT_MANAGER, Entry, Served, Store
 from memop.testing.tls import ServingCertificates
 from memop.testing.watch import Watcher, WatchHub, error_line
+from memop.testing.webhookclient import WebhookCalls
 
 if TYPE_CHECKING:
     from memop.testing.controllers import SimulatedControllers
@@ -72,6 +75,13 @@ log = logging.getLogger(__name__)
 DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
 TOKEN = "memop-test-token"
 _JSON = "application/json"
+_T = TypeVar("_T")
+# The user a request without a token of Reviews.add_token is taken for (admission's userInfo).
+DEFAULT_USER: dict[str, Any] = {
+    "username": "memop-test",
+    "groups": ["system:masters", "system:authenticated"],
+}
+_MAX_PASSES = 16  # store runs of one request (each resolves an admission point or a conversion)
 
 
 def _dumps(value: Any) -> bytes:
@@ -146,6 +156,9 @@ class ApiServer:
         self.audit_log = Path(audit_log) if audit_log is not None else None
         self._audit: AuditLogWriter | None = None
         self.watches = WatchHub(self.store)
+        # Every admission and conversion webhook call (memop.testing.webhookclient.WebhookCall).
+        self.webhook_calls = WebhookCalls(service_ip=self._service_ip)
+        self.admission_webhooks = Webhooks(self.store, self.webhook_calls, self._convert)
         self.controllers: SimulatedControllers | None = None
         self.root_ca: RootCAPublisher | None = None
         self._runner: web.AppRunner | None = None
@@ -336,6 +349,70 @@ class ApiServer:
             configuration.ssl_ca_cert = str(self._ca_file)
         return configuration
 
+    # --- webhooks -------------------------------------------------------------------------------------
+
+    def _service_ip(self, namespace: str, name: str) -> str | None:
+        storage = self.store.storage_for("", "services")
+        entry = storage.get(namespace, name) if storage is not None else None
+        return None if entry is None else str((entry.obj.get("spec") or {}).get("clusterIP") or "")
+
+    async def _convert(self, served: Served, obj: dict[str, Any], to_served: bool) -> dict[str, Any]:
+        """``obj`` from storage form into ``served``'s version (``to_served``), or back."""
+        convert = served.to_served if to_served else served.from_served
+        if convert is None:
+            return obj
+        for _ in range(_MAX_PASSES):
+            try:
+                return convert(obj)
+            except ConversionPending as pending:
+                await pending.resolve(self.webhook_calls)
+        raise internal_error("conversion did not settle")
+
+    def _admission(
+        self, request: web.Request, info: RequestInfo, namespace: str | None, dry_run: bool
+    ) -> Admission | None:
+        """The request's admission, None when no webhook configuration exists."""
+        if not self.admission_webhooks.active:
+            return None
+        query = request.query
+        options: dict[str, Any] = {}
+        if dry_run:
+            options["dryRun"] = ["All"]
+        for key in ("fieldManager", "fieldValidation"):
+            if query.get(key):
+                options[key] = query[key]
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        user = self.reviews.tokens.get(token) or DEFAULT_USER
+        attrs = Attributes(
+            operation="",
+            subresource=info.subresource,
+            namespace=namespace or "",
+            name=info.name,
+            user=dict(user),
+            dry_run=dry_run,
+            options=options,
+        )
+        return self.admission_webhooks.admission(attrs)
+
+    async def _run(
+        self,
+        call: Callable[[], _T],
+        admission: Admission | None = None,
+        batch: Callable[[], list[Mapping[str, Any]]] | None = None,
+    ) -> _T:
+        """Run a store call until no admission point or conversion is pending (see
+        memop.testing.admissionwebhooks); ``batch``: the objects to convert together when one
+        of them needs its conversion webhook (a list's)."""
+        for _ in range(_MAX_PASSES):
+            try:
+                return call()
+            except AdmissionPending as pending:
+                assert admission is not None
+                await admission.resolve(pending)
+            except ConversionPending as pending:
+                await pending.resolve(self.webhook_calls, batch() if batch is not None else None)
+        raise internal_error("admission did not settle")
+
     # --- request handling ---------------------------------------------------------------------------
 
     def _record(self, info: RequestInfo, user_agent: str, status: int, started: float) -> None:
@@ -483,80 +560,123 @@ class ApiServer:
             if info.subresource == "finalize":
                 raise method_not_allowed()
             store.check_subresource(served, info.subresource or None)
-            entry = store.read(served, namespace, info.name)
+            entry = await self._run(lambda: store.read(served, namespace, info.name))
             table = self._table_writer(request, served)
             if table is not None:
                 meta = {"resourceVersion": entry.obj["metadata"].get("resourceVersion")}
                 return _json_response(table.table([entry], meta))
             return self._entry_response(entry)
         if verb == "list":
-            return self._list(served, namespace, query, self._table_writer(request, served))
+            table = self._table_writer(request, served)
+            return await self._run(
+                lambda: self._list(served, namespace, query, table),
+                batch=lambda: [e.obj for e in self._scope_entries(served, namespace)],
+            )
         if verb == "create":
             if info.subresource or (served.rtype.namespaced and not info.namespace):
                 raise method_not_allowed()
-            entry = store.write_create(
-                served,
-                namespace,
-                await self._body(request),
-                manager=manager,
-                dry_run=dry_run,
-                field_validation=validation,
-                warnings=warnings,
-            )
-            return self._entry_response(entry, 201, warnings)
+            body = await self._body(request)
+            admission = self._admission(request, info, namespace, dry_run)
+            copies = admission is not None or served.webhook_conversion
+
+            def create() -> Entry:
+                warnings.clear()
+                return store.write_create(
+                    served,
+                    namespace,
+                    copy_json(body) if copies else body,
+                    manager=manager,
+                    dry_run=dry_run,
+                    field_validation=validation,
+                    warnings=warnings,
+                    admission=admission,
+                )
+
+            entry = await self._run(create, admission)
+            return self._entry_response(entry, 201, _admitted(warnings, admission))
         if verb == "update":
-            entry = store.write_update(
-                served,
-                namespace,
-                info.name,
-                await self._body(request),
-                subresource=info.subresource or None,
-                manager=manager,
-                dry_run=dry_run,
-                field_validation=validation,
-                warnings=warnings,
-            )
-            return self._entry_response(entry, 200, warnings)
+            body = await self._body(request)
+            admission = self._admission(request, info, namespace, dry_run)
+            copies = admission is not None or served.webhook_conversion
+
+            def update() -> Entry:
+                warnings.clear()
+                return store.write_update(
+                    served,
+                    namespace,
+                    info.name,
+                    copy_json(body) if copies else body,
+                    subresource=info.subresource or None,
+                    manager=manager,
+                    dry_run=dry_run,
+                    field_validation=validation,
+                    warnings=warnings,
+                    admission=admission,
+                )
+
+            entry = await self._run(update, admission)
+            return self._entry_response(entry, 200, _admitted(warnings, admission))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
             patch_type = content_type.split(";", 1)[0].strip().lower()
             store.check_patch_type(served, patch_type)
             raw = await request.read()
+            admission = self._admission(request, info, namespace, dry_run)
             if patch_type == APPLY_PATCH:
-                entry, created = store.write_apply(
+
+                def apply() -> tuple[Entry, bool]:
+                    warnings.clear()
+                    return store.write_apply(
+                        served,
+                        namespace,
+                        info.name,
+                        raw,
+                        manager=str(query.get("fieldManager") or "")[:128],
+                        force=is_true(query.get("force")),
+                        subresource=info.subresource or None,
+                        dry_run=dry_run,
+                        field_validation=validation,
+                        warnings=warnings,
+                        admission=admission,
+                    )
+
+                entry, created = await self._run(apply, admission)
+                return self._entry_response(entry, 201 if created else 200, _admitted(warnings, admission))
+            if "force" in query:
+                error = forbidden("force", "may not be specified for non-apply patch")
+                raise invalid("meta.k8s.io", "PatchOptions", "", [error])
+
+            def patch() -> Entry:
+                warnings.clear()
+                return store.write_patch(
                     served,
                     namespace,
                     info.name,
                     raw,
-                    manager=str(query.get("fieldManager") or "")[:128],
-                    force=is_true(query.get("force")),
+                    content_type,
                     subresource=info.subresource or None,
+                    manager=manager,
                     dry_run=dry_run,
                     field_validation=validation,
                     warnings=warnings,
+                    admission=admission,
                 )
-                return self._entry_response(entry, 201 if created else 200, warnings)
-            if "force" in query:
-                error = forbidden("force", "may not be specified for non-apply patch")
-                raise invalid("meta.k8s.io", "PatchOptions", "", [error])
-            entry = store.write_patch(
-                served,
-                namespace,
-                info.name,
-                raw,
-                content_type,
-                subresource=info.subresource or None,
-                manager=manager,
-                dry_run=dry_run,
-                field_validation=validation,
-                warnings=warnings,
-            )
-            return self._entry_response(entry, 200, warnings)
+
+            entry = await self._run(patch, admission)
+            return self._entry_response(entry, 200, _admitted(warnings, admission))
         if verb == "delete":
             if info.subresource:
                 raise method_not_allowed()
             options = await self._delete_options(request)
-            result = store.write_delete(served, namespace, info.name, dry_run=dry_run, **options)
+            admission = self._admission(request, info, namespace, dry_run)
+            if admission is not None:
+                admission.attrs.delete_options = _delete_options(options)
+            result = await self._run(
+                lambda: store.write_delete(
+                    served, namespace, info.name, dry_run=dry_run, admission=admission, **options
+                ),
+                admission,
+            )
             if result.finished and not served.storage.strategy.return_deleted_object:
                 meta = result.entry.obj["metadata"]
                 details: dict[str, Any] = {"name": meta["name"]}
@@ -615,6 +735,13 @@ class ApiServer:
                 ("Warning", f'299 - "{w.replace(chr(34), chr(92) + chr(34))}"') for w in warnings
             )
         return _json_response(entry.json(), status, headers)
+
+    def _scope_entries(self, served: Served, namespace: str | None) -> list[Entry]:
+        """The objects a list of ``served`` in ``namespace`` (None: all) may hold."""
+        storage = served.storage
+        if namespace is not None and served.rtype.namespaced:
+            return list((storage.objects.get(namespace) or {}).values())
+        return list(self.store.objects(storage))
 
     def _list_bytes(self, served: Served, entries: list[Entry], meta: dict[str, Any]) -> bytes:
         builtin = served.storage.strategy.builtin
@@ -713,9 +840,24 @@ class ApiServer:
         )
         for entry in result.entries:
             meta = entry.obj["metadata"]
+            admission = self._admission(
+                request, RequestInfo(verb="delete", path=request.path), namespace, dry_run
+            )
+            if admission is not None:
+                admission.attrs.name = str(meta["name"])
+                admission.attrs.namespace = str(meta.get("namespace") or "")
+                admission.attrs.delete_options = _delete_options(options)
             with contextlib.suppress(ApiError):
-                self.store.write_delete(
-                    served, meta.get("namespace"), str(meta["name"]), dry_run=dry_run, **options
+                await self._run(
+                    lambda meta=meta, admission=admission: self.store.write_delete(  # type: ignore[misc]
+                        served,
+                        meta.get("namespace"),
+                        str(meta["name"]),
+                        dry_run=dry_run,
+                        admission=admission,
+                        **options,
+                    ),
+                    admission,
                 )
         meta_out = {"resourceVersion": str(result.resource_version)}
         return _json_response(self._list_bytes(served, result.entries, meta_out))
@@ -745,9 +887,20 @@ class ApiServer:
             if send_initial is not None:
                 self._check_watch_list(send_initial, bookmarks, query.get("resourceVersionMatch"))
             table = self._table_writer(request, served)
+            watched, transform = served, None
+            conversion = conversion_of(served) if served.webhook_conversion else None
+            if conversion is not None:
+                # Watched in the storage version, each batch of events converted as it is written.
+                storage = served.storage
+                watched = storage.served.get(storage.rtype.version) or Served(storage.rtype, storage)
+                api_version = served.rtype.api_version
+
+                async def transform(data: bytes) -> bytes:
+                    return await self._convert_events(conversion, api_version, data)
+
             try:
                 watcher: Watcher | None = self.watches.open(
-                    served,
+                    watched,
                     namespace,
                     label_selector=query.get("labelSelector"),
                     field_selector=field_selector,
@@ -777,7 +930,7 @@ class ApiServer:
             return response
         watcher.transport = request.transport
         try:
-            await self._stream(response, watcher, timeout)
+            await self._stream(response, watcher, timeout, transform)
         finally:
             self.watches.close(watcher)
         return response
@@ -801,7 +954,29 @@ class ApiServer:
         if errors:
             raise invalid("meta.k8s.io", "ListOptions", "", errors)
 
-    async def _stream(self, response: web.StreamResponse, watcher: Watcher, timeout: float) -> None:
+    async def _convert_events(self, conversion: Any, api_version: str, data: bytes) -> bytes:
+        """Watch lines (storage version) with their objects in ``api_version``: one
+        ConversionReview for the batch; ApiError when the webhook fails."""
+        events = [json.loads(line) for line in data.splitlines() if line.strip()]
+        objects = [e["object"] for e in events if e.get("type") in ("ADDED", "MODIFIED", "DELETED")]
+        await conversion.convert(objects, api_version, self.webhook_calls)
+        out = []
+        for event in events:
+            obj = event.get("object")
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                event["object"] = conversion.lookup(obj, api_version)
+            elif event.get("type") == "BOOKMARK" and isinstance(obj, dict):
+                obj["apiVersion"] = api_version
+            out.append(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+        return b"".join(out)
+
+    async def _stream(
+        self,
+        response: web.StreamResponse,
+        watcher: Watcher,
+        timeout: float,
+        transform: Callable[[bytes], Awaitable[bytes]] | None = None,
+    ) -> None:
         loop = asyncio.get_running_loop()
         hub = self.watches
         timed_out = False
@@ -822,8 +997,16 @@ class ApiServer:
                     await asyncio.sleep(0)
                     if watcher.dropped or hub.silenced:
                         continue
+                    data = watcher.take()
+                    if transform is not None:
+                        try:
+                            data = await transform(data)
+                        except ApiError as error:
+                            # As kube-apiserver's encoder error: logged, and the watch ends.
+                            log.error("Failed to encode watch event: %s", error.message)
+                            break
                     try:
-                        await response.write(watcher.take())
+                        await response.write(data)
                     except (ConnectionError, RuntimeError):
                         return
                     continue
@@ -840,3 +1023,20 @@ class ApiServer:
             return
         with contextlib.suppress(ConnectionError, RuntimeError):
             await response.write_eof()
+
+
+def _admitted(warnings: list[str], admission: Admission | None) -> list[str]:
+    """The request's warnings, the admission webhooks' after the server's own."""
+    if admission is None or not admission.warnings:
+        return warnings
+    return [*warnings, *admission.warnings]
+
+
+def _delete_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The DeleteOptions fields a delete's review carries."""
+    out: dict[str, Any] = {}
+    if options.get("propagation_policy"):
+        out["propagationPolicy"] = options["propagation_policy"]
+    if options.get("preconditions"):
+        out["preconditions"] = options["preconditions"]
+    return out

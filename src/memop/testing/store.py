@@ -35,7 +35,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -124,6 +124,17 @@ _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGrac
 _PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 
 
+class AdmissionHook(Protocol):
+    """A request's admission (memop.testing.admissionwebhooks.Admission): the store calls
+    ``mutate`` once the request's object is decoded and defaulted and ``validate`` just before it
+    commits (``obj`` None for a delete; objects in storage form). Either may raise to suspend the
+    write: the caller resolves what it raised and runs the whole write again."""
+
+    def mutate(self, served: Served, obj: JsonDict | None, old: JsonDict | None) -> JsonDict | None: ...
+
+    def validate(self, served: Served, obj: JsonDict | None, old: JsonDict | None) -> JsonDict | None: ...
+
+
 class Entry:
     """One committed (or view) version of an object and its JSON encoding, made at most once."""
 
@@ -196,9 +207,16 @@ class Served:
     storage: Storage
     to_served: Conversion | None = None  # storage form -> this version
     from_served: Conversion | None = None  # this version -> storage form
+    webhook_conversion: bool = False  # the conversions ask a CRD's conversion webhook
 
     def view(self, entry: Entry) -> Entry:
         return entry if self.to_served is None else Entry(self.to_served(entry.obj))
+
+    def warm(self, obj: JsonDict) -> None:
+        """Before a commit: a conversion webhook's conversion of the answer must be asked for
+        now (memop.testing.conversionwebhooks), not after the write is done."""
+        if self.webhook_conversion:
+            self.view(Entry(obj))
 
 
 @dataclass(slots=True)
@@ -426,9 +444,12 @@ class Store:
         rtype: ResourceType,
         to_served: Conversion | None = None,
         from_served: Conversion | None = None,
+        *,
+        webhook_conversion: bool = False,
     ) -> Served:
-        """Serve ``rtype`` from ``storage`` (replacing any earlier registration of the same GVR)."""
-        served = Served(rtype, storage, to_served, from_served)
+        """Serve ``rtype`` from ``storage`` (replacing any earlier registration of the same GVR);
+        ``webhook_conversion``: the conversions may raise ConversionPending."""
+        served = Served(rtype, storage, to_served, from_served, webhook_conversion)
         self._served[(rtype.group, rtype.version, rtype.plural)] = served
         self._by_kind[(rtype.api_version, rtype.kind)] = served
         storage.served[rtype.version] = served
@@ -788,6 +809,7 @@ class Store:
         field_validation: str | None = None,
         warnings: list[str] | None = None,
         managed: Callable[[JsonDict], list[dict[str, Any]]] | None = None,
+        admission: AdmissionHook | None = None,
     ) -> Entry:
         """Create from an owned body; returns the stored version (served form). ``managed``: the
         new object's managedFields from the object (an apply's), instead of an Update's."""
@@ -808,6 +830,8 @@ class Store:
         for key in (*_SYSTEM_FIELDS, "managedFields", "selfLink"):
             meta.pop(key, None)
         obj = strategy.default(obj, rtype)
+        if admission is not None:
+            obj = self._mutated(served, admission, obj, None)
         meta = obj["metadata"]
         if rtype.has_status:
             status = strategy.initial_status(obj)
@@ -848,9 +872,25 @@ class Store:
                 present=_scoped(managedfields.fields_of(obj, builtin=builtin), rtype, None),
             ),
         )
+        if admission is not None:
+            obj = admission.validate(served, obj, None) or obj
+            meta = obj["metadata"]
+        served.warm(obj)
         if dry_run:
             return served.view(Entry(_ordered(obj, meta)))
         return served.view(self._commit(storage, "ADDED", obj, None))
+
+    def _mutated(
+        self, served: Served, admission: AdmissionHook, obj: JsonDict, old: JsonDict | None
+    ) -> JsonDict:
+        """The object after the mutating webhooks, defaulted again as kube-apiserver does."""
+        mutated = admission.mutate(served, obj, old)
+        if mutated is None or mutated is obj:
+            return obj
+        if old is None:
+            for key in _SYSTEM_FIELDS:
+                mutated["metadata"].pop(key, None)
+        return served.storage.strategy.default(mutated, served.rtype)
 
     def _generate_name(self, storage: Storage, namespace: str, prefix: str) -> str:
         base = prefix[: 63 - 5] if len(prefix) > 58 else prefix
@@ -874,6 +914,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str | None = None,
         warnings: list[str] | None = None,
+        admission: AdmissionHook | None = None,
     ) -> Entry:
         """PUT semantics on an owned body; returns the stored version (served form)."""
         self.check_subresource(served, subresource)
@@ -890,6 +931,7 @@ class Store:
                     dry_run=dry_run,
                     field_validation=field_validation,
                     warnings=warnings,
+                    admission=admission,
                 )
             raise not_found(rtype, name)
         obj = self._decode(served, body)
@@ -906,7 +948,9 @@ class Store:
                 [field_invalid("metadata.resourceVersion", 0, "must be specified for an update")],
             )
         self._unknown_fields(served, obj, field_validation, warnings)
-        return self._apply_update(served, existing, obj, subresource, manager=manager, dry_run=dry_run)
+        return self._apply_update(
+            served, existing, obj, subresource, manager=manager, dry_run=dry_run, admission=admission
+        )
 
     def _check_identity(self, served: Served, meta: JsonDict, namespace: str, name: str) -> None:
         body_name = meta.get("name")
@@ -936,6 +980,7 @@ class Store:
         manager: str,
         dry_run: bool,
         managed: Callable[[JsonDict, JsonDict], list[dict[str, Any]]] | None = None,
+        admission: AdmissionHook | None = None,
     ) -> Entry:
         """Store ``obj`` over ``existing``. ``managed``: the managedFields from (old, new) (an
         apply's), instead of an Update's; equal to the old ones, nothing is written."""
@@ -943,6 +988,8 @@ class Store:
         old = existing.obj
         old_meta = old["metadata"]
         obj = strategy.default(obj, rtype)
+        if admission is not None:
+            obj = self._mutated(served, admission, obj, old)
         if subresource == "status":
             new = {**old, "metadata": dict(old_meta)}
             if "status" in obj:
@@ -980,6 +1027,9 @@ class Store:
         errors.extend(strategy.validate_update(new, old, rtype))
         self._raise_invalid(rtype, str(old_meta["name"]), errors)
         if old_meta.get("deletionTimestamp") and self._finalized(storage, new):
+            if admission is not None:
+                admission.validate(served, new, old)
+            served.warm(old)
             return served.view(existing if dry_run else self._remove(storage, existing))
         meta["resourceVersion"] = old_meta["resourceVersion"]
         if managed is not None:
@@ -987,6 +1037,8 @@ class Store:
         elif "managedFields" in old_meta:
             meta["managedFields"] = old_meta["managedFields"]
         if new == old:
+            if admission is not None:
+                admission.validate(served, new, old)
             return served.view(existing)
         if strategy.generation and "generation" in old_meta and strategy.bumps_generation(new, old, rtype):
             meta["generation"] = int(old_meta["generation"]) + 1
@@ -1005,6 +1057,10 @@ class Store:
                     present=managedfields.fields_of(new, builtin=strategy.builtin),
                 ),
             )
+        if admission is not None:
+            new = admission.validate(served, new, old) or new
+            meta = new["metadata"]
+        served.warm(new)
         if dry_run:
             return served.view(Entry(_ordered(new, meta)))
         return served.view(self._commit(storage, "MODIFIED", new, old))
@@ -1046,6 +1102,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str | None = None,
         warnings: list[str] | None = None,
+        admission: AdmissionHook | None = None,
     ) -> Entry:
         """PATCH semantics: ``patch`` is the decoded body (or raw bytes); returns the stored version."""
         patch_type = content_type.split(";", 1)[0].strip().lower()
@@ -1112,7 +1169,9 @@ class Store:
             if rv and str(rv) != existing.obj["metadata"]["resourceVersion"]:
                 raise conflict(rtype, name)
             self._unknown_fields(served, obj, field_validation, warnings)
-            return self._apply_update(served, existing, obj, subresource, manager=manager, dry_run=dry_run)
+            return self._apply_update(
+                served, existing, obj, subresource, manager=manager, dry_run=dry_run, admission=admission
+            )
         except DecodeError as error:
             detail = error.converter_detail if patch_type == STRATEGIC_MERGE_PATCH else error.detail
             raise patch_invalid(shown, detail) from None
@@ -1132,6 +1191,7 @@ class Store:
         dry_run: bool = False,
         field_validation: str | None = None,
         warnings: list[str] | None = None,
+        admission: AdmissionHook | None = None,
     ) -> tuple[Entry, bool]:
         """Server-side apply of the configuration ``body`` (raw YAML or JSON, or decoded) by
         ``manager`` (see :mod:`memop.testing.serverside`); returns the stored version and whether the
@@ -1178,6 +1238,7 @@ class Store:
                 field_validation=field_validation,
                 warnings=warnings,
                 managed=created,
+                admission=admission,
             )
             return entry, True
         current = served.view(existing).obj
@@ -1223,7 +1284,14 @@ class Store:
             )
 
         entry = self._apply_update(
-            served, existing, obj, subresource, manager=manager, dry_run=dry_run, managed=updated
+            served,
+            existing,
+            obj,
+            subresource,
+            manager=manager,
+            dry_run=dry_run,
+            managed=updated,
+            admission=admission,
         )
         return entry, False
 
@@ -1238,6 +1306,7 @@ class Store:
         propagation_policy: str | None = None,
         preconditions: Mapping[str, Any] | None = None,
         dry_run: bool = False,
+        admission: AdmissionHook | None = None,
     ) -> DeleteResult:
         """DELETE semantics; the result says whether the object is gone or waits for finalizers."""
         storage, rtype = served.storage, served.rtype
@@ -1281,6 +1350,10 @@ class Store:
                     "Upon completion, this namespace will automatically be purged by the "
                     "system.",
                 )
+        if admission is not None:
+            admission.mutate(served, None, old)
+            admission.validate(served, None, old)
+        served.warm(old)
         finalizers = list(old_meta.get("finalizers") or ())
         registry_finalizer = storage.strategy.delete_finalizer()
         if (
@@ -1314,6 +1387,7 @@ class Store:
         new = {**old, "metadata": meta}
         if is_namespace:
             new["status"] = {**(old.get("status") or {}), "phase": "Terminating"}
+        served.warm(new)
         if new == old or dry_run:
             return DeleteResult(served.view(existing if new == old else Entry(_ordered(new, meta))), False)
         return DeleteResult(served.view(self._commit(storage, "MODIFIED", new, old)), False)

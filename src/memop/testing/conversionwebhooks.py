@@ -1,0 +1,233 @@
+"""Conversion webhooks of custom resources (``spec.conversion.strategy: Webhook``), as the
+apiextensions-apiserver of v1.36 calls them (``conversion/webhook_converter.go``).
+
+Whenever an object changes version (a write in a version other than the storage version, a
+read, list or watch in a version other than the stored one), the server sends the CRD's webhook
+a ConversionReview (the first of ``conversionReviewVersions`` it knows: v1, v1beta1) and uses
+the converted objects: one review per object read or written, one per list (all its items that
+are in another version) and one per batch of watch events written together. The response is
+checked as v1.36 checks it: uid, ``result.status`` Success (else its message is the error), as
+many objects as sent, each in the desired apiVersion and the same kind, name, namespace and
+uid; of the metadata only labels and annotations are taken from the webhook. A failure is a
+500 ``conversion webhook for <group/version, Kind=K> failed: ...``; a watch event that cannot be
+converted ends the watch, as the real server's encoder error does.
+
+How it meets the synchronous store: the conversions a :class:`~memop.testing.store.Served` of a
+webhook CRD does are cache lookups; a miss raises :class:`ConversionPending`, which the server
+resolves (the webhook call) before it runs the request again. The cache is keyed by what a
+conversion can depend on besides identity: the desired version and the object without its
+metadata, labels and annotations excepted (the webhook may not change the rest of the metadata,
+which is restored from the original), so a write's retry, with a new uid or timestamp, meets
+the conversion of its first run. CRDs with ``strategy: None`` never come here.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from memop.testing.errors import internal_error
+from memop.testing.objects import JsonDict, copy_json
+from memop.testing.webhookclient import CallError, WebhookCalls
+
+_REVIEW_VERSIONS = ("v1", "v1beta1")
+_CACHE_SIZE = 50_000
+
+
+def _key(obj: Mapping[str, Any], api_version: str) -> str:
+    meta = obj.get("metadata") or {}
+    rest = {k: v for k, v in obj.items() if k not in ("metadata", "apiVersion")}
+    kept = {k: meta.get(k) for k in ("labels", "annotations") if meta.get(k)}
+    return json.dumps([api_version, obj.get("apiVersion"), kept, rest], sort_keys=True, separators=(",", ":"))
+
+
+def _gvk(obj: Mapping[str, Any]) -> str:
+    """schema.GroupVersionKind's String()."""
+    group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
+    return f"{group}/{version}, Kind={obj.get('kind') or ''}"
+
+
+class ConversionPending(Exception):
+    """A conversion the cache does not hold yet: :meth:`resolve` calls the webhook."""
+
+    def __init__(self, conversion: WebhookConversion, obj: Mapping[str, Any], api_version: str) -> None:
+        super().__init__(api_version)
+        self.conversion = conversion
+        self.obj = obj
+        self.api_version = api_version
+
+    async def resolve(self, client: WebhookCalls, batch: list[Mapping[str, Any]] | None = None) -> None:
+        """Convert the object (with ``batch``, every object of it in one review) into the cache."""
+        await self.conversion.convert([self.obj] if batch is None else batch, self.api_version, client)
+
+
+class WebhookConversion:
+    """The conversion of one CRD's objects through its webhook (a cache filled by reviews)."""
+
+    def __init__(self, crd: Mapping[str, Any]) -> None:
+        conversion = (crd.get("spec") or {}).get("conversion") or {}
+        webhook = conversion.get("webhook") or {}
+        self.crd_name = str((crd.get("metadata") or {}).get("name") or "")
+        self.client_config: Mapping[str, Any] = webhook.get("clientConfig") or {}
+        self.review_versions = [str(v) for v in webhook.get("conversionReviewVersions") or ()]
+        self._cache: OrderedDict[str, JsonDict] = OrderedDict()
+
+    def to(self, api_version: str) -> ConvertTo:
+        """The synchronous conversion into ``api_version`` a Served holds (ConversionPending on a miss)."""
+        return ConvertTo(self, api_version)
+
+    def lookup(self, obj: Mapping[str, Any], api_version: str) -> JsonDict:
+        if obj.get("apiVersion") == api_version:
+            return dict(obj)
+        hit = self._cache.get(_key(obj, api_version))
+        if hit is None:
+            raise ConversionPending(self, obj, api_version)
+        return _restore(obj, hit, api_version)
+
+    async def convert(self, objs: list[Mapping[str, Any]], api_version: str, client: WebhookCalls) -> None:
+        """One ConversionReview for those of ``objs`` the cache lacks; ApiError 500 on failure."""
+        wanted: dict[str, Mapping[str, Any]] = {}
+        for obj in objs:
+            if obj.get("apiVersion") != api_version:
+                key = _key(obj, api_version)
+                if key not in self._cache:
+                    wanted.setdefault(key, obj)
+        if not wanted:
+            return
+        sent = list(wanted.values())
+        what = _gvk(sent[0])
+        try:
+            converted = await self._review(sent, api_version, client)
+        except _Failed as error:
+            raise internal_error(f"conversion webhook for {what} {error}") from None
+        for key, out in zip(wanted, converted, strict=True):
+            self._cache[key] = {k: v for k, v in out.items() if k != "metadata"} | {
+                "metadata": {k: out["metadata"][k] for k in ("labels", "annotations") if k in out["metadata"]}
+            }
+            if len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+
+    async def _review(
+        self, objs: list[Mapping[str, Any]], api_version: str, client: WebhookCalls
+    ) -> list[JsonDict]:
+        version = next((v for v in self.review_versions if v in _REVIEW_VERSIONS), None)
+        if version is None:
+            raise _Failed("failed: no supported conversion review versions")
+        uid = str(uuid.uuid4())
+        review = {
+            "kind": "ConversionReview",
+            "apiVersion": f"apiextensions.k8s.io/{version}",
+            "request": {
+                "uid": uid,
+                "desiredAPIVersion": api_version,
+                "objects": [copy_json(o) for o in objs],
+            },
+        }
+        try:
+            # kube-apiserver sets no timeout of its own here but the request's (60 s at most).
+            answer = await client.post("conversion", self.crd_name, self.client_config, review, 30.0)
+        except CallError as error:
+            raise _Failed(f"failed: {error}") from None
+        converted = _verify(answer, uid, version)
+        if len(converted) != len(objs):
+            raise _Failed(f"returned {len(converted)} objects, expected {len(objs)}")
+        single = len(objs) == 1
+        out: list[JsonDict] = []
+        for i, (original, item) in enumerate(zip(objs, converted, strict=True)):
+            where = "invalid object at index 0" if single else f"invalid converted object at index {i}"
+            if not isinstance(item, dict):
+                raise _Failed(f"returned {where}: Object 'Kind' is missing in '{json.dumps(item)}'")
+            if item.get("apiVersion") != api_version:
+                raise _Failed(
+                    f"returned {where}: invalid groupVersion "
+                    f"(expected {api_version}, received {item.get('apiVersion')})"
+                )
+            if item.get("kind") != original.get("kind"):
+                raise _Failed(
+                    f"returned {where}: invalid kind "
+                    f"(expected {original.get('kind')}, received {item.get('kind')})"
+                )
+            reason = _changed_identity(original, item)
+            if reason:
+                prefix = "invalid object" if single else f"invalid converted object at index {i}"
+                raise _Failed(f"returned {prefix}: {reason}")
+            meta = item.get("metadata")
+            if not isinstance(meta, dict):
+                where = "invalid metadata" if single else f"invalid metadata in object at index {i}"
+                raise _Failed(f"returned {where}: missing metadata in converted object")
+            out.append(item)
+        return out
+
+
+class _Failed(Exception):
+    pass
+
+
+def _changed_identity(original: Mapping[str, Any], item: Mapping[str, Any]) -> str:
+    """``validateConvertedObject``."""
+    a, b = original.get("metadata") or {}, item.get("metadata") or {}
+    for key, label in (("name", "name"), ("namespace", "namespace"), ("uid", "UID")):
+        if (a.get(key) or "") != (b.get(key) if isinstance(b, dict) else "") and (a.get(key) or b.get(key)):
+            return f"must have the same {label}: {a.get(key) or ''} != {b.get(key) or ''}"
+    return ""
+
+
+def _verify(answer: Mapping[str, Any], uid: str, version: str) -> list[Any]:
+    """``getConvertedObjectsFromResponse``."""
+    if (answer.get("apiVersion"), answer.get("kind")) != (
+        f"apiextensions.k8s.io/{version}",
+        "ConversionReview",
+    ):
+        group, _, plain = str(answer.get("apiVersion") or "").rpartition("/")
+        raise _Failed(
+            f"failed: expected webhook response of apiextensions.k8s.io/{version}, Kind=ConversionReview, "
+            f"got {group}/{plain}, Kind={answer.get('kind') or ''}"
+        )
+    response = answer.get("response")
+    if not isinstance(response, dict):
+        raise _Failed("failed: no response provided")
+    if version == "v1" and response.get("uid") != uid:
+        raise _Failed(f'failed: expected response.uid="{uid}", got "{response.get("uid") or ""}"')
+    found = response.get("result")
+    result: dict[str, Any] = found if isinstance(found, dict) else {}
+    if result.get("status") != "Success":
+        if result.get("message"):
+            raise _Failed(f"failed: {result['message']}")
+        raise _Failed(f"failed: response.result.status was '{result.get('status') or ''}', not 'Success'")
+    objects = response.get("convertedObjects")
+    return list(objects) if isinstance(objects, list) else []
+
+
+def _restore(original: Mapping[str, Any], converted: Mapping[str, Any], api_version: str) -> JsonDict:
+    """``restoreObjectMeta``: the original's metadata with the converted labels and annotations."""
+    meta = dict(original.get("metadata") or {})
+    for key in ("labels", "annotations"):
+        if key in converted["metadata"]:
+            meta[key] = copy_json(converted["metadata"][key])
+        else:
+            meta.pop(key, None)
+    out: JsonDict = {"kind": original.get("kind"), "apiVersion": api_version, "metadata": meta}
+    out.update((k, copy_json(v)) for k, v in converted.items() if k not in ("kind", "apiVersion", "metadata"))
+    return out
+
+
+class ConvertTo:
+    """A Served's conversion into one version through a CRD's webhook (a cache lookup)."""
+
+    __slots__ = ("api_version", "conversion")
+
+    def __init__(self, conversion: WebhookConversion, api_version: str) -> None:
+        self.conversion = conversion
+        self.api_version = api_version
+
+    def __call__(self, obj: Mapping[str, Any]) -> JsonDict:
+        return self.conversion.lookup(obj, self.api_version)
+
+
+def conversion_of(served: Any) -> WebhookConversion | None:
+    """The webhook conversion behind a Served (None for a None strategy or a built-in)."""
+    to = getattr(served, "to_served", None)
+    return to.conversion if isinstance(to, ConvertTo) else None

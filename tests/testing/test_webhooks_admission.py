@@ -1,0 +1,443 @@
+"""Admission webhooks called by the in-memory API server as kube-apiserver v1.36 calls them.
+
+Every status, message and review field pinned here was measured on a real v1.36.2 control plane
+(a webhook like this module's on 127.0.0.1, configurations applied, ConfigMaps created); where a
+test pins what comes from the source only, it says so. Each test scopes its configurations to
+its own namespace (namespaceSelector), so they run on a real cluster too
+(USE_EXISTING_CLUSTER=true) when it can reach 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memop.testing.tls import ServingCertificates
+from tests.testing.webhooks import Webhook, allowed, json_patch
+
+if TYPE_CHECKING:
+    from tests.conftest import Http
+
+ARV1 = "/apis/admissionregistration.k8s.io/v1"
+
+
+@pytest.fixture(scope="module")
+def certificates() -> ServingCertificates:
+    return ServingCertificates.generate("memop-test-webhook")
+
+
+@pytest.fixture
+async def webhook(certificates: ServingCertificates) -> AsyncIterator[Webhook]:
+    hook = Webhook(certificates)
+    await hook.start()
+    try:
+        yield hook
+    finally:
+        await hook.stop()
+
+
+def _hook(name: str, namespace: str, client_config: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "clientConfig": client_config,
+        "rules": [
+            {"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+        ],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        **extra,
+    }
+
+
+async def _configure(http: Http, kind: str, hooks: list[dict[str, Any]]) -> str:
+    plural = "mutatingwebhookconfigurations" if kind == "Mutating" else "validatingwebhookconfigurations"
+    name = f"memop-test-{uuid.uuid4().hex[:8]}"
+    body = {"metadata": {"name": name}, "webhooks": hooks}
+    reply = await http.post(f"{ARV1}/{plural}", body)
+    assert reply.status == 201, reply.body
+    return f"{ARV1}/{plural}/{name}"
+
+
+@pytest.fixture
+async def configured(http: Http) -> AsyncIterator[list[str]]:
+    paths: list[str] = []
+    yield paths
+    for path in paths:
+        await http.delete(path)
+
+
+def _cm(name: str, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels}, "data": {"a": "b"}}
+
+
+async def test_configurations_are_validated_as_v1_36_does(http: Http) -> None:
+    def config(**hook: Any) -> dict[str, Any]:
+        base = {"name": "a.b.c", "clientConfig": {"url": "https://127.0.0.1/x"}, "sideEffects": "None"}
+        return {
+            "metadata": {"name": "memop-invalid"},
+            "webhooks": [{**base, "admissionReviewVersions": ["v1"], **hook}],
+        }
+
+    w0, pods = "webhooks[0]", ["pods"]
+    cases = [
+        (config(name="a.b"), f'{w0}.name: Invalid value: "a.b": should be a domain with at least three '
+         "segments separated by dots"),
+        (config(sideEffects="Some"),
+         f'{w0}.sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"'),
+        (config(admissionReviewVersions=[]),
+         f"{w0}.admissionReviewVersions: Required value: must specify one of v1, v1beta1"),
+        (config(admissionReviewVersions=["v2"]),
+         f'{w0}.admissionReviewVersions: Invalid value: ["v2"]: must include at least one of v1, v1beta1'),
+        (config(clientConfig={"url": "https://x/y", "service": {"name": "s", "namespace": "n"}}),
+         f"{w0}.clientConfig: Required value: exactly one of url or service is required"),
+        (config(clientConfig={"url": "http://127.0.0.1/x"}),
+         f"{w0}.clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; "
+         "desired format: https://host[/path]"),
+        (config(timeoutSeconds=31),
+         f"{w0}.timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds"),
+        (config(failurePolicy="Never"),
+         f'{w0}.failurePolicy: Unsupported value: "Never": supported values: "Fail", "Ignore"'),
+        (config(rules=[{"operations": ["GET"], "apiGroups": [""], "apiVersions": ["v1"], "resources": pods}]),
+         f'{w0}.rules[0].operations[0]: Unsupported value: "GET": supported values: "*", "CONNECT", '
+         '"CREATE", "DELETE", "UPDATE"'),
+    ]  # fmt: skip
+    for body, detail in cases:
+        reply = await http.post(f"{ARV1}/mutatingwebhookconfigurations", body, query={"dryRun": "All"})
+        assert reply.status == 422, reply.body
+        assert reply.body["message"] == (
+            f'MutatingWebhookConfiguration.admissionregistration.k8s.io "memop-invalid" is invalid: {detail}'
+        )
+    no_side_effects = config()
+    del no_side_effects["webhooks"][0]["sideEffects"]
+    twice = config()
+    twice["webhooks"].append(twice["webhooks"][0])
+    for body, detail in (
+        (no_side_effects, "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun"),
+        (twice, 'webhooks[1].name: Duplicate value: "a.b.c"'),
+    ):
+        reply = await http.post(f"{ARV1}/validatingwebhookconfigurations", body, query={"dryRun": "All"})
+        assert reply.status == 422, reply.body
+        assert reply.body["message"].endswith(f'"memop-invalid" is invalid: {detail}')
+
+
+async def test_configurations_get_v1_36s_defaults(http: Http) -> None:
+    body = {
+        "metadata": {"name": "memop-defaults"},
+        "webhooks": [
+            {
+                "name": "a.b.c",
+                "clientConfig": {"url": "https://127.0.0.1/x"},
+                "rules": [
+                    {"operations": ["*"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}
+                ],
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }
+        ],
+    }
+    reply = await http.post(f"{ARV1}/mutatingwebhookconfigurations", body, query={"dryRun": "All"})
+    assert reply.status == 201, reply.body
+    hook = reply.body["webhooks"][0]
+    assert reply.body["metadata"]["generation"] == 1
+    assert {k: v for k, v in hook.items() if k not in ("clientConfig", "name")} == {
+        "rules": [
+            {
+                "operations": ["*"],
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "scope": "*",
+            }
+        ],
+        "failurePolicy": "Fail",
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": {},
+        "objectSelector": {},
+        "sideEffects": "None",
+        "timeoutSeconds": 10,
+        "admissionReviewVersions": ["v1"],
+        "reinvocationPolicy": "Never",
+    }
+
+
+async def test_a_mutating_patch_is_applied_and_the_review_is_v1_36s(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/patch"] = lambda review: (
+        json_patch(review, [{"op": "add", "path": "/metadata/labels/patched", "value": "yes"}])
+        if review["request"]["operation"] == "CREATE"
+        else allowed(review)
+    )
+    webhook.handlers["/allow"] = allowed
+    configured.append(
+        await _configure(
+            http, "Mutating", [_hook("patch.memop.test", namespace, webhook.client_config("/patch"))]
+        )
+    )
+    configured.append(
+        await _configure(
+            http, "Validating", [_hook("allow.memop.test", namespace, webhook.client_config("/allow"))]
+        )
+    )
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    reply = await http.post(path, _cm("m", case="patch"), query={"fieldManager": "fm"})
+    assert reply.status == 201, reply.body
+    assert reply.body["metadata"]["labels"] == {"case": "patch", "patched": "yes"}
+    assert (await http.get(f"{path}/m")).body["metadata"]["labels"]["patched"] == "yes"
+    (mutating,) = webhook.reviews("/patch")
+    assert mutating["apiVersion"] == "admission.k8s.io/v1"
+    request = mutating["request"]
+    # Measured: the mutating webhook sees the object before uid and creationTimestamp are set.
+    assert "uid" not in request["object"]["metadata"]
+    assert "creationTimestamp" not in request["object"]["metadata"]
+    assert {k: request[k] for k in ("kind", "resource", "requestKind", "requestResource")} == {
+        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+        "requestKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+        "requestResource": {"group": "", "version": "v1", "resource": "configmaps"},
+    }
+    assert (request["name"], request["namespace"], request["operation"]) == ("m", namespace, "CREATE")
+    assert request["oldObject"] is None
+    assert request["dryRun"] is False
+    assert request["options"] == {
+        "kind": "CreateOptions",
+        "apiVersion": "meta.k8s.io/v1",
+        "fieldManager": "fm",
+    }
+    assert request["userInfo"]["username"]
+    (validating,) = webhook.reviews("/allow")
+    # Measured: the validating webhook sees the object as it will be stored, mutated.
+    obj = validating["request"]["object"]
+    assert obj["metadata"]["uid"] == reply.body["metadata"]["uid"]
+    assert obj["metadata"]["labels"]["patched"] == "yes"
+
+    webhook.received.clear()
+    reply = await http.patch(f"{path}/m", {"data": {"a": "c"}}, query={"dryRun": "All"})
+    assert reply.status == 200, reply.body
+    (review,) = webhook.reviews("/allow")
+    request = review["request"]
+    assert request["operation"] == "UPDATE"
+    assert request["dryRun"] is True
+    assert request["options"] == {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]}
+    assert request["oldObject"]["data"] == {"a": "b"}
+    assert request["object"]["data"] == {"a": "c"}
+
+    webhook.received.clear()
+    reply = await http.delete(f"{path}/m", {"propagationPolicy": "Background"})
+    assert reply.status == 200, reply.body
+    (review,) = webhook.reviews("/allow")
+    request = review["request"]
+    assert (request["operation"], request["object"]) == ("DELETE", None)
+    assert request["oldObject"]["metadata"]["name"] == "m"
+    assert request["options"] == {
+        "kind": "DeleteOptions",
+        "apiVersion": "meta.k8s.io/v1",
+        "propagationPolicy": "Background",
+    }
+
+
+async def test_denials_keep_the_webhooks_status_with_the_real_servers_message(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/deny"] = lambda review: allowed(
+        review, allowed=False, status={"code": 403, "reason": "Forbidden", "message": "no way"}
+    )
+    webhook.handlers["/bare"] = lambda review: allowed(review, allowed=False)
+    webhook.handlers["/reason"] = lambda review: allowed(
+        review, allowed=False, status={"code": 200, "reason": "NotAcceptable"}
+    )
+    hooks = [
+        _hook(
+            f"{case}.memop.test",
+            namespace,
+            webhook.client_config(f"/{case}"),
+            objectSelector={"matchLabels": {"case": case}},
+        )
+        for case in ("deny", "bare", "reason")
+    ]
+    configured.append(await _configure(http, "Validating", hooks))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    reply = await http.post(path, _cm("d", case="deny"))
+    assert (reply.status, reply.body["reason"]) == (403, "Forbidden")
+    assert reply.body["message"] == 'admission webhook "deny.memop.test" denied the request: no way'
+    reply = await http.post(path, _cm("b", case="bare"))
+    assert reply.status == 400
+    assert "reason" not in reply.body
+    assert (
+        reply.body["message"] == 'admission webhook "bare.memop.test" denied the request without explanation'
+    )
+    reply = await http.post(path, _cm("r", case="reason"))
+    assert (reply.status, reply.body["reason"]) == (400, "NotAcceptable")
+    assert reply.body["message"] == 'admission webhook "reason.memop.test" denied the request: NotAcceptable'
+    assert (await http.get(f"{path}/d")).status == 404
+
+
+async def test_warnings_reach_the_client_as_warning_headers(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/warn"] = lambda review: allowed(review, warnings=["be careful", 'quote " here'])
+    configured.append(
+        await _configure(
+            http, "Mutating", [_hook("warn.memop.test", namespace, webhook.client_config("/warn"))]
+        )
+    )
+    response = await http._send("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=_cm("w"))
+    try:
+        assert response.status == 201
+        assert response.headers.getall("Warning") == ['299 - "be careful"', '299 - "quote \\" here"']
+    finally:
+        response.release()
+
+
+async def test_failed_calls_fail_the_request_or_are_ignored_by_failure_policy(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    never = asyncio.Event()
+
+    async def slow(review: dict[str, Any]) -> Any:
+        await never.wait()  # answers after the webhook's deadline, never
+
+    webhook.handlers["/slow"] = slow  # type: ignore[assignment]
+    webhook.handlers["/uid"] = lambda review: {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "x", "allowed": True},
+    }
+    webhook.handlers["/patching"] = lambda review: json_patch(
+        review, [{"op": "add", "path": "/data/x", "value": "y"}]
+    )
+
+    def case(name: str, config: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return _hook(
+            f"{name}.memop.test", namespace, config, objectSelector={"matchLabels": {"case": name}}, **extra
+        )
+
+    refused = {"url": "https://127.0.0.1:1/x", "caBundle": webhook.ca_bundle}
+    configured.append(
+        await _configure(
+            http,
+            "Mutating",
+            [
+                case("refused", refused),
+                case("ignored", refused, failurePolicy="Ignore"),
+                case("slow", webhook.client_config("/slow"), timeoutSeconds=1),
+                case("status", webhook.client_config("/missing")),
+                case("uid", webhook.client_config("/uid")),
+                case("untrusted", {"url": webhook.url("/uid")}),
+                case("service", {"service": {"namespace": namespace, "name": "nosuch", "path": "/x"}}),
+            ],
+        )
+    )
+    configured.append(
+        await _configure(http, "Validating", [case("vpatch", webhook.client_config("/patching"))])
+    )
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+
+    async def failure(name: str) -> str:
+        reply = await http.post(path, _cm(name, case=name))
+        assert (reply.status, reply.body["reason"]) == (500, "InternalError"), reply.body
+        return str(reply.body["message"])
+
+    prefix = "Internal error occurred: failed calling webhook"
+    assert await failure("refused") == (
+        f'{prefix} "refused.memop.test": failed to call webhook: Post "https://127.0.0.1:1/x?timeout=10s": '
+        "dial tcp 127.0.0.1:1: connect: connection refused"
+    )
+    assert (await http.post(path, _cm("ignored", case="ignored"))).status == 201
+    assert await failure("slow") == (
+        f'{prefix} "slow.memop.test": failed to call webhook: Post "{webhook.url("/slow")}?timeout=1s": '
+        "context deadline exceeded"
+    )
+    # A 404 answer (source: client-go's generic error for the status code).
+    assert await failure("status") == (
+        f'{prefix} "status.memop.test": failed to call webhook: '
+        "the server could not find the requested resource"
+    )
+    assert (await failure("uid")).startswith(
+        f'{prefix} "uid.memop.test": received invalid webhook response: expected response.uid="'
+    )
+    assert await failure("untrusted") == (
+        f'{prefix} "untrusted.memop.test": failed to call webhook: Post "{webhook.url("/uid")}?timeout=10s": '
+        "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+    )
+    assert await failure("service") == (
+        f'{prefix} "service.memop.test": failed to call webhook: Post "https://nosuch.{namespace}.svc:443/x'
+        f'?timeout=10s": service "nosuch" not found'
+    )
+    assert await failure("vpatch") == (
+        f'{prefix} "vpatch.memop.test": received invalid webhook response: validating webhook may not return '
+        "response.patch"
+    )
+
+
+async def test_mutating_webhooks_run_in_order_and_if_needed_ones_again(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    def add(label: str) -> Any:
+        return lambda review: json_patch(
+            review, [{"op": "add", "path": f"/metadata/labels/{label}", "value": "x"}]
+        )
+
+    webhook.handlers["/first"] = add("first")
+    webhook.handlers["/second"] = add("second")
+    configured.append(
+        await _configure(
+            http,
+            "Mutating",
+            [
+                _hook(
+                    "first.memop.test",
+                    namespace,
+                    webhook.client_config("/first"),
+                    reinvocationPolicy="IfNeeded",
+                ),
+                _hook("second.memop.test", namespace, webhook.client_config("/second")),
+            ],
+        )
+    )
+    reply = await http.post(f"/api/v1/namespaces/{namespace}/configmaps", _cm("o"))
+    assert reply.status == 201, reply.body
+    assert [path for path, _ in webhook.received] == ["/first", "/second", "/first"]
+    # The second call of the first webhook sees what the second one added.
+    assert webhook.received[2][1]["request"]["object"]["metadata"]["labels"] == {"first": "x", "second": "x"}
+
+
+async def test_selectors_decide_which_requests_a_webhook_sees(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/allow"] = allowed
+    configured.append(
+        await _configure(
+            http,
+            "Validating",
+            [
+                _hook(
+                    "labelled.memop.test",
+                    namespace,
+                    webhook.client_config("/allow"),
+                    objectSelector={"matchLabels": {"watch": "me"}},
+                )
+            ],
+        )
+    )
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert (await http.post(path, _cm("plain"))).status == 201
+    assert webhook.received == []
+    assert (await http.post(path, _cm("labelled", watch="me"))).status == 201
+    assert len(webhook.received) == 1
+    # An update that removes the label still matches: the old object has it.
+    reply = await http.patch(f"{path}/labelled", {"metadata": {"labels": None}})
+    assert reply.status == 200, reply.body
+    assert len(webhook.received) == 2
+    # Another namespace: not matched by the namespaceSelector.
+    assert (
+        await http.post(
+            "/api/v1/namespaces/default/configmaps", _cm(f"memop-{uuid.uuid4().hex[:6]}", watch="me")
+        )
+    ).status == 201
+    assert len(webhook.received) == 2
