@@ -602,7 +602,7 @@ def _container_port(obj: Mapping[str, Any], errors: list[FieldError]) -> int:
     raw = annotations[CONTAINER_PORT_ANNOTATION]
     port = integer_from_annotation(raw)
     if port is None or not 1 <= port <= 65535:
-        # The schema's words for v1beta1's field, about the place v1alpha1 keeps it.
+        # Names the v1beta1 field too: whoever wrote the value most likely wrote it there.
         errors.append(
             invalid(
                 CONTAINER_PORT_PATH,
