@@ -1,0 +1,193 @@
+"""Conversion webhooks of custom resources, called by the in-memory API server as the
+apiextensions-apiserver of v1.36 calls them (conversion/webhook_converter.go; the checks and
+their messages come from that source; the count of reviews per list from its list path).
+
+A Gadget is stored in v1 (``spec.size``) and served in v2 too (``spec.replicas``); this module's
+webhook converts between them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memop.testing.tls import ServingCertificates
+from tests.testing.webhooks import Webhook
+
+if TYPE_CHECKING:
+    from tests.conftest import Http
+
+GROUP = "convert.memop.test"
+
+
+@pytest.fixture(scope="module")
+def certificates() -> ServingCertificates:
+    return ServingCertificates.generate("memop-test-conversion")
+
+
+@pytest.fixture
+async def webhook(certificates: ServingCertificates) -> AsyncIterator[Webhook]:
+    hook = Webhook(certificates)
+    hook.handlers["/convert"] = convert
+    await hook.start()
+    try:
+        yield hook
+    finally:
+        await hook.stop()
+
+
+def _to(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
+    out = {**obj, "apiVersion": api_version, "spec": dict(obj.get("spec") or {})}
+    spec = out["spec"]
+    if api_version.endswith("/v2") and "size" in spec:
+        spec["replicas"] = spec.pop("size")
+    if api_version.endswith("/v1") and "replicas" in spec:
+        spec["size"] = spec.pop("replicas")
+    return out
+
+
+def convert(review: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    request = review["request"]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "response": {
+            "uid": request["uid"],
+            "result": {"status": "Success"},
+            "convertedObjects": [_to(o, request["desiredAPIVersion"]) for o in request["objects"]],
+            **changes,
+        },
+    }
+
+
+def _crd(plural: str, webhook: Webhook) -> dict[str, Any]:
+    def version(name: str, field: str) -> dict[str, Any]:
+        spec = {"type": "object", "properties": {field: {"type": "integer"}}}
+        schema = {"type": "object", "properties": {"spec": spec}}
+        return {"name": name, "served": True, "storage": name == "v1", "schema": {"openAPIV3Schema": schema}}
+
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {"plural": plural, "singular": plural[:-1], "kind": "Gadget", "listKind": "GadgetList"},
+            "scope": "Namespaced",
+            "versions": [version("v1", "size"), version("v2", "replicas")],
+            "conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": webhook.client_config("/convert"),
+                    "conversionReviewVersions": ["v1"],
+                },
+            },
+        },
+    }
+
+
+@pytest.fixture
+async def gadgets(http: Http, webhook: Webhook) -> AsyncIterator[str]:
+    """A fresh Gadget CRD (its plural) converting through ``webhook``, deleted after the test."""
+    plural = f"g{uuid.uuid4().hex[:8]}s"
+    reply = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _crd(plural, webhook))
+    assert reply.status == 201, reply.body
+    yield plural
+    await http.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{GROUP}")
+
+
+def _path(version: str, namespace: str, plural: str, name: str = "") -> str:
+    return f"/apis/{GROUP}/{version}/namespaces/{namespace}/{plural}" + (f"/{name}" if name else "")
+
+
+async def test_objects_change_version_through_the_webhook(
+    http: Http, namespace: str, gadgets: str, webhook: Webhook
+) -> None:
+    body = {"apiVersion": f"{GROUP}/v2", "kind": "Gadget", "metadata": {"name": "a"}, "spec": {"replicas": 3}}
+    reply = await http.post(_path("v2", namespace, gadgets), body)
+    assert reply.status == 201, reply.body
+    assert (reply.body["apiVersion"], reply.body["spec"]) == (f"{GROUP}/v2", {"replicas": 3})
+    stored = (await http.get(_path("v1", namespace, gadgets, "a"))).body
+    assert (stored["apiVersion"], stored["spec"]) == (f"{GROUP}/v1", {"size": 3})
+    assert stored["metadata"]["uid"] == reply.body["metadata"]["uid"]
+    reviews = webhook.reviews("/convert")
+    assert reviews
+    assert {r["request"]["desiredAPIVersion"] for r in reviews} == {f"{GROUP}/v1", f"{GROUP}/v2"}
+    got = (await http.get(_path("v2", namespace, gadgets, "a"))).body
+    assert (got["apiVersion"], got["spec"]) == (f"{GROUP}/v2", {"replicas": 3})
+    # An update in v2 of the object stored in v1.
+    got["spec"]["replicas"] = 4
+    reply = await http.put(_path("v2", namespace, gadgets, "a"), got)
+    assert reply.status == 200, reply.body
+    assert (await http.get(_path("v1", namespace, gadgets, "a"))).body["spec"] == {"size": 4}
+
+
+async def test_a_list_is_converted_in_one_review(
+    http: Http, namespace: str, gadgets: str, webhook: Webhook
+) -> None:
+    for i in range(3):
+        body = {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Gadget",
+            "metadata": {"name": f"g{i}"},
+            "spec": {"size": i},
+        }
+        assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
+    assert webhook.received == []  # written and stored in v1: nothing to convert
+    reply = await http.get(_path("v2", namespace, gadgets))
+    assert reply.status == 200, reply.body
+    assert [item["spec"] for item in reply.body["items"]] == [
+        {"replicas": 0},
+        {"replicas": 1},
+        {"replicas": 2},
+    ]
+    assert [item["apiVersion"] for item in reply.body["items"]] == [f"{GROUP}/v2"] * 3
+    (review,) = webhook.reviews("/convert")
+    assert len(review["request"]["objects"]) == 3
+
+
+async def test_a_watch_in_another_version_gets_converted_events(
+    http: Http, namespace: str, gadgets: str, webhook: Webhook
+) -> None:
+    async with http.watch(_path("v2", namespace, gadgets)) as events:
+        body = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "w"}, "spec": {"size": 7}}
+        assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
+        event = await events.next_not_bookmark()
+    assert event is not None
+    assert event["type"] == "ADDED"
+    assert (event["object"]["apiVersion"], event["object"]["spec"]) == (f"{GROUP}/v2", {"replicas": 7})
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"uid": "x"}, 'failed: expected response.uid="{uid}", got "x"'),
+        ({"result": {"status": "Failure", "message": "cannot"}}, "failed: cannot"),
+        ({"convertedObjects": []}, "returned 0 objects, expected 1"),
+        ("rename", "returned invalid object: must have the same name: c != other"),
+    ],
+)
+async def test_bad_conversion_responses_fail_the_request(  # noqa: PLR0917 - fixtures and parameters
+    http: Http, namespace: str, gadgets: str, webhook: Webhook, changes: Any, expected: str
+) -> None:
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "c"}, "spec": {"size": 1}}
+    assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
+
+    def bad(review: dict[str, Any]) -> dict[str, Any]:
+        if changes == "rename":
+            answer = convert(review)
+            answer["response"]["convertedObjects"][0]["metadata"]["name"] = "other"
+            return answer
+        extra = dict(changes)
+        return convert(review, **extra)
+
+    webhook.handlers["/convert"] = bad
+    reply = await http.get(_path("v2", namespace, gadgets, "c"))
+    assert (reply.status, reply.body["reason"]) == (500, "InternalError"), reply.body
+    uid = webhook.reviews("/convert")[-1]["request"]["uid"]
+    assert reply.body["message"] == (
+        f"Internal error occurred: conversion webhook for {GROUP}/v1, Kind=Gadget {expected.format(uid=uid)}"
+    )
