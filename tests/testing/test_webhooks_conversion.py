@@ -1,6 +1,6 @@
 """Conversion webhooks of custom resources, called by the in-memory API server as the
 apiextensions-apiserver of v1.36 calls them (conversion/webhook_converter.go; the checks and
-their messages come from that source; the count of reviews per list from its list path).
+their messages come from that source, the status of a failed conversion was measured on v1.36.2).
 
 A Gadget is stored in v1 (``spec.size``) and served in v2 too (``spec.replicas``); this module's
 webhook converts between them.
@@ -186,8 +186,10 @@ async def test_bad_conversion_responses_fail_the_request(  # noqa: PLR0917 - fix
 
     webhook.handlers["/convert"] = bad
     reply = await http.get(_path("v2", namespace, gadgets, "c"))
-    assert (reply.status, reply.body["reason"]) == (500, "InternalError"), reply.body
+    # Measured on v1.36.2 (uid case): a bare 500, no reason, the converter's error as message.
+    assert reply.status == 500, reply.body
+    assert "reason" not in reply.body
     uid = webhook.reviews("/convert")[-1]["request"]["uid"]
-    assert reply.body["message"] == (
-        f"Internal error occurred: conversion webhook for {GROUP}/v1, Kind=Gadget {expected.format(uid=uid)}"
+    assert (
+        reply.body["message"] == f"conversion webhook for {GROUP}/v1, Kind=Gadget {expected.format(uid=uid)}"
     )
