@@ -29,10 +29,12 @@ TIMEOUT = 30
 
 async def run_memop(*args: str, env: Mapping[str, str] | None = None, home: Path) -> tuple[int, str, str]:
     """Run memop to its end: (exit code, stdout, stderr). Outside any cluster, HOME=``home``,
-    and none of memop's variables inherited: only ``env`` sets them."""
+    and none of memop's variables inherited: only ``env`` sets them (ENABLE_WEBHOOKS is false
+    unless ``env`` says otherwise)."""
     inherited = _flag_variables() | {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}
     environment = {k: v for k, v in os.environ.items() if k not in inherited}
-    environment.update(HOME=str(home), **(env or {}))
+    # No webhooks unless a test asks (it needs a serving certificate), as MemopProcess runs memop.
+    environment.update(HOME=str(home), ENABLE_WEBHOOKS="false", **(env or {}))
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

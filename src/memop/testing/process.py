@@ -7,7 +7,8 @@ log lines) is collected as it comes and can be waited on.
 
 The process inherits this process's environment except memop's own flag variables
 (WATCH_NAMESPACE, LEADER_ELECT, LOG_LEVEL, ...): only ``env`` sets those, so a developer's
-shell cannot change what a test runs.
+shell cannot change what a test runs. It serves no admission or conversion webhook unless
+asked (``webhooks=True``), as ``ENABLE_WEBHOOKS=false`` runs an operator outside its cluster.
 
 :func:`serving` (and :func:`serving_async`) runs the in-memory API server as its own process
 (:class:`ApiServerProcess`) for as long as a block runs: ready once the server prints its
@@ -60,10 +61,16 @@ class MemopProcess:
         env: Mapping[str, str] | None = None,
         metrics: bool = True,
         probes: bool = True,
+        webhooks: bool = False,
     ) -> None:
         self.kubeconfig = str(kubeconfig)
         self.args = list(args)
         self.env = dict(env or {})
+        if not webhooks:
+            # As Kubebuilder's `make run`: a process the API server cannot call serves no webhook
+            # (and needs no serving certificate); ``webhooks=True`` serves them, from the
+            # --webhook-cert-dir the test gives.
+            self.env.setdefault(env_name("--enable-webhooks"), "false")
         self.metrics = metrics
         self.probes = probes
         self.lines: list[str] = []
@@ -252,8 +259,11 @@ class MemopProcesses:
         env: Mapping[str, str] | None = None,
         metrics: bool = True,
         probes: bool = True,
+        webhooks: bool = False,
     ) -> MemopProcess:
-        process = MemopProcess(self.kubeconfig, args, env=env, metrics=metrics, probes=probes)
+        process = MemopProcess(
+            self.kubeconfig, args, env=env, metrics=metrics, probes=probes, webhooks=webhooks
+        )
         self.started.append(process)
         return await process.start()
 
