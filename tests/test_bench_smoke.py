@@ -292,3 +292,29 @@ def test_podset_benchmark_compares_memop_with_the_floor_and_makes_no_extra_pod()
         assert figures["writes_per_podset"]["patch podsets/status"] >= 1
     assert result["floor"]["writes_per_podset"]["patch podsets/status"] == 1
     assert result["memop_over_floor"] > 0
+
+
+def test_webhook_latency_benchmark_times_every_declared_webhook() -> None:
+    result = run_bench("webhook_latency.py", "--requests=20", "--concurrency=4", "--warmup=4")
+    paths = set(result["latency_ms"])
+    # Memcached declares a validating webhook and a conversion; each answer was checked.
+    assert "/validate-cache-example-com-v1alpha1-memcached" in paths
+    assert any(path.startswith("/convert Memcached") for path in paths)
+    for figures in result["latency_ms"].values():
+        for mode, in_flight in (("sequential", 1), ("concurrent", 4)):
+            assert figures[mode]["in_flight"] == in_flight
+            for side in ("round_trip", "handler"):
+                assert figures[mode][side]["requests"] == 20
+                assert 0 < figures[mode][side]["p50"] <= figures[mode][side]["p99"] <= figures[mode][side]["max"]
+            # The handler is a part of the round trip.
+            assert figures[mode]["handler"]["p50"] < figures[mode]["round_trip"]["p50"]
+
+
+def test_webhook_latency_benchmark_refuses_controllers_without_webhooks() -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "webhook_latency.py"), "--controllers=podset"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "declare no webhook" in result.stderr
+    assert "Traceback" not in result.stderr
