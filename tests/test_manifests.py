@@ -22,7 +22,7 @@ import yaml
 import memop
 from memop.builtin import PROJECT
 from memop.cli.options import RunConfig, build_parser, parse_run_args
-from memop.manifests import crds, rbac
+from memop.manifests import certmanager, crds, rbac, webhooks
 from memop.manifests.layout import manifest_files
 from memop.manifests.target import Target
 from memop.memcached.api import GROUP, PLURAL, parse_spec
@@ -52,6 +52,9 @@ OVERLAYS = (
     "leader-for-life",
     "sharded",
     "grafana",
+    # The install without cert-manager, when memop's controllers declare webhooks. (webhook and
+    # certmanager are Components, rendered within the installs.)
+    *(["webhook-self-managed"] if webhooks.serves_webhooks(MEMOP) else []),
 )
 
 Obj = dict[str, Any]
@@ -455,8 +458,24 @@ def test_every_kustomization_renders(overlay: str) -> None:
 
 # Every controller's CRD is in every install.
 CRDS = sum(len(definition.crds()) for definition in CONTROLLERS.values())
+# And the webhooks memop's controllers declare (memop.manifests.webhooks), with cert-manager's
+# certificate: the configurations, the webhook Service, an Issuer and a Certificate.
+WEBHOOK_KINDS = (
+    [c["kind"] for c in webhooks.configurations(MEMOP)] + ["Certificate", "Issuer", "Service"]
+    if webhooks.serves_webhooks(MEMOP)
+    else []
+)
+CLUSTER_KINDS = (
+    "CustomResourceDefinition",
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+)
 EXPECTED_KINDS = {
     "default": [
+        *WEBHOOK_KINDS,
         "ClusterRole",
         "ClusterRoleBinding",
         *["CustomResourceDefinition"] * CRDS,
@@ -470,6 +489,7 @@ EXPECTED_KINDS = {
     # The default install's kinds: the sharding Role and binding replace the leader-election ones,
     # and a ClusterRole and binding to label what was made before sharding.
     "sharded": [
+        *WEBHOOK_KINDS,
         "ClusterRole",
         "ClusterRole",
         "ClusterRoleBinding",
@@ -483,6 +503,7 @@ EXPECTED_KINDS = {
         "ServiceAccount",
     ],
     "namespaced": [
+        *WEBHOOK_KINDS,
         *["CustomResourceDefinition"] * CRDS,
         "Deployment",
         "Namespace",
@@ -494,6 +515,7 @@ EXPECTED_KINDS = {
         "ServiceAccount",
     ],
     "namespaced/multi": [
+        *WEBHOOK_KINDS,
         *["CustomResourceDefinition"] * CRDS,
         "Deployment",
         "Namespace",
@@ -507,6 +529,7 @@ EXPECTED_KINDS = {
         "ServiceAccount",
     ],
     "secure-metrics": [
+        *WEBHOOK_KINDS,
         "ClusterRole",
         "ClusterRole",
         "ClusterRole",
@@ -530,7 +553,7 @@ INSTALLS = ("default", "namespaced", "namespaced/multi", "secure-metrics", "shar
 @needs_kubectl
 @pytest.mark.parametrize("overlay", sorted(EXPECTED_KINDS))
 def test_overlays_have_the_expected_kinds(overlay: str) -> None:
-    assert kinds(render(overlay)) == EXPECTED_KINDS[overlay]
+    assert kinds(render(overlay)) == sorted(EXPECTED_KINDS[overlay])
 
 
 @needs_kubectl
@@ -551,7 +574,7 @@ def test_installs_name_and_place_everything_consistently(overlay: str) -> None:
         else:
             assert meta["name"].startswith(PREFIX), meta
             assert not meta["name"].startswith(PREFIX * 2), meta
-        if obj["kind"] in ("CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterRoleBinding"):
+        if obj["kind"] in CLUSTER_KINDS:
             assert "namespace" not in meta
         elif obj["kind"] in ("Role", "RoleBinding") and meta["name"] in watched_rbac:
             assert meta["namespace"] in watched, meta
@@ -563,8 +586,15 @@ def test_installs_name_and_place_everything_consistently(overlay: str) -> None:
 @pytest.mark.parametrize("overlay", INSTALLS)
 def test_every_crd_is_installed_unchanged(overlay: str) -> None:
     installed = [obj for obj in render(overlay) if obj["kind"] == "CustomResourceDefinition"]
+    converted = {webhooks.crd_name(c) for c in webhooks.conversions(MEMOP)}
     for obj in installed:
         assert obj["metadata"].pop("labels") == {"app.kubernetes.io/part-of": "memop"}
+        # But for the conversion webhook, from the install's patch and cert-manager's CA.
+        if obj["metadata"]["name"] in converted:
+            annotations = obj["metadata"].pop("annotations")
+            assert annotations == {certmanager.INJECT_CA_FROM: f"{OPERATOR_NAMESPACE}/{PREFIX}serving-cert"}
+            conversion = obj["spec"].pop("conversion")
+            assert conversion == webhooks.conversion_stanza(OPERATOR_NAMESPACE, PREFIX + webhooks.SERVICE)
     by_name = {obj["metadata"]["name"]: obj for obj in installed}
     assert by_name == {crd["metadata"]["name"]: crd for d in CONTROLLERS.values() for crd in d.crds()}
 
@@ -749,7 +779,8 @@ def test_every_arg_and_env_var_is_accepted_by_memops_parser(overlay: str) -> Non
 def test_ports_match_the_bind_addresses_and_probes(deployment: Obj) -> None:
     c = container(deployment)
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert ports == {"metrics": 8080, "probes": 8081}
+    served = {"webhook-server": 9443} if webhooks.serves_webhooks(MEMOP) else {}
+    assert ports == {"metrics": 8080, "probes": 8081, **served}
     config = run_config(deployment)
     assert config.metrics_address is not None
     assert config.probe_address is not None
@@ -801,6 +832,12 @@ def test_the_only_writable_path_is_an_empty_dir_at_home(deployment: Obj) -> None
     pod = deployment["spec"]["template"]["spec"]
     mounts = {m["mountPath"]: m["name"] for m in container(deployment)["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
+    if webhooks.serves_webhooks(MEMOP):
+        # The webhook certificate, read-only (cert-manager's Secret), inside /tmp.
+        certs = mounts.pop(webhooks.CERT_DIR)
+        assert volumes[certs]["secret"]["secretName"] == PREFIX + certmanager.SECRET
+        read_only = [m.get("readOnly") for m in container(deployment)["volumeMounts"] if m["name"] == certs]
+        assert read_only == [True]
     assert list(mounts) == ["/tmp"]
     assert dockerfile_env("HOME") == "/tmp"
     assert "emptyDir" in volumes[mounts["/tmp"]]

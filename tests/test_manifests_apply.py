@@ -22,6 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
+from memop.builtin import PROJECT
+from memop.manifests.target import Target
+from memop.manifests.webhooks import serves_webhooks
 from memop.testing.server import ApiServer
 from tests.test_manifests import MANIFESTS, REPO
 
@@ -82,6 +85,21 @@ PROMETHEUS_RULE_CRD = {
         },
     },
 }
+# cert-manager's Issuer and Certificate, as stored kinds only: the installs of a project that
+# declares webhooks take their certificate from cert-manager (manifests/certmanager), which a real
+# cluster must run for the webhooks to be called.
+CERT_MANAGER_CRDS = [
+    {
+        **SERVICE_MONITOR_CRD,
+        "metadata": {"name": f"{plural}.cert-manager.io"},
+        "spec": {
+            **SERVICE_MONITOR_CRD["spec"],
+            "group": "cert-manager.io",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
+        },
+    }
+    for kind, plural in (("Issuer", "issuers"), ("Certificate", "certificates"))
+]
 # manifests/namespaced/multi watches these; they must exist before it is applied.
 WATCHED_NAMESPACES = ("team-a", "team-b")
 
@@ -94,6 +112,7 @@ SCENARIOS = {
     # The Grafana dashboard goes in the install's namespace.
     "leader-for-life+grafana": ("leader-for-life", "grafana"),
     "sharded": ("sharded",),
+    **({"webhook-self-managed": ("webhook-self-managed",)} if serves_webhooks(Target(PROJECT)) else {}),
 }
 # kubectl's client-side apply always sends PodDisruptionBudget.spec.selector again (its patch
 # strategy is "replace", so the computed patch is never empty) and reports "configured" on a
@@ -193,9 +212,9 @@ async def prepare(kubectl: Kubectl) -> None:
     namespaces = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in WATCHED_NAMESPACES
     ]
-    docs = yaml.safe_dump_all([SERVICE_MONITOR_CRD, PROMETHEUS_RULE_CRD, *namespaces])
+    docs = yaml.safe_dump_all([SERVICE_MONITOR_CRD, PROMETHEUS_RULE_CRD, *CERT_MANAGER_CRDS, *namespaces])
     await kubectl.ok("apply", "-f", "-", stdin=docs)
-    for crd in (SERVICE_MONITOR_CRD, PROMETHEUS_RULE_CRD):
+    for crd in (SERVICE_MONITOR_CRD, PROMETHEUS_RULE_CRD, *CERT_MANAGER_CRDS):
         await kubectl.ok(
             "wait", "--for=condition=Established", "--timeout=10s", f"crd/{crd['metadata']['name']}"
         )
@@ -250,7 +269,8 @@ async def test_overlays_apply_cleanly_to_the_in_memory_server(
 
 
 def test_every_install_overlay_is_applied() -> None:
-    """A new overlay directory gets a scenario here (crd, rbac and manager are parts)."""
+    """A new overlay directory gets a scenario here (crd, rbac and manager are parts, webhook and
+    certmanager Components of the installs)."""
     overlays = {str(path.parent.relative_to(MANIFESTS)) for path in MANIFESTS.glob("**/kustomization.yaml")}
     applied = {overlay for scenario in SCENARIOS.values() for overlay in scenario}
-    assert overlays - {"crd", "rbac", "manager"} == applied
+    assert overlays - {"crd", "rbac", "manager", "webhook", "certmanager"} == applied

@@ -24,6 +24,7 @@ from memop.manifests.target import Target
 from memop.testing.server import ApiServer
 from tests.project_cachely import PROJECT as CACHELY
 from tests.test_manifests import GENERATED, container, memop_manifests, needs_kubectl, one
+from tests.test_manifests_apply import CERT_MANAGER_CRDS
 
 MODULE = "tests.project_cachely"
 THEIRS = Target(CACHELY, f"--controller-module {MODULE}")
@@ -112,6 +113,8 @@ def test_every_install_names_places_and_labels_after_the_project(written: Path, 
             "Namespace",
             "ClusterRole",
             "ClusterRoleBinding",
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
         ):
             assert meta["namespace"] == NAMESPACE, meta
     for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
@@ -218,6 +221,18 @@ async def kubectl(kubeconfig: Path, *args: str) -> str:
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
 @pytest.mark.parametrize("overlay", ["default", "namespaced"])
 async def test_an_install_applies_and_deletes_cleanly(written: Path, kubeconfig: Path, overlay: str) -> None:
+    # cert-manager's kinds, for the webhook certificate of the Memcached controller's webhooks.
+    crds = kubeconfig.parent / "cert-manager-crds.yaml"
+    crds.write_text(yaml.safe_dump_all(CERT_MANAGER_CRDS))
+    await kubectl(kubeconfig, "apply", "-f", str(crds))
+    for crd in CERT_MANAGER_CRDS:
+        await kubectl(
+            kubeconfig,
+            "wait",
+            "--for=condition=Established",
+            "--timeout=10s",
+            f"crd/{crd['metadata']['name']}",
+        )
     applied = await kubectl(kubeconfig, "apply", "-k", str(written / overlay))
     assert "deployment.apps/cachely-controller-manager created" in applied
     names = await kubectl(kubeconfig, "get", "-k", str(written / overlay), "-o", "name")

@@ -29,7 +29,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from memop.builtin import PROJECT
 from memop.cli.options import parse_run_args
-from memop.manifests import olm, rbac
+from memop.manifests import olm, rbac, webhooks
 from memop.manifests.crds import crd_files
 from memop.manifests.manager import manager_deployment
 from memop.manifests.target import Target
@@ -339,6 +339,9 @@ def test_the_install_strategy_is_manifests_managers_deployment() -> None:
     pod = expected["template"]["spec"]
     pod["serviceAccountName"] = "memop-" + pod["serviceAccountName"]
     pod["containers"][0]["image"] = "memop:0.3.0"
+    if webhooks.serves_webhooks(MEMOP):
+        webhook_port = {"name": "webhook-server", "containerPort": 9443, "protocol": "TCP"}
+        pod["containers"][0]["ports"].insert(0, webhook_port)
     pod["containers"][0]["env"] = [
         {
             "name": "WATCH_NAMESPACE",
@@ -359,6 +362,13 @@ def test_the_csv_deployment_is_the_default_installs_but_for_image_and_watch_name
     assert deployment["name"] == rendered["metadata"]["name"]
     env = container(deployment).pop("env")
     assert [v["name"] for v in env] == ["WATCH_NAMESPACE"]
+    if webhooks.serves_webhooks(MEMOP):
+        # OLM mounts the webhook certificate it makes itself: not cert-manager's Secret.
+        pod = rendered["spec"]["template"]["spec"]
+        [certs] = [v["name"] for v in pod["volumes"] if "secret" in v]
+        pod["volumes"] = [v for v in pod["volumes"] if v["name"] != certs]
+        mounts = container(rendered)["volumeMounts"]
+        container(rendered)["volumeMounts"] = [m for m in mounts if m["name"] != certs]
     assert deployment["spec"] == rendered["spec"]
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     assert account == one(render("default"), "ServiceAccount")["metadata"]["name"]
@@ -387,10 +397,12 @@ def test_permissions_are_memops_rules_for_the_operator_group_to_scope() -> None:
     # Nothing memop needs is cluster-wide whatever the OperatorGroup (no --metrics-secure here).
     assert "clusterPermissions" not in spec
     modes = {m["type"]: m["supported"] for m in csv_of(files_for("0.1.0"))["spec"]["installModes"]}
+    # A CSV with a conversion webhook installs in AllNamespaces only (OLM refuses it otherwise).
+    converts = bool(webhooks.conversions(MEMOP))
     assert modes == {
-        "OwnNamespace": True,
-        "SingleNamespace": True,
-        "MultiNamespace": True,
+        "OwnNamespace": not converts,
+        "SingleNamespace": not converts,
+        "MultiNamespace": not converts,
         "AllNamespaces": True,
     }
 

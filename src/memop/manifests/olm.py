@@ -184,8 +184,9 @@ def csv_deployment(target: Target, image: str) -> dict[str, Any]:
     env.append({"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": WATCH_NAMESPACE_FIELD}}})
     container["env"] = env
     if webhooks.serves_webhooks(target):
-        container["ports"].append(
-            {"name": webhooks.WEBHOOK_PORT_NAME, "containerPort": webhooks.WEBHOOK_PORT, "protocol": "TCP"}
+        # First, where manifests/webhook's patch puts it in the installs' Deployment.
+        container["ports"].insert(
+            0, {"name": webhooks.WEBHOOK_PORT_NAME, "containerPort": webhooks.WEBHOOK_PORT, "protocol": "TCP"}
         )
     return {
         "name": target.prefix + deployment["metadata"]["name"],
