@@ -22,14 +22,14 @@ import pytest
 import yaml
 
 from memop.cli.options import UsageError, parse_run_args
-from memop.manifests import certmanager, olm, rbac, webhooks
+from memop.manifests import certmanager, olm, webhooks
 from memop.manifests.layout import manifest_files
 from memop.manifests.target import Target, write_changed
 from memop.project import Project
-from memop.runtime.api.permissions import Scope
 from memop.runtime.controller.controller import Controller
 from memop.runtime.controller.definition import ControllerDefinition, SetupContext
 from memop.runtime.webhook.declarations import AdmissionRequest, AdmissionWebhook, Conversion, Obj, Spoke
+from memop.runtime.webhook.selfmanaged import self_managed_certificate_rules
 from tests.test_manifests import needs_kubectl, one
 
 NAMESPACE = "hooks-system"
@@ -363,7 +363,13 @@ def test_the_self_managed_install_makes_its_own_certificate(written: Path) -> No
         if o["kind"].endswith("WebhookConfiguration") or o["metadata"]["name"] == "carts.shop.example.org"
     }
     assert granted == names
-    assert all(rule["verbs"] == ["get", "update", "patch"] for rule in cluster_role["rules"])
+    # The verbs memop's self-managed certificates send, and no more.
+    verbs = {rule["resources"][0]: rule["verbs"] for rule in cluster_role["rules"]}
+    assert verbs == {
+        "validatingwebhookconfigurations": ["get", "update"],
+        "mutatingwebhookconfigurations": ["get", "update"],
+        "customresourcedefinitions": ["get", "patch"],
+    }
     for kind, ref_kind in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
         binding = one(objects, kind, PREFIX + certmanager.WEBHOOK_CERTS_ROLE_BINDING)
         assert binding["roleRef"]["kind"] == ref_kind
@@ -386,23 +392,22 @@ def test_the_self_managed_flags_are_the_operators(written: Path) -> None:
         pytest.xfail("memop run does not take the --webhook-certs flags yet")
 
 
-def test_the_self_managed_rules_are_declared_once_with_their_reasons() -> None:
-    assert {rule.triple for rule in rbac.WEBHOOK_CERTS_RULES if rule.scope is Scope.OPERATOR} == {
-        ("", "secrets", verb) for verb in ("get", "create", "update")
-    }
-    cluster = {rule.triple for rule in rbac.WEBHOOK_CERTS_RULES if rule.scope is not Scope.OPERATOR}
-    assert cluster == {
-        (group, resource, verb)
-        for group, resource in (
-            ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-            ("apiextensions.k8s.io", "customresourcedefinitions"),
-        )
-        for verb in ("get", "update", "patch")
-    }
-    assert all(rule.why for rule in rbac.WEBHOOK_CERTS_RULES)
+def test_the_self_managed_rules_are_the_runtimes_for_the_kinds_the_project_has() -> None:
+    """The certificates module declares what it sends; the install grants it, per kind present."""
+    assert certmanager.webhook_certs_rules(HOOKS) == self_managed_certificate_rules()
+    only_validators = Target(
+        replace(PROJECT, controllers=(replace(HOOKED, webhooks=(SHELVES,), conversions=()),))
+    )
+    assert certmanager.webhook_certs_rules(only_validators) == self_managed_certificate_rules(
+        mutating=False, conversion=False
+    )
+    assert [r["resources"] for r in certmanager.webhook_certs_cluster_rules(only_validators)] == [
+        ["validatingwebhookconfigurations"]
+    ]
     # Not in what any install without the self-managed certificates grants.
-    assert not {rule.triple for rule in rbac.WEBHOOK_CERTS_RULES} & {rule.triple for rule in HOOKS.rules}
+    assert not {rule.triple for rule in self_managed_certificate_rules()} & {
+        rule.triple for rule in HOOKS.rules
+    }
 
 
 # --- the OLM bundle ----------------------------------------------------------------------------------

@@ -23,9 +23,9 @@ again when the project's name or namespace changes.
 ``webhook-self-managed/`` is the cluster-wide install (as ``default``) whose operator runs with
 ``--webhook-certs=self-managed``: it makes a CA and a serving certificate in the Secret itself,
 writes the caBundle of its webhook configurations and CRDs, and renews them; its certificate
-directory is an emptyDir. It needs what :data:`memop.manifests.rbac.WEBHOOK_CERTS_RULES` grants:
-the Secret in its namespace, and get/update/patch of its own webhook configurations and
-converted CRDs (by name).
+directory is an emptyDir. It needs what :func:`webhook_certs_rules` grants (the rules of
+:mod:`memop.runtime.webhook.selfmanaged`, which sends the requests): the Secret in its namespace,
+and its own webhook configurations and converted CRDs, by name.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from memop.manifests import rbac, webhooks
 from memop.manifests.manager import scalar
 from memop.manifests.target import DEPLOYMENT, Target, header, to_yaml
 from memop.manifests.webhooks import CERT_DIR, SERVICE
-from memop.runtime.api.permissions import Scope
+from memop.runtime.api.permissions import Rule, Scope
+from memop.runtime.webhook.selfmanaged import self_managed_certificate_rules
 
 CERT_MANAGER_API_VERSION = "cert-manager.io/v1"
 # Base names (Kubebuilder's), before the installs' namePrefix.
@@ -225,17 +226,27 @@ def self_managed_args(target: Target) -> list[str]:
     ]
 
 
+def webhook_certs_rules(target: Target) -> tuple[Rule, ...]:
+    """What ``--webhook-certs=self-managed`` sends for this project: the Secret, and the kinds of
+    webhook configuration and the CRDs the project has (the runtime's rules, declared once)."""
+    kinds = {configuration["kind"] for configuration in webhooks.configurations(target)}
+    return self_managed_certificate_rules(
+        validating="ValidatingWebhookConfiguration" in kinds,
+        mutating="MutatingWebhookConfiguration" in kinds,
+        conversion=bool(webhooks.conversions(target)),
+    )
+
+
 def webhook_certs_cluster_rules(target: Target) -> list[dict[str, Any]]:
-    """The ClusterRole's rules of the self-managed certificates: the cluster-scoped
-    :data:`~memop.manifests.rbac.WEBHOOK_CERTS_RULES`, each limited to the install's own objects
-    (a kind the install has none of is left out)."""
+    """The ClusterRole's rules of the self-managed certificates: the cluster-scoped ones of
+    :func:`webhook_certs_rules`, each limited to the install's own objects by name."""
     names: dict[str, list[str]] = {
         "customresourcedefinitions": [webhooks.crd_name(c) for c in webhooks.conversions(target)],
     }
     for configuration in webhooks.configurations(target):
         names[configuration["kind"].lower() + "s"] = [target.prefix + configuration["metadata"]["name"]]
     rules = []
-    for rule in rbac.policy_rules(Scope.WATCHED, rbac.WEBHOOK_CERTS_RULES):
+    for rule in rbac.policy_rules(Scope.WATCHED, webhook_certs_rules(target)):
         (resource,) = rule["resources"]
         if names.get(resource):
             rules.append({**rule, "resourceNames": names[resource]})
@@ -247,7 +258,7 @@ def _self_managed_role(target: Target) -> str:
     return to_yaml(
         [
             rbac.role(
-                target, WEBHOOK_CERTS_ROLE, rbac.policy_rules(Scope.OPERATOR, rbac.WEBHOOK_CERTS_RULES), ns
+                target, WEBHOOK_CERTS_ROLE, rbac.policy_rules(Scope.OPERATOR, webhook_certs_rules(target)), ns
             ),
             rbac.binding(target, WEBHOOK_CERTS_ROLE_BINDING, ns, ("Role", WEBHOOK_CERTS_ROLE)),
             rbac.role(target, WEBHOOK_CERTS_ROLE, webhook_certs_cluster_rules(target)),
@@ -259,12 +270,12 @@ def _self_managed_role(target: Target) -> str:
             " and the caBundle of the install's own webhook configurations and converted CRDs, by name"
             " (a ClusterRole): writing any other webhook configuration would let the operator intercept"
             " any request in the cluster.",
-            source="memop.manifests.rbac.WEBHOOK_CERTS_RULES",
+            source="memop.runtime.webhook.selfmanaged.self_managed_certificate_rules",
             notes=[
                 "Why each permission:",
                 *(
                     f"  {rule.verb} {rule.resource} ({rule.group or 'core'}): {rule.why}"
-                    for rule in rbac.WEBHOOK_CERTS_RULES
+                    for rule in webhook_certs_rules(target)
                 ),
             ],
         ),

@@ -23,8 +23,9 @@ Invariants:
   whose operator runs with ``--metrics-secure``: an install without it must not hold them;
 - no role names a resourceName: create cannot be limited by name, and the Lease's name is a
   flag (``--leader-election-id``) the install must not have to repeat. One exception: the
-  self-managed webhook certificates' cluster-scoped grants (:data:`WEBHOOK_CERTS_RULES`, made
-  into a ClusterRole by :mod:`memop.manifests.certmanager`) name the install's own webhook
+  self-managed webhook certificates' cluster-scoped grants
+  (:func:`memop.runtime.webhook.selfmanaged.self_managed_certificate_rules`, made into a
+  ClusterRole by :mod:`memop.manifests.certmanager`) name the install's own webhook
   configurations and CRDs, which the manifests name themselves; a grant on every webhook
   configuration would let the operator intercept any request in the cluster.
 
@@ -161,29 +162,6 @@ SHARDING_RULES: tuple[Rule, ...] = (
     ),
     Rule("coordination.k8s.io", "leases", "delete", _O, "sharding: this replica's member Lease, on shutdown"),
 )
-
-# What --webhook-certs self-managed sends (memop.runtime.webhook.certs): the serving certificate's
-# Secret in the operator's namespace, and the caBundle of the install's webhook configurations and
-# converted CRDs, cluster-scoped. Granted by manifests/webhook-self-managed only (with cert-manager,
-# or under OLM, the operator touches neither). Defined here until the certificates module exports
-# them; the cluster-scoped ones are granted on the install's own objects only (resourceNames, see
-# webhook_certs_cluster_rules): patching any webhook configuration would let the operator intercept
-# any request in the cluster.
-WEBHOOK_CERTS_RULES: tuple[Rule, ...] = (
-    Rule("", "secrets", "get", _O, "self-managed webhook certificates: read the CA and serving certificate"),
-    Rule("", "secrets", "create", _O, "self-managed webhook certificates: the first replica makes them"),
-    Rule("", "secrets", "update", _O, "self-managed webhook certificates: renew before expiry"),
-    *(
-        Rule(group, resource, verb, _W, f"self-managed webhook certificates: the caBundle of {what}")
-        for group, resource, what in (
-            ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "its validating webhooks"),
-            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "its mutating webhooks"),
-            ("apiextensions.k8s.io", "customresourcedefinitions", "its CRDs' conversion webhook"),
-        )
-        for verb in ("get", "update", "patch")
-    ),
-)
-
 
 # What a child needs besides: labelling. Events are records, not children.
 _NOT_CHILDREN = frozenset((("", "events"), ("events.k8s.io", "events")))
