@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from memop.cli.options import UsageError, parse_run_args
+from memop.cli.options import parse_run_args
 from memop.manifests import certmanager, olm, webhooks
 from memop.manifests.layout import manifest_files
 from memop.manifests.target import Target, write_changed
@@ -380,16 +380,14 @@ def test_the_self_managed_install_makes_its_own_certificate(written: Path) -> No
 
 @needs_kubectl
 def test_the_self_managed_flags_are_the_operators(written: Path) -> None:
-    """memop's own parser takes the self-managed install's flags (once the manager has them)."""
+    """memop's own parser takes the self-managed install's flags, naming what the install made."""
     [container] = one(render(written, "webhook-self-managed"), "Deployment")["spec"]["template"]["spec"][
         "containers"
     ]
-    try:
-        parse_run_args(container["command"][1:] + container["args"], env={})
-    except UsageError as error:
-        if "unrecognized arguments: --webhook-certs" not in str(error):
-            raise
-        pytest.xfail("memop run does not take the --webhook-certs flags yet")
+    config = parse_run_args(container["command"][1:] + container["args"], env={})
+    assert config.webhook_certs == "self-managed"
+    assert config.webhook_service == PREFIX + "webhook-service"
+    assert config.webhook_secret == PREFIX + "webhook-server-cert"
 
 
 def test_the_self_managed_rules_are_the_runtimes_for_the_kinds_the_project_has() -> None:

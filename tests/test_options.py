@@ -126,6 +126,11 @@ def test_the_table_covers_every_flag() -> None:
         "--event-loop",  # test_event_loop_flag: what auto means depends on what is installed
         "--sharding",  # test_sharding_flags
         "--enable-webhooks",  # test_webhook_flags
+        "--webhook-certs",  # test_webhook_certificate_flags: the others need self-managed
+        "--webhook-service",
+        "--webhook-secret",
+        "--webhook-namespace",
+        "--webhook-cert-extra-names",
     }
     assert covered == set(long_flags())
 
@@ -175,6 +180,20 @@ def test_webhook_flags() -> None:
     assert parse("--no-enable-webhooks").enable_webhooks is False
     assert parse("--enable-webhooks", ENABLE_WEBHOOKS="false").enable_webhooks is True
     assert "--webhook-port (from WEBHOOK_PORT): 'x' is not a whole number" in usage_error(WEBHOOK_PORT="x")
+
+
+def test_webhook_certificate_flags() -> None:
+    config = parse()
+    assert (config.webhook_certs, config.webhook_service, config.webhook_secret) == ("files", "", "")
+    config = parse(
+        "--webhook-certs", "self-managed", "--webhook-service", "svc", "--webhook-secret", "sec",
+        "--webhook-namespace", "ops", "--webhook-cert-extra-names", "127.0.0.1, localhost,",
+    )  # fmt: skip
+    assert config.webhook_certs == "self-managed"
+    assert (config.webhook_service, config.webhook_secret) == ("svc", "sec")
+    assert config.webhook_namespace == "ops"
+    assert config.webhook_cert_extra_names == ("127.0.0.1", "localhost")
+    assert parse(WEBHOOK_CERTS="Self-Managed").webhook_certs == "self-managed"
 
 
 def test_leader_for_life_flags() -> None:
@@ -402,6 +421,12 @@ INVALID = [
     (["--webhook-port", "65536"], "--webhook-port: must be at most 65535, got 65536"),
     (["--webhook-host", "a b"], "--webhook-host: invalid host 'a b'"),
     (["--webhook-cert-dir", " "], "--webhook-cert-dir: must name a directory"),
+    (["--webhook-certs", "x"], "--webhook-certs: expected files or self-managed, got 'x'"),
+    (["--webhook-secret", "s"], "--webhook-secret is only used with --webhook-certs=self-managed"),
+    (
+        ["--webhook-certs", "self-managed", "--webhook-service", "My_Svc"],
+        "--webhook-service: 'My_Svc' is not a valid name (lower-case DNS label)",
+    ),
 ]
 
 

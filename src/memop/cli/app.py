@@ -13,6 +13,7 @@ within the graceful timeout, the lease is released); a second one exits at once.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import signal
@@ -39,7 +40,7 @@ from memop.runtime.controller.definition import SetupContext
 from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
 from memop.runtime.leaderelection.lease import LeaderElectionConfig, default_identity
 from memop.runtime.manager.authn import tls_context
-from memop.runtime.manager.manager import EXIT_FAILED, Manager, ManagerOptions
+from memop.runtime.manager.manager import EXIT_FAILED, CertificateSource, Manager, ManagerOptions
 from memop.runtime.sharding.membership import ShardingConfig
 from memop.runtime.webhook.server import WebhookServerOptions
 
@@ -153,6 +154,62 @@ def _install_signal_handlers(stop: asyncio.Event, log: logging.Logger) -> None:
         loop.add_signal_handler(signum, on_signal, signum)
 
 
+def webhook_namespace(config: RunConfig) -> str | None:
+    """The namespace of the webhook's Service and Secret in self-managed mode (None otherwise):
+    --webhook-namespace, else the pod's own. Raises ValueError when neither is known."""
+    if config.webhook_certs != "self-managed" or not config.enable_webhooks:
+        return None
+    namespace = config.webhook_namespace or in_cluster_namespace()
+    if not namespace:
+        raise ValueError(
+            "--webhook-namespace is required with --webhook-certs=self-managed when not running in a "
+            "cluster (the namespace of the webhook's Service and Secret)"
+        )
+    return namespace
+
+
+def self_managed_certificates(config: RunConfig, client: Client, namespace: str) -> CertificateSource:
+    """memop's own webhook certificate for the running controllers' webhooks: for the project's
+    webhook Service, kept in its Secret, set into the caBundle of the webhook configurations and
+    converted CRDs `memop manifests` writes for them (the install's name prefix included)."""
+    from memop.manifests.certmanager import SECRET  # noqa: PLC0415
+    from memop.manifests.webhooks import (  # noqa: PLC0415  (the SDK's names, only when asked)
+        MUTATING_CONFIGURATION,
+        SERVICE,
+        VALIDATING_CONFIGURATION,
+    )
+    from memop.runtime.webhook.selfmanaged import SelfManagedCertificates  # noqa: PLC0415  (cryptography)
+
+    prefix = f"{config.project.name}-"
+    definitions = [config.project.controller(name) for name in config.controllers]
+    hooks = [hook for definition in definitions for hook in definition.webhooks]
+    conversions = [c for definition in definitions for c in definition.conversions]
+    ips, names = [], []
+    for name in config.webhook_cert_extra_names:
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            names.append(name)
+        else:
+            ips.append(name)
+    return SelfManagedCertificates(
+        client,
+        namespace=namespace,
+        service=config.webhook_service or prefix + SERVICE,
+        secret=config.webhook_secret or prefix + SECRET,
+        cert_dir=config.webhook_cert_dir,
+        validating_webhook_configurations=(
+            [prefix + VALIDATING_CONFIGURATION] if any(h.validator for h in hooks) else []
+        ),
+        mutating_webhook_configurations=[prefix + MUTATING_CONFIGURATION]
+        if any(h.defaulter for h in hooks)
+        else [],
+        crds=[f"{c.plural}.{c.group}" for c in conversions],
+        extra_dns_names=names,
+        extra_ips=ips,
+    )
+
+
 async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     """Run the operator until stopped; returns the process exit code."""
     project = config.project
@@ -161,6 +218,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     try:
         election = leader_election_config(config, identity)
         sharding = sharding_config(config, identity)
+        certificates_namespace = webhook_namespace(config)
     except ValueError as error:
         # A usage error like those of memop.cli.options: one plain line, whatever the log format.
         print(f"{config.prog}: error: {error}", file=sys.stderr)
@@ -235,6 +293,11 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 event_burst=config.event_burst,
                 webhook=WebhookServerOptions(
                     host=config.webhook_host, port=config.webhook_port, cert_dir=Path(config.webhook_cert_dir)
+                ),
+                webhook_certificates=(
+                    self_managed_certificates(config, client, certificates_namespace)
+                    if certificates_namespace is not None
+                    else None
                 ),
                 # A project of one controller cannot leave it out: installing its CRD is the advice.
                 leave_out_hint=(

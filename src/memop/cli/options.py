@@ -47,6 +47,11 @@ class UsageError(Exception):
     """A flag or environment value is invalid; the message is the one line to print."""
 
 
+WEBHOOK_CERT_MODES = ("files", "self-managed")
+# A Service, Secret or namespace name (RFC 1123 label).
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
 def _builtin_project() -> Project:
     from memop.builtin import PROJECT  # noqa: PLC0415 - memop's controllers, only when asked for
 
@@ -146,6 +151,15 @@ class RunConfig:
     webhook_host: str = ""
     webhook_port: int = DEFAULT_PORT
     webhook_cert_dir: str = str(DEFAULT_CERT_DIR)
+    # --webhook-certs: "files" (the certificate is mounted into the cert dir: cert-manager, OLM)
+    # or "self-managed" (memop makes a CA and serving certificate, keeps them in a Secret and
+    # sets the caBundles: memop.runtime.webhook.selfmanaged). Empty names mean the project's
+    # defaults (its name prefix and Kubebuilder's base names, as `memop manifests` writes them).
+    webhook_certs: str = "files"
+    webhook_service: str = ""
+    webhook_secret: str = ""
+    webhook_namespace: str = ""
+    webhook_cert_extra_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.controllers:
@@ -325,6 +339,36 @@ def build_parser(
         "--webhook-cert-dir",
         "directory with the webhook server's tls.crt and tls.key, re-read when they change",
         default=str(DEFAULT_CERT_DIR),
+    )
+    flag(
+        "--webhook-certs",
+        "where the webhook's certificate comes from: 'files' (mounted into --webhook-cert-dir by "
+        "cert-manager or OLM) or 'self-managed' (memop makes a CA and certificate, keeps them in a "
+        "Secret and sets the caBundle of its webhook configurations and CRDs)",
+        default="files",
+    )
+    flag(
+        "--webhook-service",
+        "with --webhook-certs=self-managed: the webhook Service the certificate is for "
+        "(default: <project>-webhook-service)",
+        default="",
+    )
+    flag(
+        "--webhook-secret",
+        "with --webhook-certs=self-managed: the Secret holding the CA and certificate "
+        "(default: <project>-webhook-server-cert)",
+        default="",
+    )
+    flag(
+        "--webhook-namespace",
+        "with --webhook-certs=self-managed: the namespace of the Service and Secret (default: the pod's)",
+        default="",
+    )
+    flag(
+        "--webhook-cert-extra-names",
+        "with --webhook-certs=self-managed: more DNS names or IP addresses for the certificate, "
+        "comma-separated (127.0.0.1 for an API server calling on loopback)",
+        default="",
     )
     flag(
         "--event-loop",
@@ -575,6 +619,27 @@ def parse_run_args(
     webhook_cert_dir = args.webhook_cert_dir.strip()
     if not webhook_cert_dir:
         raise UsageError(f"{label('webhook-cert-dir')}: must name a directory")
+    webhook_certs = args.webhook_certs.strip().lower()
+    if webhook_certs not in WEBHOOK_CERT_MODES:
+        raise UsageError(
+            f"{label('webhook-certs')}: expected {' or '.join(WEBHOOK_CERT_MODES)}, "
+            f"got {args.webhook_certs!r}"
+        )
+    extra_names = tuple(n.strip() for n in args.webhook_cert_extra_names.split(",") if n.strip())
+    self_managed_only = {
+        "webhook-service": args.webhook_service,
+        "webhook-secret": args.webhook_secret,
+        "webhook-namespace": args.webhook_namespace,
+        "webhook-cert-extra-names": args.webhook_cert_extra_names,
+    }
+    if webhook_certs != "self-managed":
+        for name, value in self_managed_only.items():
+            if value.strip():
+                raise UsageError(f"{label(name)} is only used with --webhook-certs=self-managed")
+    for name in ("webhook-service", "webhook-secret", "webhook-namespace"):
+        value = self_managed_only[name].strip()
+        if value and not _DNS_LABEL.fullmatch(value):
+            raise UsageError(f"{label(name)}: {value!r} is not a valid name (lower-case DNS label)")
     try:
         event_loop = eventloop.resolve(args.event_loop.strip().lower())
     except ValueError as error:
@@ -622,4 +687,9 @@ def parse_run_args(
         webhook_host=webhook_host,
         webhook_port=webhook_port,
         webhook_cert_dir=webhook_cert_dir,
+        webhook_certs=webhook_certs,
+        webhook_service=args.webhook_service.strip(),
+        webhook_secret=args.webhook_secret.strip(),
+        webhook_namespace=args.webhook_namespace.strip(),
+        webhook_cert_extra_names=extra_names,
     )

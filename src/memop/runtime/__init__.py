@@ -80,6 +80,11 @@ Admission and conversion webhooks (a :class:`ControllerDefinition`'s ``webhooks`
 - :class:`WebhookServer` / :class:`WebhookServerOptions`: the HTTPS server itself (port 9443,
   the certificate directory, reloaded on change), which ``ManagerOptions.webhook`` configures
   and :meth:`Manager.add_webhooks` fills; a program may also run one alone.
+- :class:`SelfManagedCertificates`: the webhook's certificate made and renewed by the operator
+  itself (a self-signed CA and serving certificate in a Secret, written to the certificate
+  directory, the CA set into the caBundle of its webhook configurations and CRDs), for clusters
+  without cert-manager: ``ManagerOptions.webhook_certificates`` takes it (any
+  :class:`CertificateSource`) and starts the webhook server once it wrote a certificate.
 
 Running a manager (``memop`` and :func:`memop.run` build one from flags; a program of one's own
 may build it from these alone):
@@ -209,6 +214,8 @@ _EXPORTS: dict[str, str] = {
     "Validator": "memop.runtime.webhook.declarations",
     "WebhookServer": "memop.runtime.webhook.server",
     "WebhookServerOptions": "memop.runtime.webhook.server",
+    "SelfManagedCertificates": "memop.runtime.webhook.selfmanaged",
+    "CertificateSource": "memop.runtime.manager.manager",
     "BUCKET_LABEL": "memop.runtime.sharding.ring",
     "BY_NAMESPACE": "memop.runtime.sharding.keys",
     "BY_OWNER_BUCKET": "memop.runtime.sharding.keys",
@@ -338,6 +345,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Cache",
+    "CertificateSource",
     "Client",
     "Clock",
     "Conflict",
@@ -371,6 +379,7 @@ __all__ = [
     "Rule",
     "Scope",
     "Selector",
+    "SelfManagedCertificates",
     "SetupContext",
     "ShardKey",
     "ShardingConfig",

@@ -32,7 +32,7 @@ import ssl
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from memop.runtime import metrics
 from memop.runtime.cache.cache import Cache
@@ -84,6 +84,10 @@ class ManagerOptions:
     webhook: where the webhook server listens and finds its certificate (port 9443, the
         certificate in /tmp/k8s-webhook-server/serving-certs, as controller-runtime); it runs
         only when webhooks are added (:meth:`Manager.add_webhooks`).
+    webhook_certificates: None (default) when the certificate is put in the cert dir from
+        outside (a mounted Secret: cert-manager, OLM); else what makes it (memop's self-managed
+        mode), run from before the webhook server starts until the manager stops. The webhook
+        server starts once its first certificate is written.
     """
 
     namespaces: tuple[str, ...] = ()
@@ -100,10 +104,21 @@ class ManagerOptions:
     cache_sync_timeout: float = 120.0
     watch_read_timeout: float = 150.0
     webhook: WebhookServerOptions = field(default_factory=WebhookServerOptions)
+    webhook_certificates: CertificateSource | None = None
     extra: dict[str, object] = field(default_factory=dict)
     # How to run without a controller (the CLI's flag), named when its resources are not
     # served: controller name -> advice, appended to the start-up error.
     leave_out_hint: Callable[[str], str] | None = None
+
+
+class CertificateSource(Protocol):
+    """Makes the webhook server's certificate itself, on every replica (for example
+    :class:`~memop.runtime.webhook.selfmanaged.SelfManagedCertificates`): ``run`` keeps it
+    current until cancelled, ``wait_ready`` returns once the certificate is in the cert dir."""
+
+    async def run(self) -> None: ...
+
+    async def wait_ready(self) -> None: ...
 
 
 class StartupError(Exception):
@@ -142,6 +157,7 @@ class Manager:
         self.recorders: list[EventRecorder] = []
         self.elector: LeaderElector | LeaderForLife | None = None
         self._elector_task: asyncio.Task[None] | None = None
+        self._certificates_task: asyncio.Task[None] | None = None
         self.leading = asyncio.Event()
         self.server.add_liveness_check("ping", lambda: None)
         self.server.add_readiness_check("informers", self._informers_synced)
@@ -230,9 +246,10 @@ class Manager:
             log.error("cannot listen for probes and metrics: %s", error)
             await self.server.stop()
             return EXIT_FAILED
-        if webhooks and not await self._start_webhooks():
+        if webhooks and not await self._start_webhooks(stop):
+            await self._stop_certificates()
             await self.server.stop()
-            return EXIT_FAILED
+            return EXIT_OK if stop.is_set() else EXIT_FAILED
         stop_task = asyncio.create_task(stop.wait(), name="manager-stop")
         try:
             exit_code = await self._run(stop_task)
@@ -240,15 +257,30 @@ class Manager:
             lost = await self._shutdown(self._elector_task, stop_task)
         return EXIT_FAILED if lost else exit_code
 
-    async def _start_webhooks(self) -> bool:
-        """Start the webhook server; False, with one error line, when it cannot."""
+    async def _start_webhooks(self, stop: asyncio.Event) -> bool:
+        """Start the webhook server, once its certificate is made when memop makes it; False,
+        with one error line, when it cannot (or when stopped while waiting for the certificate)."""
         options = self.options.webhook
+        source = self.options.webhook_certificates
+        if source is not None:
+            self._certificates_task = asyncio.create_task(source.run(), name="webhook-certificates")
+            stopping = asyncio.create_task(stop.wait(), name="manager-stop-before-webhooks")
+            try:
+                made = await _unless(source.wait_ready(), stopping, self._certificates_task)
+            finally:
+                stopping.cancel()
+            if not made:
+                task = self._certificates_task
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    log.error("cannot make the webhook's certificate: %s", task.exception())
+                return False
         try:
             await self.webhook_server.start()
         except CertificateError as error:
             log.error(
                 "cannot serve webhooks: %s (the webhook certificate directory must hold %s and %s: "
-                "where the serving certificate's Secret is mounted)",
+                "mount the serving certificate's Secret there, or let memop make it with "
+                "--webhook-certs=self-managed, or run without webhooks: --no-enable-webhooks)",
                 error, options.cert_name, options.key_name,
             )  # fmt: skip
             return False
@@ -422,8 +454,16 @@ class Manager:
             await recorder.stop()
         await self.cache.stop()
         await self.webhook_server.stop()
+        await self._stop_certificates()
         await self.server.stop()
         return lost
+
+    async def _stop_certificates(self) -> None:
+        task, self._certificates_task = self._certificates_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
 
 class _ShardWork:
