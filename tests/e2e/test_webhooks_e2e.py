@@ -16,6 +16,7 @@ import base64
 import contextlib
 import copy
 import re
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from memop.memcached import api
 from memop.memcached.webhooks import WEBHOOK as WEBHOOK_DECLARATION
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Invalid, NotFound
-from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS
+from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, SECRETS
 from memop.runtime.webhook.selfmanaged import VALIDATING_WEBHOOK_CONFIGURATIONS
 from memop.testing.envtest import Kube
 from memop.testing.process import MemopProcess, MemopProcesses
@@ -82,6 +83,33 @@ async def served(memops: MemopProcesses, namespace: str, tmp_path: Path) -> Serv
     )
 
 
+def _validating_webhook(base_url: str, ca_bundle: str, namespace: str) -> dict[str, Any]:
+    """Memcached's validating webhook as `memop manifests` declares it, called at ``base_url``
+    (no caBundle when ``ca_bundle`` is empty) for the test's namespace only."""
+    client_config = {"url": base_url + WEBHOOK.validating_path}
+    if ca_bundle:
+        client_config["caBundle"] = ca_bundle
+    return {
+        "name": WEBHOOK.validating_name,
+        "clientConfig": client_config,
+        "rules": [
+            {
+                "apiGroups": [WEBHOOK.group],
+                "apiVersions": [WEBHOOK.version],
+                "operations": list(WEBHOOK.operations),
+                "resources": [WEBHOOK.plural],
+                "scope": "Namespaced",
+            }
+        ],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "failurePolicy": WEBHOOK.failure_policy,
+        "sideEffects": WEBHOOK.side_effects,
+        "timeoutSeconds": WEBHOOK.timeout_seconds,
+        "matchPolicy": WEBHOOK.match_policy,
+        "admissionReviewVersions": ["v1"],
+    }
+
+
 @pytest.fixture
 async def validating(client: Client, served: Served, namespace: str) -> AsyncIterator[str]:
     """Memcached's validating webhook registered for the test's namespace only."""
@@ -90,30 +118,7 @@ async def validating(client: Client, served: Served, namespace: str) -> AsyncIte
         VALIDATING_WEBHOOK_CONFIGURATIONS,
         {
             "metadata": {"name": name},
-            "webhooks": [
-                {
-                    "name": WEBHOOK.validating_name,
-                    "clientConfig": {
-                        "url": served.base_url + WEBHOOK.validating_path,
-                        "caBundle": served.ca_bundle,
-                    },
-                    "rules": [
-                        {
-                            "apiGroups": [WEBHOOK.group],
-                            "apiVersions": [WEBHOOK.version],
-                            "operations": list(WEBHOOK.operations),
-                            "resources": [WEBHOOK.plural],
-                            "scope": "Namespaced",
-                        }
-                    ],
-                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-                    "failurePolicy": WEBHOOK.failure_policy,
-                    "sideEffects": WEBHOOK.side_effects,
-                    "timeoutSeconds": WEBHOOK.timeout_seconds,
-                    "matchPolicy": WEBHOOK.match_policy,
-                    "admissionReviewVersions": ["v1"],
-                }
-            ],
+            "webhooks": [_validating_webhook(served.base_url, served.ca_bundle, namespace)],
         },
     )
     yield name
@@ -149,6 +154,14 @@ def memcached_at(version: str, name: str, namespace: str, **spec: Any) -> dict[s
     }
 
 
+def greedy(namespace: str) -> dict[str, Any]:
+    """Requests above limits: valid to the schema, refused by memop's validator."""
+    return memcached_at(
+        api.VERSION, "too-greedy", namespace,
+        resources={"requests": {"memory": "128Mi"}, "limits": {"memory": "64Mi"}},
+    )  # fmt: skip
+
+
 async def deployment_port(client: Client, namespace: str, name: str) -> int | None:
     try:
         deployment = await client.get(DEPLOYMENTS, name, namespace)
@@ -161,13 +174,8 @@ async def deployment_port(client: Client, namespace: str, name: str) -> int | No
 async def test_a_memcached_the_validator_refuses_is_never_stored(
     client: Client, namespace: str, validating: str
 ) -> None:
-    # Requests above limits: valid to the schema, refused by memop's validator.
-    bad = memcached_at(
-        api.VERSION, "too-greedy", namespace,
-        resources={"requests": {"memory": "128Mi"}, "limits": {"memory": "64Mi"}},
-    )  # fmt: skip
     with pytest.raises(Invalid) as refused:
-        await client.create(api.MEMCACHEDS, bad)
+        await client.create(api.MEMCACHEDS, greedy(namespace))
     message = refused.value.message
     assert f'admission webhook "{WEBHOOK.validating_name}" denied the request' in message, message
     assert "spec.resources" in message, message
@@ -234,3 +242,68 @@ async def test_a_conversion_webhook_that_is_down_fails_requests_in_the_other_ver
         await client.get(api.MEMCACHEDS_V1BETA1, "kept", namespace)
     assert failed.value.code == 500
     assert "conversion webhook for" in failed.value.message
+
+
+async def test_self_managed_certificates_make_the_whole_path_work_without_cert_manager(
+    client: Client, namespace: str, memops: MemopProcesses, tmp_path: Path
+) -> None:
+    """--webhook-certs=self-managed: memop makes its CA and certificate (a Secret in the test's
+    namespace) and sets the caBundle of the install's webhook configuration and of the CRD's
+    conversion, which the test registers without one, as `memop manifests` writes them."""
+    name = "memop-validating-webhook-configuration"  # the project's prefix + Kubebuilder's name
+    with contextlib.suppress(NotFound):
+        await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, name)
+        pytest.skip(f"this cluster has a {name} already (memop is installed): not touching it")
+    crd = await client.get(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME)
+    before = copy.deepcopy(crd["spec"].get("conversion") or {"strategy": "None"})
+    # memop picks its port before it knows it, so the URLs need one: a free one, asked of the OS.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base_url = f"https://127.0.0.1:{port}"
+    hook = _validating_webhook(base_url, "", namespace)
+    await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, {"metadata": {"name": name}, "webhooks": [hook]})
+    conversion = {
+        "strategy": "Webhook",
+        "webhook": {"clientConfig": {"url": base_url + "/convert"}, "conversionReviewVersions": ["v1"]},
+    }
+    await client.patch(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME, {"spec": {"conversion": conversion}})
+    try:
+        process = await memops.start(
+            "--controllers=memcached",
+            f"--watch-namespace={namespace}",
+            "--webhook-host=127.0.0.1",
+            f"--webhook-port={port}",
+            f"--webhook-cert-dir={tmp_path / 'certs'}",
+            "--webhook-certs=self-managed",
+            f"--webhook-namespace={namespace}",
+            "--webhook-cert-extra-names=127.0.0.1",
+            webhooks=True,
+        )
+        await process.wait_ready()
+        secret = await client.get(SECRETS, "memop-webhook-server-cert", namespace)
+        bundle = secret["data"]["ca.crt"]
+        configuration = await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, name)
+        assert configuration["webhooks"][0]["clientConfig"]["caBundle"] == bundle
+
+        async def crd_trusts_memop() -> bool:
+            current = await client.get(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME)
+            client_config = current["spec"]["conversion"]["webhook"]["clientConfig"]
+            return bool(client_config.get("caBundle") == bundle)
+
+        await wait_for(crd_trusts_memop, timeout=30)
+        # The API server now trusts memop's certificate on both paths.
+        with pytest.raises(Invalid) as refused:
+            await client.create(api.MEMCACHEDS, greedy(namespace))
+        assert f'admission webhook "{WEBHOOK.validating_name}" denied the request' in refused.value.message
+        await client.create(
+            api.MEMCACHEDS_V1BETA1, memcached_at(api.V1BETA1, "good", namespace, containerPort=11311)
+        )
+        assert (await client.get(api.MEMCACHEDS_V1BETA1, "good", namespace))["spec"]["containerPort"] == 11311
+        assert process.returncode is None
+    finally:
+        await memops.stop()
+        with contextlib.suppress(NotFound):
+            await client.delete(VALIDATING_WEBHOOK_CONFIGURATIONS, name)
+        restored = {"webhook": None, **before}
+        await client.patch(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME, {"spec": {"conversion": restored}})
