@@ -318,3 +318,52 @@ def test_webhook_latency_benchmark_refuses_controllers_without_webhooks() -> Non
     assert result.returncode == 2
     assert "declare no webhook" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_olm_upgrade_benchmark_serves_old_objects_at_both_versions_and_converges() -> None:
+    result = run_bench("olm_upgrade.py", "--crs=20", "--namespaces=2")
+    assert result["crs"] == 20
+    assert result["changed"] == 2
+    assert set(result["seconds"]) == {
+        "old_converge", "upgrade", "conversion_unserved", "converge_after", "changes_converged"
+    }  # fmt: skip
+    assert all(seconds >= 0 for seconds in result["seconds"].values())
+    for when, objects_with_port in (("after_upgrade", 0), ("after_changes", 2)):
+        served = result["served"][when]
+        assert served["v1alpha1"] == served["v1beta1"] == 20
+        assert served["mismatches"] == 0
+        assert served["with_port_annotation"] == objects_with_port
+    assert result["lost_changes"] == 0
+    assert result["stored_versions"] == ["v1alpha1"]
+    calls = result["webhook_calls"]
+    # The old operator needs no conversion (it reads the stored version), nor does the new one;
+    # each change through v1beta1 is converted there and back, and validated.
+    assert calls["old_converge"]["conversion_calls"] == calls["converge_after"]["conversion_calls"] == 0
+    assert calls["changes_converged"]["conversion_calls"] == 4
+    assert calls["changes_converged"]["admission_calls"] == 2
+    assert calls["bench_checks"]["after_upgrade"]["conversion_objects"] == 20
+    assert all(calls[phase]["conversion_failures"] == 0 for phase in ("upgrade", "changes_converged"))
+    assert result["new_operator"]["error_log_lines"] == 0
+    assert result["old_operator"]["exit_code"] == 0
+    # The new operator followed each change: a Deployment patch and a status each, at least.
+    assert result["new_operator_requests"]["changes_converged"]["patch deployments"] >= 2
+    assert result["machine"]["cpus"] >= 1
+    assert "in-memory" in result["server"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--crs=0"], "must be at least 1"),
+        (["--change-fraction=0"], "--change-fraction must be more than 0"),
+    ],
+)
+def test_olm_upgrade_benchmark_refuses_bad_options_in_one_line(args: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "olm_upgrade.py"), *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == ""
