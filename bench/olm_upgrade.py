@@ -35,12 +35,14 @@ The phases, each timed (``seconds``):
    ``conversion_unserved`` is that window, in which a request at ``v1beta1`` fails (a real
    cluster has the same one); requests at ``v1alpha1``, the stored version, need no conversion,
    so the old operator works on through it. The phase ends when the old operator has exited.
-3. ``converge_after``: until the new operator has taken the Lease and reconciled every Memcached
-   with nothing left queued, every one still converged. Then every object must be served at
-   both versions: a list at ``v1alpha1`` and one at ``v1beta1``, each object the same in both
-   (uid, resourceVersion, generation, labels, status, spec) but for ``containerPort``, which
-   ``v1beta1`` has where ``v1alpha1`` has the annotation ``cache.example.com/v1beta1-container-port``
-   (absent both: port 11211); ``served.after_upgrade.mismatches`` must be 0.
+3. ``converge_after``: until the new operator has taken the Lease (the old one released it; the
+   new one tries again every ``--leader-elect-retry-period``, 2 s) and reconciled every
+   Memcached with nothing left queued, every one still converged. Then every object must be
+   served at both versions: a list at ``v1alpha1`` and one at ``v1beta1`` (``list_seconds``
+   each), each object the same in both (uid, resourceVersion, generation, labels, finalizers,
+   owners, status, spec) but for ``containerPort``, which ``v1beta1`` has where ``v1alpha1`` has
+   the annotation ``cache.example.com/v1beta1-container-port`` (absent both: port 11211);
+   ``served.after_upgrade.mismatches`` must be 0.
 4. ``changes_converged``: ``--change-fraction`` of them (a tenth) get a new size (2) and
    ``containerPort`` through ``v1beta1`` (merge patches); the phase ends when each has its
    Deployment at the new size with the new port, and a status for its generation. Then the two
@@ -48,12 +50,16 @@ The phases, each timed (``seconds``):
    ``lost_changes`` (changes not served as made, or whose Deployment never followed) must be 0.
 
 Figures besides: ``webhook_calls`` per phase as the API server made them (conversion calls,
-the objects they carried, failures; admission calls, denials, failures); memop's CPU seconds
-(``/proc/<pid>/stat``) per phase and its resident memory at the end of each (``rss_mb``; the
-old operator's last figure is taken just before its SIGTERM); the new operator's requests
-(``new_operator_requests``, from the server's log) to take over and for the changes; its warning
-and error log lines (``error_log_lines`` must be 0); ``stored_versions`` (must stay
-``["v1alpha1"]``); the machine (``platform``, ``cpus``) and the server.
+the objects they carried, failures; admission calls, denials, failures), and those of the
+bench's own reads apart (``bench_checks``). The in-memory server keeps the conversions it got
+in a cache keyed by the object's content (:mod:`memop.testing.conversionwebhooks`), where
+kube-apiserver calls the webhook on every read in the other version: its counts are a lower
+bound of a real server's (a second list of unchanged objects at ``v1beta1`` costs it no call).
+memop's CPU seconds (``/proc/<pid>/stat``) per phase and its resident memory at the end of
+the last (``rss_mb``; the old operator's last figure is taken just before its SIGTERM); the new
+operator's requests (``new_operator_requests``, from the server's log) to take over and for the
+changes; its warning and error log lines (``error_log_lines`` must be 0); ``stored_versions``
+(must stay ``["v1alpha1"]``); the machine (``platform``, ``cpus``) and the server.
 
 Anything that does not hold (a mismatch, a lost change, a conversion failure, an error logged
 by the new operator, a phase not done within ``--timeout``) ends the run with exit status 1 and
@@ -108,7 +114,7 @@ from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess
 from memop.testing.server import ApiServer
 from memop.testing.tls import ServingCertificates
-from memop.testing.wait import WaitTimeout, wait_for
+from memop.testing.wait import wait_for
 from memop.testing.webhookclient import WebhookCall
 
 CRD_NAME = f"{api.PLURAL}.{api.GROUP}"
@@ -366,7 +372,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> tuple[dict[str, Any], 
             old = MemopProcess(kubeconfig, operator_args(args.workers, ["--no-enable-webhooks"]))
             processes.append(old)
             await old.start()
-            await old.wait_ready(timeout=args.timeout)
+            await stage("the old operator getting ready", old.wait_ready(timeout=args.timeout), args.timeout)
             old_stats = [proc_stats(old.pid)]
             tracker.expect(dict.fromkeys(keys, 1))
             marks.mark("start")
@@ -565,11 +571,16 @@ async def run(args: argparse.Namespace, workdir: Path) -> tuple[dict[str, Any], 
 
 
 async def stage(what: str, waiting: Any, timeout: float) -> Any:
-    """Await ``waiting`` for at most ``timeout`` seconds; Failed naming ``what`` otherwise."""
+    """Await ``waiting`` for at most ``timeout`` seconds; Failed naming ``what`` (and the first
+    line of the error) when it does not finish, or fails as a wait does."""
     try:
         return await asyncio.wait_for(waiting, timeout)
-    except (TimeoutError, WaitTimeout):
+    except TimeoutError:
         raise Failed(f"{what}: not done within {timeout:g} s") from None
+    except AssertionError as error:  # a WaitTimeout, or a memop process that exited
+        raise Failed(
+            f"{what}: {str(error).strip().splitlines()[0] if str(error).strip() else 'failed'}"
+        ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
