@@ -128,7 +128,11 @@ async def test_memcached_deployment_pods_and_events(
     header, rows = parse(out["memcached", False])
     assert header == ["NAME", "SIZE", "READY", "AVAILABLE", "AGE"]
     check(rows, [["cache", "2", "2", "True", clock.age(cr["metadata"]["creationTimestamp"])]])
-    assert parse(out["memcached", True])[0] == header  # no priority-1 columns
+    # kubectl reads the preferred version, v1beta1: -o wide adds its priority-1 Port column,
+    # empty for an object made at v1alpha1 (read in another version, it is not defaulted).
+    wide_header, wide_rows = parse(out["memcached", True])
+    assert wide_header == [*header, "PORT"]
+    check(wide_rows, [["cache", "2", "2", "True", {rows[0][4]}, ""]])  # as v1.36.2 prints it
 
     spec, status = deployment["spec"], deployment["status"]
     container = spec["template"]["spec"]["containers"][0]
@@ -258,6 +262,8 @@ REPLICASET = ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
 PDB = ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
 CREATED = ["NAME", "CREATED AT"]
 # kubectl get RESOURCE: the header, and the header with -o wide.
+ADMISSION = "admissionregistration.k8s.io"
+WEBHOOKS = ["NAME", "WEBHOOKS", "AGE"]
 HEADERS: dict[str, tuple[list[str], list[str]]] = {
     "configmaps": (["NAME", "DATA", "AGE"], ["NAME", "DATA", "AGE"]),
     "secrets": (["NAME", "TYPE", "DATA", "AGE"], ["NAME", "TYPE", "DATA", "AGE"]),
@@ -273,6 +279,8 @@ HEADERS: dict[str, tuple[list[str], list[str]]] = {
     f"clusterroles.{RBAC}": (CREATED, CREATED),
     f"clusterrolebindings.{RBAC}": (BINDING, BINDING + SUBJECTS),
     "customresourcedefinitions.apiextensions.k8s.io": (CREATED, CREATED),
+    f"validatingwebhookconfigurations.{ADMISSION}": (WEBHOOKS, WEBHOOKS),
+    f"mutatingwebhookconfigurations.{ADMISSION}": (WEBHOOKS, WEBHOOKS),
 }
 
 
@@ -334,6 +342,16 @@ def manifests(namespace: str, cluster_name: str) -> list[dict[str, Any]]:
             "reportingInstance": "test",
         },
         {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": cluster_name}, "rules": []},
+        # No webhook in them: on a real cluster they must judge nothing.
+        *(
+            {
+                "apiVersion": f"{ADMISSION}/v1",
+                "kind": kind,
+                "metadata": {"name": cluster_name},
+                "webhooks": [],
+            }
+            for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+        ),
         {
             "apiVersion": f"{RBAC}/v1",
             "kind": "ClusterRoleBinding",
@@ -358,6 +376,8 @@ async def test_the_header_of_every_kind(
         await kubectl(kubeconfig, "apply", "-f", str(objects))
         names = {"namespaces": namespace, f"clusterroles.{RBAC}": cluster_name}
         names[f"clusterrolebindings.{RBAC}"] = cluster_name
+        names[f"validatingwebhookconfigurations.{ADMISSION}"] = cluster_name
+        names[f"mutatingwebhookconfigurations.{ADMISSION}"] = cluster_name
         names["customresourcedefinitions.apiextensions.k8s.io"] = f"{MEMCACHEDS.plural}.{MEMCACHEDS.group}"
         for resource, (header, wide) in HEADERS.items():
             args = [resource, names.get(resource, "one"), "-n", namespace]

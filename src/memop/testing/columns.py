@@ -248,6 +248,16 @@ LEASES: tuple[Column, ...] = (
     ),
     column("Age", CREATION_TIMESTAMP),
 )
+# Both webhook configuration kinds (measured on v1.36.2).
+WEBHOOK_CONFIGURATIONS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column(
+        "Webhooks",
+        "Webhooks indicates the number of webhooks registered in this configuration",
+        type="integer",
+    ),
+    column("Age", CREATION_TIMESTAMP),
+)
 SERVICEACCOUNTS: tuple[Column, ...] = (
     column("Name", NAME, format="name"),
     column("Age", CREATION_TIMESTAMP),

@@ -399,6 +399,11 @@ def _lease(obj: Mapping[str, Any], now: float) -> Row:
     return {"cells": [_name(obj), _str(_map(obj.get("spec")).get("holderIdentity")), _age(obj, now)]}
 
 
+def _webhook_configuration(obj: Mapping[str, Any], now: float) -> Row:
+    webhooks = obj.get("webhooks")
+    return {"cells": [_name(obj), len(webhooks) if isinstance(webhooks, list) else 0, _age(obj, now)]}
+
+
 def _name_and_age(obj: Mapping[str, Any], now: float) -> Row:
     return {"cells": [_name(obj), _age(obj, now)]}
 
@@ -425,6 +430,12 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("apps", "deployments"): Printer(columns.DEPLOYMENTS, _deployment),
     ("apps", "replicasets"): Printer(columns.REPLICASETS, _replicaset),
     ("coordination.k8s.io", "leases"): Printer(columns.LEASES, _lease),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): Printer(
+        columns.WEBHOOK_CONFIGURATIONS, _webhook_configuration
+    ),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): Printer(
+        columns.WEBHOOK_CONFIGURATIONS, _webhook_configuration
+    ),
     ("policy", "poddisruptionbudgets"): Printer(columns.PODDISRUPTIONBUDGETS, _pod_disruption_budget),
     ("rbac.authorization.k8s.io", "rolebindings"): Printer(columns.ROLEBINDINGS, _binding),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): Printer(columns.CLUSTERROLEBINDINGS, _binding),
