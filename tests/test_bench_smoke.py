@@ -305,7 +305,9 @@ def test_webhook_latency_benchmark_times_every_declared_webhook() -> None:
             assert figures[mode]["in_flight"] == in_flight
             for side in ("round_trip", "handler"):
                 assert figures[mode][side]["requests"] == 20
-                assert 0 < figures[mode][side]["p50"] <= figures[mode][side]["p99"] <= figures[mode][side]["max"]
+                assert (
+                    0 < figures[mode][side]["p50"] <= figures[mode][side]["p99"] <= figures[mode][side]["max"]
+                )
             # The handler is a part of the round trip.
             assert figures[mode]["handler"]["p50"] < figures[mode]["round_trip"]["p50"]
 

@@ -110,7 +110,8 @@ async def test_the_webhook_flags_reach_the_manager(tmp_path: Path, capfd: pytest
         assert [line["msg"] for line in _lines(err) if line["level"] == "error"] == [
             f"cannot serve webhooks: cannot read the webhook certificate {tmp_path}/absent/tls.crt: "
             "No such file or directory (the webhook certificate directory must hold tls.crt and tls.key: "
-            "where the serving certificate's Secret is mounted)"
+            "mount the serving certificate's Secret there, or let memop make it with "
+            "--webhook-certs=self-managed, or run without webhooks: --no-enable-webhooks)"
         ]
 
         # Served on the port and host given, from the directory given.
