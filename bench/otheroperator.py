@@ -64,6 +64,10 @@ class OperatorProcess:
         self.args = render(template, kubeconfig=kubeconfig, workers=workers, namespaces=namespaces)
         self.env = {**os.environ, "KUBECONFIG": kubeconfig}
         self.env.pop("WATCH_NAMESPACE", None)
+        # As Kubebuilder's `make run`: the benches install no webhook configuration nor serving
+        # certificate, so an operator that serves webhooks (memop's, a Kubebuilder one) runs
+        # without them, unless the caller's environment says otherwise.
+        self.env.setdefault("ENABLE_WEBHOOKS", "false")
         if namespaces:
             self.env["WATCH_NAMESPACE"] = ",".join(namespaces)
         self.log_path = log_path
