@@ -132,7 +132,8 @@ async def test_memcached_deployment_pods_and_events(
     # empty for an object made at v1alpha1 (read in another version, it is not defaulted).
     wide_header, wide_rows = parse(out["memcached", True])
     assert wide_header == [*header, "PORT"]
-    check(wide_rows, [["cache", "2", "2", "True", {rows[0][4]}, ""]])  # as v1.36.2 prints it
+    age = clock.age(cr["metadata"]["creationTimestamp"])
+    check(wide_rows, [["cache", "2", "2", "True", age, ""]])  # as v1.36.2 prints it
 
     spec, status = deployment["spec"], deployment["status"]
     container = spec["template"]["spec"]["containers"][0]
