@@ -37,8 +37,12 @@ async def test_demo_converges_the_sample_and_exits_0_on_ctrl_c(tmp_path: Path) -
 
     reader = asyncio.create_task(read())
     try:
+        # Both Memcacheds, the v1beta1 one through memop's own conversion webhook and certificate.
+        v1beta1_ready = "demo: Memcached default/memcached-sample-v1beta1 (v1beta1) is Available"
         await wait_for(
-            lambda: any(READY_LINE in line for line in lines), timeout=60, message=lambda: "".join(lines)
+            lambda: all(any(ready in line for line in lines) for ready in (READY_LINE, v1beta1_ready)),
+            timeout=60,
+            message=lambda: "".join(lines),
         )
         assert any(f"kubectl --kubeconfig {kubeconfig} get memcached -w" in line for line in lines)
         assert kubeconfig.exists()

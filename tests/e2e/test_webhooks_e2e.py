@@ -24,12 +24,14 @@ from typing import Any
 
 import pytest
 
+from memop.builtin import PROJECT
 from memop.memcached import api
 from memop.memcached.webhooks import WEBHOOK as WEBHOOK_DECLARATION
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Invalid, NotFound
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, SECRETS
 from memop.runtime.webhook.selfmanaged import VALIDATING_WEBHOOK_CONFIGURATIONS
+from memop.testing import install_webhooks
 from memop.testing.envtest import Kube
 from memop.testing.process import MemopProcess, MemopProcesses
 from memop.testing.tls import ServingCertificates
@@ -254,20 +256,18 @@ async def test_self_managed_certificates_make_the_whole_path_work_without_cert_m
     with contextlib.suppress(NotFound):
         await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, name)
         pytest.skip(f"this cluster has a {name} already (memop is installed): not touching it")
-    crd = await client.get(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME)
-    before = copy.deepcopy(crd["spec"].get("conversion") or {"strategy": "None"})
     # memop picks its port before it knows it, so the URLs need one: a free one, asked of the OS.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    base_url = f"https://127.0.0.1:{port}"
-    hook = _validating_webhook(base_url, "", namespace)
-    await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, {"metadata": {"name": name}, "webhooks": [hook]})
-    conversion = {
-        "strategy": "Webhook",
-        "webhook": {"clientConfig": {"url": base_url + "/convert"}, "conversionReviewVersions": ["v1"]},
-    }
-    await client.patch(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME, {"spec": {"conversion": conversion}})
+    # As the installs register them (no caBundle: memop sets it), on loopback, for this namespace.
+    installed = await install_webhooks(
+        client,
+        PROJECT,
+        f"https://127.0.0.1:{port}",
+        namespace_selector={"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        controllers=["memcached"],
+    )
     try:
         process = await memops.start(
             "--controllers=memcached",
@@ -303,7 +303,4 @@ async def test_self_managed_certificates_make_the_whole_path_work_without_cert_m
         assert process.returncode is None
     finally:
         await memops.stop()
-        with contextlib.suppress(NotFound):
-            await client.delete(VALIDATING_WEBHOOK_CONFIGURATIONS, name)
-        restored = {"webhook": None, **before}
-        await client.patch(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME, {"spec": {"conversion": restored}})
+        await installed.uninstall()

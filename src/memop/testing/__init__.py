@@ -13,6 +13,9 @@ The names exported here are the public surface for a project's tests; the plugin
   ``install_crds`` fixtures, for annotating tests.
 - :func:`install_crds`, :func:`release_finalizers`, :func:`event_recorded`: CRDs in and
   Established, finalizers dropped before a namespace goes, the first Event that matches.
+- :func:`install_webhooks` / :class:`InstalledWebhooks`: a project's webhook configurations and
+  CRD conversions, as ``memop manifests`` writes them but called on a loopback URL, where the
+  test's operator serves them (envtest's ``WebhookInstallOptions``); ``uninstall`` takes them back.
 - :func:`wait_for` / :class:`WaitTimeout`: poll a condition with a deadline (tests never sleep).
 """
 
@@ -34,11 +37,14 @@ if TYPE_CHECKING:
     from memop.testing.plugin import InstallCrds, RunOperator
     from memop.testing.server import ApiServer
     from memop.testing.wait import WaitTimeout, wait_for
+    from memop.testing.webhooks import InstalledWebhooks, install_webhooks
 
 # Loaded on first use (PEP 562): the pytest plugin imports this package in every test run, and
 # must not bring the server or kubernetes_asyncio with it.
 _EXPORTS: dict[str, str] = {
     "ApiServer": "memop.testing.server",
+    "InstalledWebhooks": "memop.testing.webhooks",
+    "install_webhooks": "memop.testing.webhooks",
     "InstallCrds": "memop.testing.plugin",
     "Kube": "memop.testing.envtest",
     "OperatorExited": "memop.testing.operator",
@@ -59,6 +65,7 @@ __getattr__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "ApiServer",
     "InstallCrds",
+    "InstalledWebhooks",
     "Kube",
     "OperatorExited",
     "RunOperator",
@@ -67,6 +74,7 @@ __all__ = [
     "cluster",
     "event_recorded",
     "install_crds",
+    "install_webhooks",
     "release_finalizers",
     "wait_for",
 ]
