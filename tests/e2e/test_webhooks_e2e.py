@@ -17,6 +17,7 @@ import contextlib
 import copy
 import re
 import socket
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,10 +142,34 @@ async def converting(client: Client, served: Served) -> AsyncIterator[None]:
         },
     }
     await client.patch(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME, {"spec": {"conversion": conversion}})
+    await conversion_in_effect(client)
     yield
     await client.patch(
         CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME, {"spec": {"conversion": {"webhook": None, **before}}}
     )
+
+
+async def conversion_in_effect(client: Client) -> None:
+    """Wait until the CRD's conversion webhook converts: a real API server applies a CRD change
+    asynchronously (a create at v1beta1 right after the patch was stored without its port). The
+    probe is stored at v1alpha1 with the port annotation, outside the test's namespace (no
+    webhook judges it, no memop watches it), and read at v1beta1 until the port comes out."""
+    name = f"conversion-probe-{uuid.uuid4().hex[:8]}"
+    probe = memcached_at(api.VERSION, name, "default")
+    probe["metadata"]["annotations"] = {api.CONTAINER_PORT_ANNOTATION: "11311"}
+    await client.create(api.MEMCACHEDS, probe)
+
+    async def converted() -> bool:
+        try:
+            got = await client.get(api.MEMCACHEDS_V1BETA1, name, "default")
+        except ApiError:  # the webhook not called yet, or not reachable yet
+            return False
+        return bool(got["spec"].get("containerPort") == 11311)
+
+    try:
+        await wait_for(converted, timeout=30)
+    finally:
+        await client.delete(api.MEMCACHEDS, name, "default")
 
 
 def memcached_at(version: str, name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -292,6 +317,7 @@ async def test_self_managed_certificates_make_the_whole_path_work_without_cert_m
             return bool(client_config.get("caBundle") == bundle)
 
         await wait_for(crd_trusts_memop, timeout=30)
+        await conversion_in_effect(client)
         # The API server now trusts memop's certificate on both paths.
         with pytest.raises(Invalid) as refused:
             await client.create(api.MEMCACHEDS, greedy(namespace))

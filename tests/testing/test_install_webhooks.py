@@ -12,6 +12,7 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, Resource
 from memop.testing import install_crds, install_webhooks
+from memop.testing.tls import ServingCertificates
 
 VALIDATING = Resource(
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
@@ -22,10 +23,11 @@ MEMCACHED_CRD = "memcacheds.cache.example.com"
 
 async def test_the_installs_webhooks_are_registered_on_loopback_and_taken_back(client: Client) -> None:
     await install_crds(client, PROJECT)
+    ca = ServingCertificates.generate("memop-test-install-webhooks").ca_pem
     installed = await install_webhooks(
-        client, PROJECT, "https://127.0.0.1:9999", b"PEM", namespace_selector={"matchLabels": {"a": "b"}}
+        client, PROJECT, "https://127.0.0.1:9999", ca, namespace_selector={"matchLabels": {"a": "b"}}
     )
-    bundle = base64.b64encode(b"PEM").decode()
+    bundle = base64.b64encode(ca).decode()
     # The install's name: what --webhook-certs=self-managed keeps the caBundle of.
     configuration = await client.get(VALIDATING, "memop-validating-webhook-configuration")
     [webhook] = configuration["webhooks"]

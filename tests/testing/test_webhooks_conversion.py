@@ -8,6 +8,7 @@ webhook converts between them.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -193,3 +194,35 @@ async def test_bad_conversion_responses_fail_the_request(  # noqa: PLR0917 - fix
     assert (
         reply.body["message"] == f"conversion webhook for {GROUP}/v1, Kind=Gadget {expected.format(uid=uid)}"
     )
+
+
+@pytest.mark.parametrize(
+    ("bundle", "problem"),
+    [
+        # Measured on v1.36.2 (a kubectl patch of a CRD's conversion with caBundle "PEM").
+        (b"PEM", "unable to parse bytes as PEM block"),
+        (b"-----BEGIN KEY-----\nAAAA\n-----END KEY-----\n", "no valid certificate authority data seen"),
+    ],
+)
+async def test_a_conversion_ca_bundle_that_is_no_certificate_is_refused(
+    http: Http, webhook: Webhook, bundle: bytes, problem: str
+) -> None:
+    crd = _crd(f"g{uuid.uuid4().hex[:8]}s", webhook)
+    encoded = base64.b64encode(bundle).decode()
+    crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] = encoded
+    reply = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert reply.status == 422, reply.body
+    field = "spec.conversion.webhookClientConfig.caBundle"  # the internal type's name, as v1.36 says it
+    assert reply.body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f'Invalid value: "{encoded}": unable to load root certificates: {problem}',
+            "field": field,
+        }
+    ]
+
+
+async def test_a_real_ca_bundle_is_taken(http: Http, gadgets: str) -> None:
+    # The fixture's CRD carries the test CA: created (201) and served.
+    reply = await http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{gadgets}.{GROUP}")
+    assert reply.body["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]

@@ -18,6 +18,8 @@ the CRD's own writes (so a CRD is Established by the time its create returns to 
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -166,10 +168,14 @@ class CustomResourceDefinitionStrategy(Strategy):
                 errs.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
             elif not schema.get("type"):
                 errs.append(required(f"{path}.schema.openAPIV3Schema.type", "must not be empty at the root"))
+        errs.extend(_ca_bundle_errors(spec))
         return errs
 
     def validate_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> list[FieldError]:
         errs = self.validate_create(new, rtype)
+        if _ca_bundle_errors(old.get("spec") or {}):
+            # As v1.36 ratchets it: a bundle that was already invalid may stay so.
+            errs = [e for e in errs if e.field != _CA_BUNDLE_FIELD]
         new_scope = (new.get("spec") or {}).get("scope")
         if new_scope != (old.get("spec") or {}).get("scope"):
             errs.append(invalid("spec.scope", new_scope, "field is immutable"))
@@ -442,3 +448,53 @@ class CustomResourceStrategy(Strategy):
         if change.type != "DELETED" or not change.storage.terminating or change.storage.count():
             return
         finish_crd_deletion(store, self.crd_name)
+
+
+_CA_BUNDLE_FIELD = "spec.conversion.webhookClientConfig.caBundle"
+
+
+def _ca_bundle_errors(spec: Mapping[str, Any]) -> list[FieldError]:
+    """kube-apiserver's check of a conversion webhook's caBundle (apiserver's
+    ``webhook.ValidateCABundle``: client-go must build a TLS config from it), with its messages:
+    the field is the internal type's ``webhookClientConfig``, measured on v1.36.2."""
+    conversion = spec.get("conversion")
+    if not isinstance(conversion, Mapping) or conversion.get("strategy") != "Webhook":
+        return []
+    client_config = (conversion.get("webhook") or {}).get("clientConfig") or {}
+    encoded = client_config.get("caBundle") if isinstance(client_config, Mapping) else None
+    if not isinstance(encoded, str) or not encoded:
+        return []
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        return []  # not base64: the decoding of the request refuses it first
+    problem = _pem_problem(data)
+    if problem is None:
+        return []
+    return [invalid(_CA_BUNDLE_FIELD, encoded, f"unable to load root certificates: {problem}")]
+
+
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([^\r\n-]*)-----\r?\n(.*?)-----END \1-----", re.S)
+
+
+def _pem_problem(data: bytes) -> str | None:
+    """None when ``data`` holds a certificate x509.CertPool.AppendCertsFromPEM takes, else why
+    not, in client-go's words (``createErrorParsingCAData``)."""
+    from cryptography import x509  # noqa: PLC0415  (only a CRD with a caBundle needs it)
+
+    blocks = list(_PEM_BLOCK.finditer(data))
+    if not blocks:
+        return "unable to parse bytes as PEM block"
+    first_error: str | None = None
+    for block in blocks:
+        kind, body = block.group(1), block.group(2)
+        head, blank, _ = body.partition(b"\n\n")
+        if kind != b"CERTIFICATE" or (blank and b":" in head):  # another type, or PEM headers
+            continue
+        try:
+            x509.load_der_x509_certificate(base64.b64decode(b"".join(body.split())))
+        except ValueError as error:
+            first_error = first_error or f"failed to parse certificate: x509: {error}"
+            continue
+        return None
+    return first_error or "no valid certificate authority data seen"
