@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memop.scaffold import main
+from memop.scaffold import main, names
 from memop.scaffold.newwebhook import wire
 from tests.test_scaffold import refused, run, tree
 
@@ -141,7 +141,9 @@ def test_the_generated_code_imports_only_memops_public_names(project: Path) -> N
 
 def test_a_conversion_can_follow_a_webhook(project: Path) -> None:
     assert create_webhook(project, "--validation", "--no-manifests") == 0
-    assert create_webhook(project, "--conversion", "--spoke-version", "v1beta1", "--no-manifests") == 0
+    # No --spoke-version: the version after the kind's v1alpha1.
+    assert create_webhook(project, "--conversion", "--no-manifests") == 0
+    assert '"v1beta1"' in (project / "src/shop/widget/conversion.py").read_text()
     widget = (project / "src/shop/widget/__init__.py").read_text()
     assert "from shop.widget import controller, conversion, webhooks\n" in widget
     assert widget.count("webhooks=(webhooks.WEBHOOK,)") == 1
@@ -159,7 +161,6 @@ def test_a_conversion_can_follow_a_webhook(project: Path) -> None:
         ([], "Widget", ["nothing to scaffold", "--defaulting"]),
         (["--validation", "--version", "v2"], "Widget", ["served at v1alpha1"]),
         (["--validation", "--version", "V2"], "Widget", ["not a Kubernetes API version"]),
-        (["--conversion"], "Widget", ["--spoke-version"]),
         (["--conversion", "--spoke-version", "v1alpha1"], "Widget", ["the kind's version already"]),
         (["--conversion", "--spoke-version", "2"], "Widget", ["not a Kubernetes API version"]),
         (["--validation", "--spoke-version", "v2"], "Widget", ["only used with --conversion"]),
@@ -215,3 +216,11 @@ def test_wire_refuses_a_definition_it_cannot_find_its_lines_in() -> None:
     assert "webhooks=(webhooks.WEBHOOK,)" in wire(
         custom, "x.py", "shop", "widget", webhook=True, conversion=False
     )
+
+
+@pytest.mark.parametrize(
+    ("version", "following"),
+    [("v1alpha1", "v1beta1"), ("v1alpha3", "v1beta1"), ("v2beta2", "v2"), ("v1", "v2"), ("v9", "v10")],
+)
+def test_without_spoke_version_the_next_version_is_served(version: str, following: str) -> None:
+    assert names.next_version(version) == following

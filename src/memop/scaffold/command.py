@@ -113,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a new version too, converted to and from the kind's (the hub), in <kind>/conversion.py",
     )
     webhook.add_argument(
-        "--spoke-version", metavar="VERSION", help="--conversion: the new version (such as v1beta1)"
+        "--spoke-version",
+        metavar="VERSION",
+        help="--conversion: the new version (default: the next, v1alpha1 -> v1beta1 -> v1 -> v2)",
     )
     webhook.add_argument(
         "--no-manifests", dest="manifests", action="store_false", help="do not run memop manifests afterwards"

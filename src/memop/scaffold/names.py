@@ -105,6 +105,20 @@ def check_group(group: str, domain: str) -> str:
     return full
 
 
+def next_version(version: str) -> str:
+    """The version that usually follows ``version`` in Kubernetes' API lifecycle: an alpha's
+    beta (``v1alpha1`` -> ``v1beta1``), a beta's stable (``v1beta2`` -> ``v1``), a stable's next
+    major (``v1`` -> ``v2``, as Kubebuilder's multi-version tutorial)."""
+    match = re.fullmatch(r"v([1-9][0-9]*)(?:(alpha|beta)[1-9][0-9]*)?", check_version(version))
+    assert match is not None  # check_version accepted it
+    major, stage = int(match.group(1)), match.group(2)
+    if stage == "alpha":
+        return f"v{major}beta1"
+    if stage == "beta":
+        return f"v{major}"
+    return f"v{major + 1}"
+
+
 def check_version(version: str) -> str:
     """A Kubernetes API version: ``v1``, ``v1alpha1``, ``v2beta3``."""
     if not _VERSION.fullmatch(version):

@@ -5,7 +5,8 @@ In a project made by ``memop init`` whose kind K was made by ``memop create api`
 (a defaulter and/or a validator that work as written: the defaulter records who created the
 object, the validator refuses what the reconciler could not act on and a blank message, with
 ratcheting on update) and its tests; ``--conversion --spoke-version V2`` writes
-``src/PKG/<kind>/conversion.py`` (the kind's version is the hub, V2 a spoke served beside it, a
+``src/PKG/<kind>/conversion.py`` (the kind's version is the hub, V2 a spoke served beside it,
+by default the version that follows the hub's: v1alpha1 -> v1beta1 -> v1 -> v2; a
 renamed field as the example) and its tests. Both are wired into the kind's ``DEFINITION`` in
 ``src/PKG/<kind>/__init__.py`` (``webhooks=``, ``conversions=`` and, for a conversion, ``crds=``
 serving both versions); then ``memop manifests`` writes the webhook configurations, Service,
@@ -161,12 +162,8 @@ def plan(root: Path, options: WebhookOptions) -> tuple[KindFacts, list[NewFile],
         ]
     spoke = ""
     if options.conversion:
-        if options.spoke_version is None:
-            raise ScaffoldError(
-                f"--conversion needs --spoke-version, the new version to serve beside {facts.version} "
-                "(such as v1beta1)"
-            )
-        spoke = names.check_version(options.spoke_version)
+        # Without --spoke-version, the version that follows the kind's in the API lifecycle.
+        spoke = names.check_version(options.spoke_version or names.next_version(facts.version))
         if spoke == facts.version:
             raise ScaffoldError(f"--spoke-version {spoke} is the kind's version already: name the new one")
         files += [
