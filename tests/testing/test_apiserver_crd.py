@@ -3,6 +3,7 @@ subresources, versions, schema updates and deletion."""
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -674,6 +675,57 @@ async def test_schema_patterns_follow_go_regexp(http: Http, namespace: str, clus
                 f"'{pattern}'",
                 "field": f"spec.{field}",
             }
+    finally:
+        if cluster.real:
+            await http.delete(f"{CRDS}/widgets.{group}")
+
+
+async def test_without_conversion_a_field_only_the_request_version_has_is_not_stored(
+    http: Http, namespace: str, cluster: ClusterHandle
+) -> None:
+    """Validated in the request's version, stored pruned by the storage version's schema (as
+    v1.36.2 does: measured with memop's Memcached, whose v1beta1 alone has containerPort)."""
+    group = f"t{uuid.uuid4().hex[:8]}.memop.test"
+    body = crd_body(group)
+    beta = body["spec"]["versions"][1]["schema"] = copy.deepcopy(body["spec"]["versions"][1]["schema"])
+    beta["openAPIV3Schema"]["properties"]["spec"]["properties"]["port"] = {
+        "type": "integer",
+        "maximum": 65535,
+    }
+    assert (await http.post(CRDS, body)).status == 201
+    await established(http, f"widgets.{group}")
+    await wait_for(lambda: _served(http, group), timeout=30)
+    widgets = Widgets(group, namespace)
+    try:
+        # The request's version validates the field...
+        refused = await http.post(
+            widgets.path(version="v1beta1"),
+            {
+                "apiVersion": f"{group}/v1beta1",
+                "kind": "Widget",
+                "metadata": {"name": "w"},
+                "spec": {"port": 70000},
+            },
+        )
+        assert refused.status == 422, refused.body
+        # ...and the storage version drops it, from the answer on.
+        created = await http.post(
+            widgets.path(version="v1beta1"),
+            {
+                "apiVersion": f"{group}/v1beta1",
+                "kind": "Widget",
+                "metadata": {"name": "w"},
+                "spec": {"port": 80},
+            },
+        )
+        assert created.status == 201, created.body
+        assert created.body["spec"] == {"size": 1}
+        assert (await http.get(widgets.path("w"))).body["spec"] == {"size": 1}
+        assert (await http.get(widgets.path("w", version="v1beta1"))).body["spec"] == {"size": 1}
+        # An update that sets it leaves the stored spec as it was.
+        patched = await http.patch(widgets.path("w", version="v1beta1"), {"spec": {"port": 81}})
+        assert patched.status == 200, patched.body
+        assert patched.body["spec"] == {"size": 1}
     finally:
         if cluster.real:
             await http.delete(f"{CRDS}/widgets.{group}")

@@ -432,6 +432,21 @@ class CustomResourceStrategy(Strategy):
             defaulted["metadata"] = obj["metadata"]
         return defaulted
 
+    def storage_form(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        # kube-apiserver defaults and validates a write in its request version, then stores it
+        # in the storage version pruned by that version's schema: with conversion None and
+        # versions of different schemas, what only the request version declares is dropped
+        # (measured on v1.36.2: a v1beta1 Memcached's containerPort, created with the base
+        # CRD, is in neither the create's answer nor any read).
+        stored = self.versions.get(str(obj.get("apiVersion")))
+        if stored is None or stored.api_version == rtype.api_version or stored.schema is None:
+            return obj
+        pruned = openapi.prune(stored.schema, obj)
+        if not isinstance(pruned, dict):
+            return obj
+        pruned["metadata"] = obj["metadata"]
+        return pruned
+
     def unknown_fields(self, obj: JsonDict, rtype: ResourceType) -> list[str]:
         rtype = self._schema_type(obj, rtype)
         if rtype.schema is None:

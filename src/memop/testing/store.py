@@ -850,6 +850,8 @@ class Store:
         if name:
             errors.extend(strategy.validate_create(obj, rtype))
         self._raise_invalid(rtype, name, errors)
+        obj = strategy.storage_form(obj, rtype)
+        meta = obj["metadata"]
         if storage.get(ns, name) is not None:
             raise already_exists(rtype, name)
         meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
@@ -1026,6 +1028,7 @@ class Store:
         errors.extend(validate_object_meta_update(meta, old_meta))
         errors.extend(strategy.validate_update(new, old, rtype))
         self._raise_invalid(rtype, str(old_meta["name"]), errors)
+        new = strategy.storage_form(new, rtype)
         if old_meta.get("deletionTimestamp") and self._finalized(storage, new):
             if admission is not None:
                 admission.validate(served, new, old)

@@ -56,6 +56,11 @@ class Strategy:
     def prepare_create(self, obj: JsonDict, rtype: ResourceType) -> None:
         """Normalise a new object after the status was dropped (set an initial status, ...)."""
 
+    def storage_form(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        """The validated object as stored (already in the storage version), when a request in
+        version ``rtype`` leaves more in it than the storage version holds."""
+        return obj
+
     def prepare_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> None:
         """Normalise an update of the main resource (reset fields users may not change)."""
 
