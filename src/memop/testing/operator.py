@@ -36,6 +36,7 @@ from memop.runtime.controller.definition import ControllerDefinition, SetupConte
 from memop.runtime.leaderelection.lease import LeaderElectionConfig
 from memop.runtime.manager.manager import Manager, ManagerOptions
 from memop.runtime.sharding.membership import ShardingConfig
+from memop.runtime.webhook.server import WebhookServerOptions
 from memop.testing.wait import WaitTimeout, wait_for
 
 # What install_crds and RunningOperator take: a project, one definition, or several.
@@ -258,7 +259,10 @@ class RunningOperator:
     ``leader_election`` is given; ``sharding`` (a :class:`ShardingConfig`, instead) runs the
     controllers as one sharded replica, as ``--sharding`` does: alone it takes every shard, so a
     test sees what a sharded replica watches (children by their owner's bucket label).
-    ``namespaces`` limits the watches (empty: all namespaces).
+    ``namespaces`` limits the watches (empty: all namespaces). ``webhooks`` (the webhook server's
+    options: a cert dir, ``port=0`` for a free one) serves the controllers' admission webhooks and
+    conversions, at :attr:`webhook_url` once started; register them with
+    :func:`memop.testing.install_webhooks`.
     The manager's user agent is ``<project>-test/<identity>`` (``memop-test`` without a project).
 
     Use it as ``async with RunningOperator(...) as operator:`` (started and cache synced on
@@ -281,6 +285,7 @@ class RunningOperator:
         sharding: ShardingConfig | None = None,
         graceful_shutdown_timeout: float = 5.0,
         sync_timeout: float = 30.0,
+        webhooks: WebhookServerOptions | None = None,
     ) -> None:
         self.configuration = configuration
         self.definitions = controller_definitions(controllers)
@@ -292,6 +297,7 @@ class RunningOperator:
         self.sharding = sharding
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.sync_timeout = sync_timeout
+        self.webhooks = webhooks
         self.stop_event = asyncio.Event()
         self.exit_code: int | None = None
         self.logs = LogTail()
@@ -309,6 +315,15 @@ class RunningOperator:
         self.controller: Controller  # the first one
         self.controllers: dict[str, Controller] = {}
         self.client: Client
+
+    @property
+    def webhook_url(self) -> str:
+        """``https://host:port`` of the webhook server, once started with ``webhooks``."""
+        options = self.webhooks
+        port = self.manager.webhook_server.port if options is not None else None
+        if options is None or port is None:
+            raise RuntimeError("this RunningOperator serves no webhooks, or has not started yet")
+        return f"https://{options.host or '127.0.0.1'}:{port}"
 
     async def start(self, *, wait_synced: bool = True) -> RunningOperator:
         """Set the controllers up on a new manager and run it; with ``wait_synced``, return
@@ -331,9 +346,12 @@ class RunningOperator:
                     leader_election=self.leader_election,
                     sharding=self.sharding,
                     graceful_shutdown_timeout=self.graceful_shutdown_timeout,
+                    webhook=self.webhooks or WebhookServerOptions(),
                 ),
             )
             for definition in self.definitions:
+                if self.webhooks is not None:
+                    self.manager.add_webhooks(definition.webhooks, definition.conversions)
                 recorder = self.manager.event_recorder(f"{definition.name}-controller", host=self.user_agent)
                 controller = definition.setup(
                     SetupContext(self.manager.cache, self.client, recorder, self.max_concurrent_reconciles)

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from memop.runtime.client.client import Client
     from memop.runtime.leaderelection.lease import LeaderElectionConfig
     from memop.runtime.sharding.membership import ShardingConfig
+    from memop.runtime.webhook.server import WebhookServerOptions
     from memop.testing.envtest import Kube
     from memop.testing.operator import Controllers, CrdSource, RunningOperator
 
@@ -114,6 +115,7 @@ class RunOperator(Protocol):
         sharding: ShardingConfig | None = None,
         identity: str = "memop-test",
         graceful_shutdown_timeout: float = 5.0,
+        webhooks: WebhookServerOptions | None = None,
     ) -> RunningOperator: ...
 
 
