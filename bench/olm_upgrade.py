@@ -70,14 +70,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import copy
 import dataclasses
 import itertools
 import json
 import os
 import platform
-import socket
 import sys
 import tempfile
 import time
@@ -102,20 +99,17 @@ from converge import (
 from kubernetes_asyncio.client import ApiClient
 
 from memop.builtin import PROJECT
-from memop.manifests.target import Target
-from memop.manifests.webhooks import configurations
 from memop.memcached import api
 from memop.memcached.crd import crd as memcached_crd
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS
-from memop.runtime.webhook.declarations import CONVERSION_PATH
-from memop.runtime.webhook.selfmanaged import VALIDATING_WEBHOOK_CONFIGURATIONS
 from memop.testing.operator import install_crd
-from memop.testing.process import MemopProcess
+from memop.testing.process import MemopProcess, free_port
 from memop.testing.server import ApiServer
 from memop.testing.tls import ServingCertificates
 from memop.testing.wait import wait_for
 from memop.testing.webhookclient import WebhookCall
+from memop.testing.webhooks import install_webhooks
 
 CRD_NAME = f"{api.PLURAL}.{api.GROUP}"
 BENCH_AGENT = "memop-olm-bench/1"
@@ -148,49 +142,16 @@ def new_crd() -> dict[str, Any]:
     return crd
 
 
-def conversion_stanza(base_url: str, ca_bundle: str) -> dict[str, Any]:
-    return {
-        "strategy": "Webhook",
-        "webhook": {
-            "clientConfig": {"url": base_url + CONVERSION_PATH, "caBundle": ca_bundle},
-            "conversionReviewVersions": ["v1"],
-        },
-    }
-
-
-def validating_configuration(base_url: str, ca_bundle: str) -> dict[str, Any]:
-    """The ValidatingWebhookConfiguration ``memop manifests`` generates for the Memcached
-    controller, each webhook's clientConfig a url on loopback (the API server runs here)."""
-    [memcached] = [d for d in PROJECT.controllers if d.name == "memcached"]
-    target = Target(dataclasses.replace(PROJECT, controllers=(memcached,)))
-    [configuration] = [c for c in configurations(target) if c["kind"] == "ValidatingWebhookConfiguration"]
-    configuration = copy.deepcopy(configuration)
-    configuration["metadata"]["name"] = target.prefix + configuration["metadata"]["name"]
-    for webhook in configuration["webhooks"]:
-        path = webhook["clientConfig"]["service"]["path"]
-        webhook["clientConfig"] = {"url": base_url + path, "caBundle": ca_bundle}
-    return configuration
-
-
-def free_port() -> int:
-    """A free loopback port for the new operator's webhook server, known before it starts (as
-    a Service's port is when OLM writes the webhooks)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def write_serving_certificates(cert_dir: Path) -> str:
-    """tls.crt and tls.key for 127.0.0.1 in ``cert_dir`` (as OLM mounts its own); the CA
-    bundle (base64) for the clientConfigs."""
+def write_serving_certificates(cert_dir: Path) -> bytes:
+    """tls.crt and tls.key for 127.0.0.1 in ``cert_dir`` (as OLM mounts its own); the CA (PEM)
+    for the clientConfigs."""
     certificates = ServingCertificates.generate("memop-olm-webhook")
     cert_dir.mkdir(parents=True, exist_ok=True)
     (cert_dir / "tls.crt").write_bytes(certificates.cert_pem)
     key = cert_dir / "tls.key"
     key.write_bytes(certificates.key_pem)
     key.chmod(0o600)
-    return base64.b64encode(certificates.ca_pem).decode()
+    return certificates.ca_pem
 
 
 def operator_args(workers: int, extra: Sequence[str]) -> list[str]:
@@ -385,9 +346,9 @@ async def run(args: argparse.Namespace, workdir: Path) -> tuple[dict[str, Any], 
             # 2. The upgrade, in OLM's order: CRD (InstallPlan), then the CSV: Deployment
             # updated, webhooks and conversion written, the rolling update.
             await install_crd(client, new_crd())
-            port = free_port()
+            port = free_port()  # known before it starts, as a Service's port is when OLM writes the webhooks
             base_url = f"https://127.0.0.1:{port}"
-            ca_bundle = write_serving_certificates(workdir / "serving-certs")
+            ca_pem = write_serving_certificates(workdir / "serving-certs")
             new = MemopProcess(
                 kubeconfig,
                 operator_args(
@@ -404,14 +365,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> tuple[dict[str, Any], 
             )
             processes.append(new)
             await new.start()
-            await client.create(
-                VALIDATING_WEBHOOK_CONFIGURATIONS, validating_configuration(base_url, ca_bundle)
-            )
-            await client.patch(
-                CUSTOM_RESOURCE_DEFINITIONS,
-                CRD_NAME,
-                {"spec": {"conversion": conversion_stanza(base_url, ca_bundle)}},
-            )
+            # What the CSV's webhookdefinitions make OLM write, on a loopback URL.
+            await install_webhooks(client, PROJECT, base_url, ca_pem, controllers=["memcached"])
             conversion_written = time.monotonic()
             new_stats = [proc_stats(new.pid)]
             await stage("the new operator getting ready", new.wait_ready(timeout=args.timeout), args.timeout)

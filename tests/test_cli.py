@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 import ssl
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from memop.cli.options import parse_run_args
 from memop.project import Project
 from memop.runtime import CONFIGMAPS, ControllerBuilder, ControllerDefinition
 from memop.runtime.webhook.declarations import AdmissionWebhook
+from memop.testing.process import free_port
 from memop.testing.server import ApiServer
 from memop.testing.tls import ServingCertificates
 from memop.testing.wait import wait_for
@@ -115,7 +115,7 @@ async def test_the_webhook_flags_reach_the_manager(tmp_path: Path, capfd: pytest
         ]
 
         # Served on the port and host given, from the directory given.
-        port = _free_port()
+        port = free_port()
         argv = [
             *common,
             "--webhook-cert-dir",
@@ -180,10 +180,3 @@ async def test_the_webhook_flags_reach_the_manager(tmp_path: Path, capfd: pytest
         stop.set()
         assert await run == 0
         assert not [line for line in seen if line["level"] == "error"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 
 import aiohttp
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
@@ -19,7 +18,7 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.testing.envtest import Kube
 from memop.testing.memcached import available, memcached_manifest
-from memop.testing.process import MemopProcess, MemopProcesses, sample_value
+from memop.testing.process import MemopProcess, MemopProcesses, free_port, sample_value
 from memop.testing.server import TOKEN
 from memop.testing.wait import wait_for
 
@@ -38,12 +37,6 @@ async def gone(client: Client, namespace: str, name: str) -> bool:
 async def status_of(process: MemopProcess, path: str) -> int:
     status, _ = await process.get(path)
     return status
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_healthz_always_and_readyz_once_the_cache_has_synced(

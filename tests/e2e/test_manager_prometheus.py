@@ -25,18 +25,12 @@ from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.testing.envtest import Kube
 from memop.testing.memcached import available, memcached_manifest
-from memop.testing.process import MemopProcesses
+from memop.testing.process import MemopProcesses, free_port
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def listening_addresses(pid: int) -> set[str]:

@@ -16,7 +16,6 @@ import base64
 import contextlib
 import copy
 import re
-import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYME
 from memop.runtime.webhook.selfmanaged import VALIDATING_WEBHOOK_CONFIGURATIONS
 from memop.testing import install_webhooks
 from memop.testing.envtest import Kube
-from memop.testing.process import MemopProcess, MemopProcesses
+from memop.testing.process import MemopProcess, MemopProcesses, free_port
 from memop.testing.tls import ServingCertificates
 from memop.testing.wait import wait_for
 
@@ -282,9 +281,7 @@ async def test_self_managed_certificates_make_the_whole_path_work_without_cert_m
         await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, name)
         pytest.skip(f"this cluster has a {name} already (memop is installed): not touching it")
     # memop picks its port before it knows it, so the URLs need one: a free one, asked of the OS.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     # As the installs register them (no caBundle: memop sets it), on loopback, for this namespace.
     installed = await install_webhooks(
         client,

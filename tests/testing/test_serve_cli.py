@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memop.testing.process import ApiServerProcess, serving
+from memop.testing.process import ApiServerProcess, free_port, serving
 
 CRD = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -102,9 +102,7 @@ def test_sigint_stops_the_server_cleanly(served: ApiServerProcess) -> None:
 
 
 def test_serve_listens_on_the_port_asked_for(tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a port that was free a moment ago
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # a port that was free a moment ago
     with serving(tmp_path / "kubeconfig", "--port", str(port)) as served:
         assert f"listening on http://127.0.0.1:{port}, kubeconfig {served.kubeconfig}" in served.banner
         server = yaml.safe_load(served.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]

@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import contextlib
 import signal
-import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -32,6 +31,7 @@ from memop.runtime.client.errors import AlreadyExists, ApiError, TransportError
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, Resource
 from memop.runtime.controller.definition import ControllerDefinition
 from memop.testing.operator import install_crd
+from memop.testing.process import free_port
 from memop.testing.server import ApiServer
 from memop.testing.webhooks import install_webhooks
 
@@ -106,15 +106,6 @@ async def _create_samples(client: Client) -> list[tuple[Resource, dict[str, Any]
     return created
 
 
-def _free_port() -> int:
-    """A free loopback port for memop's webhooks, known before memop starts: the webhook
-    configurations name it."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 async def _webhooks_answer(client: Client, port: int, operator: asyncio.Task[int]) -> bool:
     """Wait until memop serves its webhooks with a certificate the API server trusts (it set
     the caBundles itself); False if memop ended first."""
@@ -140,7 +131,7 @@ async def run_demo(kubeconfig: Path | None = None, pod_ready_delay: float = 2.0)
         loop.add_signal_handler(signum, stop.set)
     path = kubeconfig or Path(tempfile.mkdtemp(prefix="memop-demo-")) / "kubeconfig"
     cert_dir = Path(tempfile.mkdtemp(prefix="memop-demo-webhook-"))
-    port = _free_port()
+    port = free_port()  # the webhook configurations name it before memop starts
     async with ApiServer(simulate_controllers=True, pod_ready_delay=pod_ready_delay) as server:
         server.write_kubeconfig(path)
         async with ApiClient(server.client_configuration()) as api:

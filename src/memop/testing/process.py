@@ -23,6 +23,7 @@ import json
 import os
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,16 @@ from prometheus_client.samples import Sample
 from memop.cli.options import build_parser, env_name
 from memop.runtime.cache.store import MUTATION_MARK
 from memop.testing.wait import wait_for
+
+
+def free_port() -> int:
+    """A loopback port free right now, for a server whose port must be known before it starts
+    (a webhook URL registered ahead of the operator that serves it). Another process may take it
+    in between: pass port 0 and read the bound one where the server allows it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def _flag_variables() -> frozenset[str]:
