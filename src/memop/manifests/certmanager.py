@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from memop.manifests import rbac, webhooks
-from memop.manifests.manager import scalar
+from memop.manifests.manager import manager_container_patch, scalar
 from memop.manifests.target import DEPLOYMENT, Target, header, to_yaml
 from memop.manifests.webhooks import CERT_DIR, SERVICE
 from memop.runtime.api.permissions import Rule, Scope
@@ -120,23 +120,17 @@ def ca_injection_patches(target: Target) -> list[dict[str, Any]]:
 def _deployment_patch(target: Target, comment: str, volume: str) -> str:
     """A strategic-merge patch mounting the volume ``volume`` (indented YAML of its source) at
     the certificate directory of the manager."""
-    return header(target, comment) + (
-        "apiVersion: apps/v1\n"
-        "kind: Deployment\n"
-        "metadata:\n"
-        f"  name: {scalar(DEPLOYMENT)}\n"
-        f"  namespace: {scalar(target.namespace)}\n"
-        "spec:\n"
-        "  template:\n"
-        "    spec:\n"
-        "      containers:\n"
-        "      - name: manager\n"
-        "        volumeMounts:\n"
-        f"        - name: {CERTS_VOLUME}\n"
-        f"          mountPath: {CERT_DIR}\n"
-        + ("          readOnly: true\n" if "secret" in volume else "")
-        + "      volumes:\n"
-        f"      - name: {CERTS_VOLUME}\n" + volume
+    return (
+        header(target, comment)
+        + manager_container_patch(target)
+        + (
+            "        volumeMounts:\n"
+            f"        - name: {CERTS_VOLUME}\n"
+            f"          mountPath: {CERT_DIR}\n"
+            + ("          readOnly: true\n" if "secret" in volume else "")
+            + "      volumes:\n"
+            f"      - name: {CERTS_VOLUME}\n" + volume
+        )
     )
 
 

@@ -142,6 +142,25 @@ spec:
 """
 
 
+def deployment_patch(target: Target, deployment: str = DEPLOYMENT) -> str:
+    """The head of a strategic-merge patch of the manager Deployment, down to its ``spec:``."""
+    return (
+        "apiVersion: apps/v1\n"
+        "kind: Deployment\n"
+        "metadata:\n"
+        f"  name: {scalar(deployment)}\n"
+        f"  namespace: {scalar(target.namespace)}\n"
+        "spec:\n"
+    )
+
+
+def manager_container_patch(target: Target, deployment: str = DEPLOYMENT) -> str:
+    """:func:`deployment_patch` down to the manager container's entry, for its fields to follow."""
+    return deployment_patch(target, deployment) + (
+        "  template:\n    spec:\n      containers:\n      - name: manager\n"
+    )
+
+
 def scalar(value: Any) -> str:
     """``value`` as it reads inline in YAML: quoted only when a plain scalar would not read back
     as the same string (``'true'``, ``'123'``), a list in flow style."""

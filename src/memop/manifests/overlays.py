@@ -27,7 +27,13 @@ and the Namespace) and labels everything ``app.kubernetes.io/part-of: <project>`
 from __future__ import annotations
 
 from memop.manifests import certmanager, webhooks
-from memop.manifests.manager import METRICS_MONITOR, manager_deployment, scalar
+from memop.manifests.manager import (
+    METRICS_MONITOR,
+    deployment_patch,
+    manager_container_patch,
+    manager_deployment,
+    scalar,
+)
 from memop.manifests.monitoring import dashboard_file
 from memop.manifests.rbac import (
     LEADER_ELECTION_ROLE,
@@ -94,19 +100,7 @@ def _delete(api_version: str, kind: str, name: str, namespace: str | None = None
 def _env_patch(target: Target, deployment: str, env: str, comment: str) -> str:
     """A strategic-merge patch adding environment variables (``env``, indented YAML) to the
     manager container of ``deployment``."""
-    return (
-        header(target, comment) + "apiVersion: apps/v1\n"
-        "kind: Deployment\n"
-        "metadata:\n"
-        f"  name: {scalar(deployment)}\n"
-        f"  namespace: {scalar(target.namespace)}\n"
-        "spec:\n"
-        "  template:\n"
-        "    spec:\n"
-        "      containers:\n"
-        "      - name: manager\n"
-        "        env:\n" + env
-    )
+    return header(target, comment) + manager_container_patch(target, deployment) + "        env:\n" + env
 
 
 def _rbac(target: Target) -> str:
@@ -311,20 +305,18 @@ def _sharded(target: Target) -> str:
 
 
 def _sharded_replicas(target: Target) -> str:
-    return header(
-        target,
-        f"{SHARDED_REPLICAS} replicas sharing the work: none stands by, each works on its share of the"
-        " ring's shards.",
-    ) + (
-        "apiVersion: apps/v1\n"
-        "kind: Deployment\n"
-        "metadata:\n"
-        f"  name: {scalar(DEPLOYMENT)}\n"
-        f"  namespace: {scalar(target.namespace)}\n"
-        "spec:\n"
-        "  # The ring's 16 shards (--shards), four each. More replicas, up to --shards, split the work\n"
-        "  # finer; a new replica gets its share once the others have drained and released it.\n"
-        f"  replicas: {SHARDED_REPLICAS}\n"
+    return (
+        header(
+            target,
+            f"{SHARDED_REPLICAS} replicas sharing the work: none stands by, each works on its share of the"
+            " ring's shards.",
+        )
+        + deployment_patch(target)
+        + (
+            "  # The ring's 16 shards (--shards), four each. More replicas, up to --shards, split the work\n"
+            "  # finer; a new replica gets its share once the others have drained and released it.\n"
+            f"  replicas: {SHARDED_REPLICAS}\n"
+        )
     )
 
 

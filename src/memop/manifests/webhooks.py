@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from memop.manifests.manager import pod_selector, scalar
-from memop.manifests.target import DEPLOYMENT, Target, header, to_yaml
+from memop.manifests.manager import manager_container_patch, pod_selector
+from memop.manifests.target import Target, header, to_yaml
 from memop.runtime.webhook.declarations import CONVERSION_PATH, AdmissionWebhook, Conversion
 
 ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1"
@@ -253,25 +253,19 @@ def _kustomizeconfig(target: Target) -> str:
 
 
 def _manager_patch(target: Target) -> str:
-    return header(
-        target,
-        f"Every manager replica serves the webhooks on {WEBHOOK_PORT} (--webhook-port), leader or not:"
-        " the Service sends each call to any ready replica.",
-    ) + (
-        "apiVersion: apps/v1\n"
-        "kind: Deployment\n"
-        "metadata:\n"
-        f"  name: {scalar(DEPLOYMENT)}\n"
-        f"  namespace: {scalar(target.namespace)}\n"
-        "spec:\n"
-        "  template:\n"
-        "    spec:\n"
-        "      containers:\n"
-        "      - name: manager\n"
-        "        ports:\n"
-        f"        - name: {WEBHOOK_PORT_NAME}\n"
-        f"          containerPort: {WEBHOOK_PORT}\n"
-        "          protocol: TCP\n"
+    return (
+        header(
+            target,
+            f"Every manager replica serves the webhooks on {WEBHOOK_PORT} (--webhook-port), leader or not:"
+            " the Service sends each call to any ready replica.",
+        )
+        + manager_container_patch(target)
+        + (
+            "        ports:\n"
+            f"        - name: {WEBHOOK_PORT_NAME}\n"
+            f"          containerPort: {WEBHOOK_PORT}\n"
+            "          protocol: TCP\n"
+        )
     )
 
 
