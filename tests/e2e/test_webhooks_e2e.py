@@ -12,9 +12,7 @@ USE_EXISTING_CLUSTER=true on a cluster whose API server runs on this machine (it
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import copy
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -46,7 +44,7 @@ SERVING = re.compile(r"^serving webhooks .* on (?P<host>[^ ]+):(?P<port>\d+) ove
 class Served:
     process: MemopProcess
     base_url: str
-    ca_bundle: str
+    ca_pem: bytes
 
 
 @pytest.fixture
@@ -81,71 +79,29 @@ async def served(memops: MemopProcesses, namespace: str, tmp_path: Path) -> Serv
     return Served(
         process,
         f"https://{match['host']}:{match['port']}",
-        base64.b64encode(certificates.ca_pem).decode(),
+        certificates.ca_pem,
     )
-
-
-def _validating_webhook(base_url: str, ca_bundle: str, namespace: str) -> dict[str, Any]:
-    """Memcached's validating webhook as `memop manifests` declares it, called at ``base_url``
-    (no caBundle when ``ca_bundle`` is empty) for the test's namespace only."""
-    client_config = {"url": base_url + WEBHOOK.validating_path}
-    if ca_bundle:
-        client_config["caBundle"] = ca_bundle
-    return {
-        "name": WEBHOOK.validating_name,
-        "clientConfig": client_config,
-        "rules": [
-            {
-                "apiGroups": [WEBHOOK.group],
-                "apiVersions": [WEBHOOK.version],
-                "operations": list(WEBHOOK.operations),
-                "resources": [WEBHOOK.plural],
-                "scope": "Namespaced",
-            }
-        ],
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-        "failurePolicy": WEBHOOK.failure_policy,
-        "sideEffects": WEBHOOK.side_effects,
-        "timeoutSeconds": WEBHOOK.timeout_seconds,
-        "matchPolicy": WEBHOOK.match_policy,
-        "admissionReviewVersions": ["v1"],
-    }
 
 
 @pytest.fixture
-async def validating(client: Client, served: Served, namespace: str) -> AsyncIterator[str]:
-    """Memcached's validating webhook registered for the test's namespace only."""
-    name = f"memop-e2e-{namespace}"
-    await client.create(
-        VALIDATING_WEBHOOK_CONFIGURATIONS,
-        {
-            "metadata": {"name": name},
-            "webhooks": [_validating_webhook(served.base_url, served.ca_bundle, namespace)],
-        },
+async def registered(client: Client, served: Served, namespace: str) -> AsyncIterator[None]:
+    """Memcached's webhooks registered as the installs register them (install_webhooks), called
+    on ``served``: the validating one for the test's namespace only, under a name of the test's
+    own (a real cluster's install keeps its own); the CRD's conversion put back after."""
+    installed = await install_webhooks(
+        client,
+        PROJECT,
+        served.base_url,
+        served.ca_pem,
+        namespace_selector={"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        controllers=["memcached"],
+        name_prefix=f"memop-e2e-{namespace}-",
     )
-    yield name
-    with contextlib.suppress(NotFound):
-        await client.delete(VALIDATING_WEBHOOK_CONFIGURATIONS, name)
-
-
-@pytest.fixture
-async def converting(client: Client, served: Served) -> AsyncIterator[None]:
-    """The Memcached CRD converts through memop's /convert; its conversion is put back after."""
-    crd = await client.get(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME)
-    before = copy.deepcopy(crd["spec"].get("conversion") or {"strategy": "None"})
-    conversion = {
-        "strategy": "Webhook",
-        "webhook": {
-            "clientConfig": {"url": served.base_url + "/convert", "caBundle": served.ca_bundle},
-            "conversionReviewVersions": ["v1"],
-        },
-    }
-    await client.patch(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME, {"spec": {"conversion": conversion}})
-    await conversion_in_effect(client)
-    yield
-    await client.patch(
-        CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME, {"spec": {"conversion": {"webhook": None, **before}}}
-    )
+    try:
+        await conversion_in_effect(client)
+        yield
+    finally:
+        await installed.uninstall()
 
 
 async def conversion_in_effect(client: Client) -> None:
@@ -198,7 +154,7 @@ async def deployment_port(client: Client, namespace: str, name: str) -> int | No
 
 
 async def test_a_memcached_the_validator_refuses_is_never_stored(
-    client: Client, namespace: str, validating: str
+    client: Client, namespace: str, registered: None
 ) -> None:
     with pytest.raises(Invalid) as refused:
         await client.create(api.MEMCACHEDS, greedy(namespace))
@@ -215,7 +171,7 @@ async def test_a_memcached_the_validator_refuses_is_never_stored(
 
 
 async def test_v1beta1_objects_convert_losslessly_and_the_controller_uses_their_port(
-    client: Client, namespace: str, converting: None, served: Served
+    client: Client, namespace: str, registered: None, served: Served
 ) -> None:
     created = await client.create(
         api.MEMCACHEDS_V1BETA1, memcached_at(api.V1BETA1, "ported", namespace, containerPort=11311)
@@ -243,7 +199,7 @@ async def test_v1beta1_objects_convert_losslessly_and_the_controller_uses_their_
 
 
 async def test_objects_stored_at_v1alpha1_are_served_at_v1beta1(
-    client: Client, namespace: str, converting: None
+    client: Client, namespace: str, registered: None
 ) -> None:
     await client.create(api.MEMCACHEDS, memcached_at(api.VERSION, "older", namespace, size=2))
     spoke = await client.get(api.MEMCACHEDS_V1BETA1, "older", namespace)
@@ -258,7 +214,7 @@ async def test_objects_stored_at_v1alpha1_are_served_at_v1beta1(
 
 
 async def test_a_conversion_webhook_that_is_down_fails_requests_in_the_other_version_only(
-    client: Client, namespace: str, converting: None, served: Served
+    client: Client, namespace: str, registered: None, served: Served
 ) -> None:
     await client.create(api.MEMCACHEDS, memcached_at(api.VERSION, "kept", namespace))
     await served.process.terminate()

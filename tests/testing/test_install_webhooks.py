@@ -70,6 +70,11 @@ async def test_without_a_bundle_the_operator_is_left_to_set_it(
     configuration = await client.get(VALIDATING, "memop-validating-webhook-configuration")
     assert "caBundle" not in configuration["webhooks"][0]["clientConfig"]
     await installed.uninstall()
+    # A name of the test's own, beside an install's.
+    installed = await install_webhooks(client, PROJECT, "https://127.0.0.1:9999", name_prefix="t-")
+    assert [name for _, name in installed.configurations] == ["t-validating-webhook-configuration"]
+    await client.get(VALIDATING, "t-validating-webhook-configuration")
+    await installed.uninstall()
 
 
 async def test_an_operator_run_in_process_serves_its_webhooks_to_the_cluster(

@@ -67,12 +67,15 @@ async def install_webhooks(
     *,
     namespace_selector: dict[str, Any] | None = None,
     controllers: Sequence[str] | None = None,
+    name_prefix: str | None = None,
 ) -> InstalledWebhooks:
     """Register ``project``'s webhooks (those of ``controllers``, default all) with the cluster
     ``client`` talks to, called at ``base_url`` (``https://127.0.0.1:PORT``) and trusted through
     ``ca_bundle`` (PEM; None leaves the caBundle to the operator's self-managed certificates).
     ``namespace_selector`` narrows every admission webhook (a real cluster's other namespaces
-    are then never judged by a test's operator). The CRDs must be installed already."""
+    are then never judged by a test's operator). ``name_prefix`` replaces the install's prefix
+    (``<project>-``) in the configurations' names: a test on a real cluster where the project is
+    installed must not replace the install's own. The CRDs must be installed already."""
     chosen = project.controllers
     if controllers is not None:
         chosen = tuple(project.controller(name) for name in controllers)
@@ -82,7 +85,8 @@ async def install_webhooks(
     try:
         # Fresh dicts on each call (configurations() builds them), changed in place here.
         for configuration in configurations(target):
-            configuration["metadata"]["name"] = target.prefix + configuration["metadata"]["name"]
+            prefix = target.prefix if name_prefix is None else name_prefix
+            configuration["metadata"]["name"] = prefix + configuration["metadata"]["name"]
             for webhook in configuration["webhooks"]:
                 path = webhook["clientConfig"]["service"]["path"]
                 webhook["clientConfig"] = {"url": base_url + path, **client_extra}
