@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
@@ -33,8 +34,15 @@ from memop.runtime import (
 from memop.runtime.cache.cache import CLIENT_SIDE
 from memop.runtime.cache.labels import Selector
 from memop.runtime.client.errors import AlreadyExists
-from memop.runtime.client.resources import NAMESPACES, SECRETS
-from memop.runtime.sharding.membership import ShardingConfig
+from memop.runtime.client.resources import LEASES, NAMESPACES, SECRETS
+from memop.runtime.sharding.membership import (
+    GROUP_LABEL,
+    MEMBER,
+    ROLE_LABEL,
+    SHARDS_ANNOTATION,
+    ShardingConfig,
+    member_lease_name,
+)
 from memop.runtime.sharding.ring import BUCKET_LABEL, bucket_label_value
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
@@ -172,6 +180,38 @@ async def replicas(server: ApiServer) -> AsyncIterator[Callable[..., Replica]]:
     assert overlaps == []
 
 
+async def start_together(server: ApiServer, group: list[Replica]) -> None:
+    """Start ``group`` as replicas that already know each other: each one's member Lease exists
+    before any replica lists the group (a replica takes a Lease of its own name as its own).
+
+    Started at the same moment, the first replica to list could otherwise see only itself, take
+    every shard and hand most back a round later: correct, but then an object is reconciled by
+    two replicas one after the other, which these tests count as a failure. Observed once in a
+    full run on a loaded machine (the other replica's create answered after the first's list).
+    """
+    async with ApiClient(server.client_configuration()) as api:
+        client = Client(api, user_agent="test")
+        with contextlib.suppress(AlreadyExists):
+            await client.create(NAMESPACES, {"metadata": {"name": NS}})
+        for replica in group:
+            config = replica.manager.options.sharding
+            assert config is not None
+            lease = {
+                "metadata": {
+                    "name": member_lease_name(config.group, config.identity),
+                    "labels": {GROUP_LABEL: config.group, ROLE_LABEL: MEMBER},
+                    "annotations": {SHARDS_ANNOTATION: str(config.shards)},
+                },
+                "spec": {
+                    "holderIdentity": config.identity,
+                    "leaseDurationSeconds": math.ceil(config.lease_duration),
+                },
+            }
+            await client.create(LEASES, lease, NS)
+    for replica in group:
+        replica.start()
+
+
 async def create_namespace_and_configmaps(client: Client, first: int, count: int) -> None:
     with contextlib.suppress(AlreadyExists):
         await client.create(NAMESPACES, {"metadata": {"name": NS}})
@@ -188,17 +228,18 @@ def stampers(server: ApiServer) -> dict[str, set[str]]:
     return seen
 
 
-async def all_stamped(server: ApiServer, names: range) -> None:
+async def all_stamped(server: ApiServer, names: range, by: str | None = None) -> None:
+    """Wait until every ConfigMap of ``names`` is stamped (by the replica ``by``, if given)."""
     rtype = server.store.resource("", "v1", "configmaps")
 
     def done() -> bool:
         for index in names:
             annotations = server.store.get(rtype, NS, f"cm-{index}")["metadata"].get("annotations") or {}
-            if "stamped-by" not in annotations:
+            if annotations.get("stamped-by") is None or by not in (None, annotations["stamped-by"]):
                 return False
         return True
 
-    await wait_for(done, timeout=30, message="not every ConfigMap was stamped")
+    await wait_for(done, timeout=30, message=f"not every ConfigMap was stamped{f' by {by}' if by else ''}")
 
 
 def filtered(resource: str) -> float:
@@ -213,8 +254,7 @@ async def test_replicas_split_the_objects_and_their_children(
     group = [replicas(name) for name in ("r0", "r1", "r2")]
     async with ApiClient(server.client_configuration()) as api:
         await create_namespace_and_configmaps(Client(api, user_agent="test"), 0, OBJECTS)
-    for replica in group:
-        replica.start()
+    await start_together(server, group)
     await wait_for(lambda: sorted(len(r.owned) for r in group) == [5, 5, 6], timeout=30)
     await all_stamped(server, range(OBJECTS))
 
@@ -247,18 +287,19 @@ async def test_a_replica_that_stops_hands_its_shards_to_the_others(
     async with ApiClient(server.client_configuration()) as api:
         client = Client(api, user_agent="test")
         await create_namespace_and_configmaps(client, 0, OBJECTS // 2)
-        for replica in group:
-            replica.start()
+        await start_together(server, group)
         await wait_for(lambda: sorted(len(r.owned) for r in group) == [8, 8], timeout=30)
         await all_stamped(server, range(OBJECTS // 2))
         assert await group[1].shut_down() == 0
         await wait_for(lambda: len(group[0].owned) == 16, timeout=10)
         await create_namespace_and_configmaps(client, OBJECTS // 2, OBJECTS // 2)
-        await all_stamped(server, range(OBJECTS // 2, OBJECTS))
+        # r0 reconciles r1's objects when it takes r1's shards over, and the new ones as they
+        # come; in no particular order (a relist's objects and the watch's share one queue),
+        # so wait until every object is r0's rather than for the new ones alone.
+        await all_stamped(server, range(OBJECTS), by="r0")
     by = stampers(server)
     assert all(by[f"cm-{i}"] == {"r0"} for i in range(OBJECTS // 2, OBJECTS)), by
-    # r1's objects were stamped again by r0 when it took r1's shards over, once.
-    assert {"r1"} not in by.values()
+    assert all(by[f"cm-{i}"] <= {"r0", "r1"} for i in range(OBJECTS // 2)), by
 
 
 async def test_a_replica_joining_takes_its_share_without_two_replicas_at_once(
@@ -317,8 +358,7 @@ async def test_children_made_before_sharding_are_labelled_for_their_owners_repli
     if failing:
         server.faults.fail(403, times=1, verb="patch", resource="secrets")
     group = [replicas(name) for name in ("r0", "r1")]
-    for replica in group:
-        replica.start()
+    await start_together(server, group)
     await all_stamped(server, range(count))
     rtype = server.store.resource("", "v1", "secrets")
 
@@ -364,8 +404,7 @@ async def test_a_change_of_the_servers_filtering_is_followed_and_said(
     async with ApiClient(server.client_configuration()) as api:
         client = Client(api, user_agent="test")
         await create_namespace_and_configmaps(client, 0, 8)
-        for replica in group:
-            replica.start()
+        await start_together(server, group)
         await all_stamped(server, range(8))
         for first in (8, 16):
             on = not server.feature_gates[gate]
