@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from memop.testing.process import serving
+from tests.benchscripts import usage_error
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "sharding.py"
 # A renew deadline of 1.5 s (the e2e tests') is too short here: four replicas, the server and the
@@ -217,12 +218,18 @@ def test_a_cluster_given_by_kubeconfig_is_described_and_watched(tmp_path: Path) 
         (["--no-such-option"], "unrecognized arguments: --no-such-option"),
     ],
 )
-def test_bad_options_are_one_line_and_exit_2(args: list[str], message: str) -> None:
-    result = run_bench(*args, timeout=30)
+def test_bad_options_are_one_line_and_exit_2(
+    args: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert message in usage_error(BENCH.name, args, monkeypatch, capsys)
+
+
+def test_bad_options_are_one_line_and_exit_2_as_a_process() -> None:
+    result = run_bench("--replicas=0", timeout=30)
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1, result.stderr
-    assert message in result.stderr
+    assert "--replicas: counts must be positive" in result.stderr
 
 
 async def test_a_clean_up_that_fails_is_one_line_and_the_round_goes_on(

@@ -21,6 +21,7 @@ import yaml
 
 import memop
 from memop.builtin import PROJECT
+from memop.cli.main import main
 from memop.cli.options import RunConfig, build_parser, parse_run_args
 from memop.manifests import certmanager, crds, rbac, webhooks
 from memop.manifests.layout import manifest_files
@@ -79,6 +80,21 @@ def memop_manifests(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])},
     )
+
+
+def memop_manifests_here(
+    *args: str, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> subprocess.CompletedProcess[str]:
+    """:func:`memop_manifests` in this process (``memop.cli.main.main``, what the console script
+    calls), for the checks of usage errors: as a process each took about 1.2 s, mostly imports."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    try:
+        code = main(["manifests", *args])
+    except SystemExit as exited:  # argparse's own errors
+        code = exited.code if isinstance(exited.code, int) else 1
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["memop", "manifests", *args], code, out, err)
 
 
 # --- manifests/ is the generator's output -------------------------------------------------------
@@ -222,8 +238,14 @@ def test_manifests_roles_prints_a_role_and_binding_per_namespace() -> None:
         (["--controller-module", "memop.builtin:__version__"], "neither a memop.Project nor"),
     ],
 )
-def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    out = memop_manifests(*args, cwd=tmp_path)
+def test_usage_errors_are_one_line_and_exit_2(
+    tmp_path: Path,
+    args: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = memop_manifests_here(*args, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr.count("\n") == 1, out.stderr
     assert out.stderr.startswith("memop manifests: error: ")

@@ -43,8 +43,10 @@ from tests.test_manifests import (
     CONTROLLERS,
     MANIFESTS,
     MEMOP,
+    REPO,
     container,
     memop_manifests,
+    memop_manifests_here,
     needs_kubectl,
     one,
     render,
@@ -311,8 +313,16 @@ def test_replaces_names_the_previous_csv(previous: str) -> None:
         (["--version", "0.2.0", "--project", "nope"], "--project: no installed project 'nope'"),
     ],
 )
-def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    out = memop_manifests("bundle", *args, "--dir", str(tmp_path / "b"))
+def test_usage_errors_are_one_line_and_exit_2(
+    tmp_path: Path,
+    args: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = memop_manifests_here(
+        "bundle", *args, "--dir", str(tmp_path / "b"), cwd=REPO, monkeypatch=monkeypatch, capsys=capsys
+    )
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr.count("\n") == 1
     assert out.stderr.startswith("memop manifests: error: ")
