@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -251,8 +252,11 @@ def _items(answer: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def delete_overlay(kubectl: Kubectl, overlay: str) -> None:
     path = f"manifests/{overlay}"
-    out = await kubectl.ok("delete", "-k", path, "--ignore-not-found", "--timeout=20s")
-    assert all(line.endswith(" deleted") for line in out.splitlines()), out
+    # -o name: one kind/name per object deleted, worded alike by every kubectl version (v1.36's
+    # default output says "... deleted from NS namespace", older ones "... deleted").
+    out = await kubectl.ok("delete", "-k", path, "--ignore-not-found", "--timeout=20s", "-o", "name")
+    assert out.strip(), f"kubectl deleted nothing of {path}"
+    assert all(re.fullmatch(r"[\w.-]+/[\w.:-]+", line) for line in out.splitlines()), out
     left = await kubectl.ok("get", "-k", path, "--ignore-not-found", "-o", "name")
     assert left == "", f"still there after deleting {path}:\n{left}"
 
