@@ -329,6 +329,41 @@ def test_every_install_serves_the_webhooks_with_cert_managers_certificate(
 
 
 @needs_kubectl
+@pytest.mark.parametrize("overlay", INSTALLS)
+def test_the_admission_webhooks_are_called_for_the_watched_namespaces_only(
+    written: Path, overlay: str
+) -> None:
+    """A namespaced install's webhooks select the namespaces its operator watches (by the label
+    every namespace has), so that one down does not refuse writes anywhere else; a cluster-wide
+    install's select every namespace. The CRD's conversion is cluster-wide either way."""
+    objects = render(written, overlay)
+    deployment = one(objects, "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {var["name"]: var for var in container.get("env") or ()}
+    watched = []
+    if "WATCH_NAMESPACE" in env:  # a list, or the pod's own namespace (the downward API)
+        var = env["WATCH_NAMESPACE"]
+        watched = var["value"].split(",") if "value" in var else [deployment["metadata"]["namespace"]]
+    if overlay.startswith("namespaced"):
+        assert watched, overlay
+    hooks = [
+        hook
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for hook in one(objects, kind)["webhooks"]
+    ]
+    assert len(hooks) == 3  # Carts' defaulter and validator, Shelves' validator
+    for hook in hooks:
+        if watched:
+            assert hook["namespaceSelector"] == {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": watched}
+                ]
+            }, hook["name"]
+        else:
+            assert "namespaceSelector" not in hook, hook["name"]
+
+
+@needs_kubectl
 def test_the_self_managed_install_makes_its_own_certificate(written: Path) -> None:
     objects = render(written, "webhook-self-managed")
     assert not by_kind(objects, "Issuer")

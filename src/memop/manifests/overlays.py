@@ -44,7 +44,7 @@ from memop.manifests.rbac import (
     MULTI_EXAMPLE_NAMESPACES,
     PROMETHEUS_ACCOUNT,
 )
-from memop.manifests.target import COMMAND, DEPLOYMENT, Target, header, image_repository
+from memop.manifests.target import COMMAND, DEPLOYMENT, Target, header, image_repository, to_yaml
 
 # manifests/sharded: replicas splitting the ring (16 shards by default: four each).
 SHARDED_REPLICAS = 4
@@ -169,7 +169,28 @@ def _namespaced(target: Target) -> str:
         + _delete("rbac.authorization.k8s.io/v1", "ClusterRole", MANAGER_ROLE)
         + _delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", MANAGER_ROLE_BINDING)
         + "# Watch the namespace the operator runs in.\n- path: watch_namespace.yaml\n"
+        + _webhook_namespaces_entry(target, "its own namespace")
     )
+
+
+WEBHOOK_NAMESPACES = "webhook_namespaces.yaml"
+
+
+def _webhook_namespaces_entry(target: Target, which: str) -> str:
+    """The patches entry of :data:`WEBHOOK_NAMESPACES`, when the project has admission webhooks."""
+    if not webhooks.configurations(target):
+        return ""
+    return (
+        f"# The admission webhooks are called for {which} only (a conversion webhook\n"
+        "# is the CRD's: it serves every namespace).\n"
+        f"- path: {WEBHOOK_NAMESPACES}\n"
+    )
+
+
+def _webhook_namespaces(target: Target, namespaces: list[str], prefix: str, comment: str) -> dict[str, str]:
+    """``{path: text}`` of a namespaced install's webhook namespaceSelector patch, if it has one."""
+    patches = webhooks.namespace_selector_patches(target, namespaces, prefix)
+    return {WEBHOOK_NAMESPACES: to_yaml(patches, header(target, comment))} if patches else {}
 
 
 def _multi(target: Target) -> str:
@@ -185,7 +206,8 @@ def _multi(target: Target) -> str:
             "The watched namespaces must exist first. For your own list, copy this directory (keep the"
             " relative path to manifests/default right) and",
             f"  {COMMAND} roles ns-1 ns-2 {target.select} > roles.yaml",
-            "then put the same list, comma-separated, in watch_namespace.yaml.",
+            "then put the same list, comma-separated, in watch_namespace.yaml"
+            + (f" and in {WEBHOOK_NAMESPACES}'s values." if webhooks.configurations(target) else "."),
             "",
             "No namespace or namePrefix here: the base applied them already (a namespace here would"
             " move the Roles out of the namespaces they are for), and roles.yaml has its final names.",
@@ -198,6 +220,7 @@ def _multi(target: Target) -> str:
         + _delete("rbac.authorization.k8s.io/v1", "ClusterRole", target.prefix + MANAGER_ROLE)
         + _delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", target.prefix + MANAGER_ROLE_BINDING)
         + "- path: watch_namespace.yaml\n"
+        + _webhook_namespaces_entry(target, "the watched namespaces")
     )
 
 
@@ -517,5 +540,19 @@ def overlay_files(target: Target) -> dict[str, str]:
         "prometheus-secure/kustomization.yaml": _prometheus_secure(target),
         "grafana/kustomization.yaml": _grafana(target),
     }
+    for directory, namespaces, prefix in (
+        ("namespaced", [target.namespace], ""),
+        ("namespaced/multi", list(MULTI_EXAMPLE_NAMESPACES), target.prefix),
+    ):
+        for name, text in _webhook_namespaces(
+            target,
+            namespaces,
+            prefix,
+            "The admission webhooks are called for objects in the watched namespaces only, named by"
+            f" the label every namespace has ({webhooks.NAMESPACE_NAME_LABEL}): the same list as"
+            " WATCH_NAMESPACE's. Without it, with failurePolicy Fail, an operator that is down would"
+            " refuse writes in namespaces it was never given.",
+        ).items():
+            files[f"{directory}/{name}"] = text
     files.update(certmanager.self_managed_files(target, _labels(target, comment=False), _placed(target)))
     return files

@@ -142,6 +142,34 @@ def configurations(target: Target) -> list[dict[str, Any]]:
     return found
 
 
+# The label every namespace carries with its own name (kube-apiserver sets it, v1.22+).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def namespace_selector_patches(
+    target: Target, namespaces: Iterable[str], prefix: str = ""
+) -> list[dict[str, Any]]:
+    """Strategic-merge patches giving each admission webhook a ``namespaceSelector`` of the
+    watched ``namespaces``, for the namespaced installs: without it the webhooks are called for
+    every namespace's objects, and with ``failurePolicy: Fail`` an operator that is down blocks
+    writes in namespaces it was never given. ``prefix`` is the configurations' namePrefix where
+    the patch applies after it (an overlay of an install). The webhooks merge by name."""
+    selector = {
+        "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]
+    }
+    return [
+        {
+            "apiVersion": configuration["apiVersion"],
+            "kind": configuration["kind"],
+            "metadata": {"name": prefix + configuration["metadata"]["name"]},
+            "webhooks": [
+                {"name": hook["name"], "namespaceSelector": selector} for hook in configuration["webhooks"]
+            ],
+        }
+        for configuration in configurations(target)
+    ]
+
+
 def webhook_service(target: Target) -> dict[str, Any]:
     """The Service the API server calls: 443 to every manager replica's webhook port."""
     return {
