@@ -593,9 +593,7 @@ def audit_writes(path: Path, since: float) -> list[Write]:
     return [
         Write(r.time, r.user_agent, r.namespace, r.name, r.status)
         for r in read_audit_log(path)
-        if r.time >= since
-        and r.verb in WRITE_VERBS
-        and (r.resource, r.subresource) in managed
+        if r.time >= since and r.verb in WRITE_VERBS and (r.resource, r.subresource) in managed
     ]
 
 

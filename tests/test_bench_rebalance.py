@@ -91,4 +91,3 @@ def test_bad_options_are_one_line_and_exit_2(
     args: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert message in usage_error("rebalance.py", args, monkeypatch, capsys)
-

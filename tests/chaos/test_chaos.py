@@ -533,8 +533,7 @@ async def test_memop_converges_through_chaos(
         assert len(one_offs) == 3, one_offs
         # The standby, not the killed replica (nor its replacement's predecessor), took over.
         await wait_for(
-            lambda: replicas.leader(server) is not None
-            and replicas.holder(server) != failover["killed"],
+            lambda: replicas.leader(server) is not None and replicas.holder(server) != failover["killed"],
             timeout=stage_timeout(crs),
             message=replicas.describe,
         )

@@ -23,9 +23,7 @@ SAMPLE_FILE = REPO / "manifests/samples/cache_v1alpha1_memcached.yaml"
 
 
 def test_committed_crd_is_the_generated_one() -> None:
-    assert CRD_FILE.read_text() == crd_yaml(), (
-        f"regenerate: {GENERATE_COMMAND}"
-    )
+    assert CRD_FILE.read_text() == crd_yaml(), f"regenerate: {GENERATE_COMMAND}"
 
 
 def test_cli_prints_it() -> None:

@@ -351,6 +351,7 @@ async def test_informers_of_one_resource_by_selector_each_hold_their_own_objects
 async def test_reflectors_count_the_objects_and_watch_bytes_they_receive(client: Client) -> None:
     """What sharding divides between replicas, exported per resource: objects from LISTs and
     watch events, and the bytes of the watch streams."""
+
     def sample(name: str, **labels: str) -> float:
         return REGISTRY.get_sample_value(name, labels) or 0.0
 

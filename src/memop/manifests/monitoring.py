@@ -76,10 +76,7 @@ def alert_rules(target: Target) -> list[dict[str, Any]]:
             # Sharded installs (--sharding): no leader, and every shard must have a replica. Fewer
             # owned than the ring has, for longer than any hand-over takes (a lease duration).
             "alert": f"{prefix}ShardsUnowned",
-            "expr": (
-                "max by (group) (memop_sharding_shards) "
-                "> sum by (group) (memop_sharding_shards_owned)"
-            ),
+            "expr": "max by (group) (memop_sharding_shards) > sum by (group) (memop_sharding_shards_owned)",
             "for": "5m",
             "labels": {"severity": "critical"},
             "annotations": {
