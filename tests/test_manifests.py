@@ -82,6 +82,15 @@ def memop_manifests(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess
     )
 
 
+def assert_usage_error(out: subprocess.CompletedProcess[str], message: str) -> None:
+    """``memop manifests`` refused its arguments: exit 2, nothing on stdout, one line on stderr
+    saying ``message``."""
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("memop manifests: error: ")
+    assert message in out.stderr
+
+
 def memop_manifests_here(
     *args: str, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> subprocess.CompletedProcess[str]:
@@ -246,10 +255,7 @@ def test_usage_errors_are_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = memop_manifests_here(*args, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
-    assert (out.returncode, out.stdout) == (2, "")
-    assert out.stderr.count("\n") == 1, out.stderr
-    assert out.stderr.startswith("memop manifests: error: ")
-    assert message in out.stderr
+    assert_usage_error(out, message)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -44,6 +44,7 @@ from tests.test_manifests import (
     MANIFESTS,
     MEMOP,
     REPO,
+    assert_usage_error,
     container,
     memop_manifests,
     memop_manifests_here,
@@ -323,10 +324,7 @@ def test_usage_errors_are_one_line_and_exit_2(
     out = memop_manifests_here(
         "bundle", *args, "--dir", str(tmp_path / "b"), cwd=REPO, monkeypatch=monkeypatch, capsys=capsys
     )
-    assert (out.returncode, out.stdout) == (2, "")
-    assert out.stderr.count("\n") == 1
-    assert out.stderr.startswith("memop manifests: error: ")
-    assert message in out.stderr
+    assert_usage_error(out, message)
     assert not (tmp_path / "b").exists()
 
 
