@@ -99,6 +99,7 @@ import os
 import platform
 import resource
 import secrets
+import shutil
 import signal
 import sys
 import tempfile
@@ -1937,6 +1938,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--operator: each NAME once")
     if args.role is None and (args.write_latency < 0 or args.control_plane_cpu < 0):
         parser.error("--write-latency and --control-plane-cpu must not be negative")
+    if args.role is None and (args.profile or args.profile_server) and shutil.which("py-spy") is None:
+        option = "--profile" if args.profile else "--profile-server"
+        parser.error(f"{option} needs py-spy, which is not on PATH (pip install py-spy)")
     if args.role is None and args.server_pid and not args.kubeconfig:
         parser.error("--server-pid is for a control plane given by --kubeconfig")
     if args.role is None:

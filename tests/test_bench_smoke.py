@@ -209,6 +209,14 @@ def test_converge_benchmark_refuses_bad_options_in_one_line(
     assert message in usage_error("converge.py", args, monkeypatch, capsys)
 
 
+@pytest.mark.parametrize("option", ["--profile=memop.txt", "--profile-server=server.txt"])
+def test_converge_benchmark_says_in_one_line_that_profiling_needs_py_spy(
+    option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH without py-spy
+    assert "needs py-spy, which is not on PATH" in usage_error("converge.py", [option], monkeypatch, capsys)
+
+
 @pytest.mark.parametrize("script", ["converge.py", "olm_upgrade.py"])
 def test_a_bench_refuses_bad_options_in_one_line_as_a_process(script: str) -> None:
     done = subprocess.run(
