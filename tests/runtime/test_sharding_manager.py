@@ -26,6 +26,7 @@ from memop.runtime import (
     Cache,
     Client,
     ControllerBuilder,
+    FakeClock,
     Manager,
     ManagerOptions,
     Request,
@@ -425,3 +426,35 @@ async def test_a_change_of_the_servers_filtering_is_followed_and_said(
             await all_stamped(server, range(first + 8))
     by = stampers(server)
     assert all(len(agents) == 1 for agents in by.values()), by
+
+
+async def test_the_filtering_check_runs_every_period_on_the_managers_clock(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The periodic "does the server filter by shardSelector?" check waits on the manager's
+    clock: not a moment before its period, and at once after."""
+    caplog.set_level(logging.INFO, logger="memop.manager")
+    clock = FakeClock()
+    config = ShardingConfig("clocked", "default", filtering_check_period=60.0)
+    server = ApiServer(feature_gates={"ShardedListAndWatch": True})
+    await server.start()
+    try:
+        async with ApiClient(server.client_configuration()) as api:
+            manager = Manager(Client(api, user_agent="test"), ManagerOptions(sharding=config), clock=clock)
+            # As chosen at a start before the gate was turned on.
+            assert manager.cache.server_side_sharding is False
+            following = asyncio.create_task(manager._follow_shard_filtering(config))
+            try:
+                await wait_for(lambda: clock.pending_timers() == 1, timeout=10)
+                clock.advance(59.9)
+                assert clock.pending_timers() == 1  # still waiting: no check yet
+                assert manager.cache.server_side_sharding is False
+                clock.advance(0.1)
+                await wait_for(lambda: manager.cache.server_side_sharding is True, timeout=10)
+                assert "now filters lists and watches by shardSelector" in caplog.text
+                await wait_for(lambda: clock.pending_timers() == 1, timeout=10)  # the next period
+            finally:
+                following.cancel()
+                await asyncio.gather(following, return_exceptions=True)
+    finally:
+        await server.stop()

@@ -29,7 +29,6 @@ import asyncio
 import contextlib
 import logging
 import ssl
-import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -49,6 +48,7 @@ from memop.runtime.sharding.adoption import label_children, label_children_until
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
 from memop.runtime.sharding.probe import server_filters_by_shard_selector
 from memop.runtime.sharding.ring import Ring
+from memop.runtime.util.clock import Clock, RealClock, first_of
 from memop.runtime.webhook.declarations import AdmissionWebhook, Conversion
 from memop.runtime.webhook.server import CertificateError, WebhookServer, WebhookServerOptions
 from memop.runtime.workqueue.workqueue import AllQueues
@@ -126,17 +126,24 @@ class StartupError(Exception):
 
 
 class Manager:
-    """Owns the shared machinery and runs controllers added with :meth:`add`."""
+    """Owns the shared machinery and runs controllers added with :meth:`add`.
 
-    def __init__(self, client: Client, options: ManagerOptions) -> None:
+    ``clock``: the time every part of the manager waits on and reads (the cache's resyncs and
+    reflectors' backoff, leader election or sharding membership, the Event recorders, the
+    periodic shard-filtering check); tests pass a ``FakeClock``. The controllers take their
+    own (``Controller(..., clock=)``)."""
+
+    def __init__(self, client: Client, options: ManagerOptions, *, clock: Clock | None = None) -> None:
         if options.sharding is not None and options.leader_election is not None:
             raise ValueError("sharding replaces leader election: configure one of them, not both")
         if options.sharding is not None:
             options.sharding.validate()
         self.client = client
         self.options = options
+        self.clock: Clock = clock or RealClock()
         self.cache = Cache(
             client,
+            clock=self.clock,
             namespaces=options.namespaces,
             resync_period=options.sync_period,
             watch_read_timeout=options.watch_read_timeout,
@@ -179,6 +186,7 @@ class Manager:
             host=host,
             qps=self.options.event_qps,
             burst=self.options.event_burst,
+            clock=self.clock,
             # Events wait while any controller has reconcile work: they must not delay the
             # writes they describe (memop.runtime.manager.events).
             workload=AllQueues(lambda: [controller.queue for controller in self.controllers]),
@@ -311,9 +319,9 @@ class Manager:
             return await self._run_sharded(self.options.sharding, stop_task)
         if election is not None:
             self.elector = (
-                LeaderForLife(self.client, election)
+                LeaderForLife(self.client, election, clock=self.clock)
                 if isinstance(election, LeaderForLifeConfig)
-                else LeaderElector(self.client, election)
+                else LeaderElector(self.client, election, clock=self.clock)
             )
             elector_task = asyncio.create_task(self.elector.run(), name="leader-election")
             self._elector_task = elector_task
@@ -336,7 +344,7 @@ class Manager:
     async def _run_sharded(self, config: ShardingConfig, stop_task: asyncio.Task[bool]) -> int:
         """Every replica reconciles the shards the membership hands it (see the module docstring)."""
         self._shard_work = _ShardWork(self)
-        self.membership = ShardMembership(self.client, config, self._shard_work)
+        self.membership = ShardMembership(self.client, config, self._shard_work, clock=self.clock)
         if not await _unless(self._start_controllers(), stop_task):
             return EXIT_OK
         member_task = asyncio.create_task(self.membership.run(), name="sharding-membership")
@@ -389,8 +397,7 @@ class Manager:
         A failed check changes nothing."""
         cache = self.cache
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(cache.selector_ignored.wait(), config.filtering_check_period)
+            await first_of(cache.selector_ignored.wait(), self.clock.sleep(config.filtering_check_period))
             cache.selector_ignored.clear()
             try:
                 server_side = await server_filters_by_shard_selector(self.client, config.namespace)
@@ -482,7 +489,7 @@ class _ShardWork:
 
     async def acquired(self, shards: Sequence[int]) -> None:
         manager, cache = self._manager, self._manager.cache
-        taken = time.monotonic()
+        taken = manager.clock.monotonic()
         if cache.owner_bucket_scopes():
             # Before the shards are watched, so that their children arrive with the first LIST;
             # one pass for the shards of a round.
@@ -495,7 +502,7 @@ class _ShardWork:
                     ", ".join(map(str, shards)), error,
                 )  # fmt: skip
                 for shard in shards:  # each its own retry, cancelled when the shard is given up
-                    retry = label_children_until_done(manager.client, cache, (shard,))
+                    retry = label_children_until_done(manager.client, cache, (shard,), clock=manager.clock)
                     self._track(shard, asyncio.create_task(retry, name=f"sharding-label-children-{shard}"))
         for shard in shards:
             for controller in manager.controllers:
@@ -519,7 +526,7 @@ class _ShardWork:
             )  # fmt: skip
         else:
             log.info("shard %d synced %.2fs after it was taken: reconciling its objects", shard,
-                     time.monotonic() - taken)  # fmt: skip
+                     self._manager.clock.monotonic() - taken)  # fmt: skip
         for controller in self._manager.controllers:
             controller.shard_synced(shard)
 
