@@ -165,8 +165,9 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         assert size["memop_over_floor"]["median"] == round(memop_wall / floor_wall, 3)
         cpu = size["memop_cpu_seconds"]
         assert cpu["from_start_to_converge"] > cpu["to_converge"] > 0
-        # The floor's start-up counts in its figure from the start, as memop's does.
-        assert size["floor_cpu_seconds_from_start"] > size["floor_cpu_seconds"] > 0
+        # The floor's start-up counts in its figure from the start, as memop's does (its CPU to
+        # converge a dozen CRs can round to 0.00).
+        assert size["floor_cpu_seconds_from_start"] > size["floor_cpu_seconds"] >= 0
         assert size["memop_peak_rss_mb"]["max"] > 0
         # The modelled control plane's CPU: the server's and its load processes'.
         assert size["server_cpu_seconds_while_converging"] > 0
