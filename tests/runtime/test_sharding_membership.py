@@ -143,12 +143,13 @@ async def group(apiserver: ApiServer) -> AsyncIterator[Callable[..., Any]]:
     clock = FakeClock(wall_start=1_700_000_000.0)
     state = Group(clock, made, apiserver)
 
-    def add(identity: str, *, shards: int = SHARDS, start: bool = True) -> Member:
+    # No initial join delay unless a test is about it: the others start members one by one.
+    def add(identity: str, *, shards: int = SHARDS, start: bool = True, join_delay: float = 0.0) -> Member:
         api = ApiClient(apiserver.client_configuration())
         clients.append(api)
         client = Client(api, user_agent=identity, max_retries=0, clock=clock)
         work = Work()
-        config = ShardingConfig("test", NS, identity=identity, shards=shards)
+        config = ShardingConfig("test", NS, identity=identity, shards=shards, initial_join_delay=join_delay)
         member = Member(ShardMembership(client, config, work, clock=clock, rand=lambda: 0.0), work, client)
         made.append(member)
         if start:
@@ -183,6 +184,59 @@ async def test_a_lone_member_takes_every_shard(group: Callable[..., Any], apiser
     names = {item["metadata"]["name"] for item in leases["items"]}
     assert member_lease_name("test", "a") in names
     assert len(names) == SHARDS + 1
+
+
+async def test_members_started_together_split_the_ring_without_handing_a_shard_over(
+    group: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first of three replicas started together lists the Leases before the others have
+    joined: with the initial join delay it takes nothing until the delay has passed, and then
+    every member takes its share once, none given up."""
+    caplog.set_level(logging.INFO, logger="memop.sharding")
+    state, add = group()
+    first = add("a", join_delay=2.0)
+    await state.settle()  # its first round: it sees only itself
+    assert first.work.calls == []
+    assert "no member at work: waiting 2.0s" in caplog.text
+    others = [add(name, join_delay=2.0) for name in "bc"]
+    await state.settle()
+    assert all(m.work.calls == [] for m in others)
+    await state.tick()
+    assert sorted(owned_counts(state)) == [2, 3, 3]
+    for member in state.members:
+        assert [call.split()[0] for call in member.work.calls] == ["acquired"], member.work.calls
+    assert state.holders() == {
+        s: next(m.identity for m in state.members if s in m.work.active) for s in range(SHARDS)
+    }
+
+
+async def test_a_lone_member_waits_the_initial_join_delay_not_a_round_longer(
+    group: Callable[..., Any], apiserver: ApiServer
+) -> None:
+    state, add = group()
+    a = add("a", join_delay=0.5)
+    await state.settle()
+    assert a.work.active == set()
+    rounds = a.membership.rounds
+    # Its next round falls due as the delay ends (and the rounds' 50 ms margin), not a retry
+    # period (2 s) later.
+    state.clock.advance(0.55)
+    await wait_for(lambda: a.work.active == set(range(SHARDS)), timeout=5)
+    assert a.membership.rounds == rounds + 1
+
+
+async def test_a_member_joining_a_working_group_takes_its_share_without_waiting(
+    group: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="memop.sharding")
+    state, add = group()
+    add("a")
+    await state.settle()
+    add("b", join_delay=60.0)
+    await state.settle()
+    await state.tick(2)  # a gives up half at b's first round; b takes them at the next
+    assert owned_counts(state) == [SHARDS // 2, SHARDS // 2]
+    assert "waiting" not in caplog.text
 
 
 async def test_a_joining_member_gets_its_share_only_after_the_holder_drained_it(
@@ -345,6 +399,8 @@ async def test_members_with_another_number_of_shards_take_nothing_until_the_othe
         ({"lease_duration": 10.0}, "greater than the renew deadline"),
         ({"retry_period": 9.0}, "greater than 1.2 x the retry period"),
         ({"namespace": ""}, "lease namespace must not be empty"),
+        ({"initial_join_delay": -1.0}, "initial join delay must be 0 or a positive number"),
+        ({"initial_join_delay": float("nan")}, "initial join delay must be 0 or a positive number"),
     ],
 )
 def test_bad_settings_are_refused_with_what_is_wrong(settings: dict[str, Any], message: str) -> None:

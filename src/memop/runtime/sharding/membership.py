@@ -33,6 +33,14 @@ the difference:
   the holder of its shards and deletes its member Lease, so the others take over at their next
   round instead of after a lease duration.
 
+A group with no working member (a first install, or every replica restarted at once) waits
+``initial_join_delay`` (one retry period by default) from its join before a replica takes its
+first shard, as Kafka's ``group.initial.rebalance.delay.ms``: replicas started together are a
+moment apart, and the first to list the Leases would otherwise see only itself, take every
+shard, list and queue every object, then hand most of them over a round later. A replica
+joining a group where a live member works on shards (a scale-up, a rolling update, a restart
+of one) takes its share at once.
+
 Replicas whose rings have different numbers of shards would own overlapping ranges: while a
 live member's ring differs from ours (a rolling update that changed ``--shards``), we take no
 shard and say so; the old replicas' shards are taken once they are gone.
@@ -43,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import re
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
@@ -103,6 +112,9 @@ class ShardingConfig:
     lease_duration / renew_deadline / retry_period: as leader election's (15, 10, 2 s).
     filtering_check_period: how often the manager asks the API server again whether it filters
         by ``shardSelector`` (its feature gate can change with a restart), in seconds (60).
+    initial_join_delay: how long a replica that finds no member working waits from its join
+        for the replicas starting with it, before it takes a shard (2 s, a retry period); 0 takes
+        at once (one replica, as in tests).
     """
 
     group: str
@@ -113,6 +125,7 @@ class ShardingConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     filtering_check_period: float = 60.0
+    initial_join_delay: float = 2.0
 
     def validate(self) -> None:
         """Raise ValueError, saying which setting is wrong and why, unless the config is usable."""
@@ -130,6 +143,11 @@ class ShardingConfig:
             raise ValueError(
                 f"sharding group {self.group!r} must be a DNS label of at most 40 characters "
                 "(lowercase letters, digits and '-')"
+            )
+        if not math.isfinite(self.initial_join_delay) or self.initial_join_delay < 0:
+            raise ValueError(
+                f"sharding initial join delay must be 0 or a positive number of seconds, got "
+                f"{self.initial_join_delay}"
             )
         Ring(self.shards)
         check_timings(
@@ -223,6 +241,10 @@ class ShardMembership:
         self._waiting_since: dict[int, float] = {}
         self._assignment: dict[int, str] = {}
         self._blocked_by = ""
+        # Our monotonic time at the first renewal of our member Lease, and until when a round
+        # waits for replicas joining with us (None: not waiting).
+        self._joined_at: float | None = None
+        self._joiners_until: float | None = None
         group = config.group
         self._m_owned = metrics.SHARDS_OWNED.labels(group)
         self._m_members = metrics.SHARDING_MEMBERS.labels(group)
@@ -298,6 +320,7 @@ class ShardMembership:
 
     async def _act_loop(self) -> None:
         await self._renewed.wait()
+        self._joined_at = self._clock.monotonic()
         while True:
             await self._round()
             await self._pause_acting()
@@ -306,10 +329,10 @@ class ShardMembership:
         """A retry period, or less: until the next other member's lease runs out, so that its
         shards are taken then, not up to a retry period later."""
         period = self.config.retry_period * (1 + self._rand() * (JITTER_FACTOR - 1))
-        expiry = self._next_expiry()
-        if expiry is not None:
-            # Just past it: the round must find the member no longer live.
-            period = min(period, max(0.0, expiry - self._clock.monotonic()) + EXPIRY_MARGIN)
+        for wake in (self._next_expiry(), self._joiners_until):
+            if wake is not None:
+                # Just past it: the round must find the member no longer live, the wait over.
+                period = min(period, max(0.0, wake - self._clock.monotonic()) + EXPIRY_MARGIN)
         await self._clock.sleep(period)
 
     def _next_expiry(self) -> float | None:
@@ -530,6 +553,8 @@ class ShardMembership:
                 created = self._seen.get(config.shard_lease(shard))
                 if created is not None:
                     leases[shard] = created.lease
+        if self._waiting_for_joiners(holders, live):
+            return
         takes: list[tuple[int, dict[str, Any], str]] = []
         kept: list[int] = []
         for shard, owner in sorted(assignment.items()):
@@ -566,6 +591,29 @@ class ShardMembership:
                 taken.append(shard)
         # Together too: they start their watches (and label what was made before sharding).
         await self._start_work(taken)
+
+    def _waiting_for_joiners(self, holders: dict[int, str], live: dict[str, int]) -> bool:
+        """Whether this round takes nothing yet: no member works on a shard, and the initial
+        join delay since we joined has not passed (see the module docstring)."""
+        delay = self.config.initial_join_delay
+        if delay <= 0 or self._joined_at is None or self.owned or self._releasing:
+            return False
+        if any(holder and holder in live for holder in holders.values()):
+            self._joiners_until = None
+            return False  # a working group: join it now
+        until = self._joined_at + delay
+        if self._clock.monotonic() >= until:
+            self._joiners_until = None
+            return False
+        if self._joiners_until is None:
+            log.info(
+                "sharding group %s has no member at work: waiting %.1fs for the replicas starting "
+                "with this one before taking shards",
+                self.config.group,
+                until - self._clock.monotonic(),
+            )
+        self._joiners_until = until
+        return True
 
     def _say_blocked(self, why: str) -> None:
         if why != self._blocked_by:
