@@ -74,6 +74,8 @@ def test_the_deployment_runs_four_replicas_with_sharding_instead_of_leader_elect
     sharding = sharding_config(in_pod, "memop-7c9-x2x4z")
     assert sharding is not None
     assert (sharding.group, sharding.namespace, sharding.shards) == ("memop", OPERATOR_NAMESPACE, 16)
+    # Replicas started together wait one round (the retry period) before taking a shard.
+    assert sharding.initial_join_delay == sharding.retry_period == config.retry_period
     # Nothing else differs from the default install's Deployment.
     deployment["spec"]["replicas"] = plain["spec"]["replicas"]
     container(deployment)["args"] = container(plain)["args"]

@@ -102,6 +102,8 @@ def sharding_config(config: RunConfig, identity: str) -> ShardingConfig | None:
         lease_duration=config.lease_duration,
         renew_deadline=config.renew_deadline,
         retry_period=config.retry_period,
+        # One round: replicas started together see each other before any takes a shard.
+        initial_join_delay=config.retry_period,
     )
     sharding.validate()
     return sharding
