@@ -326,8 +326,9 @@ class ShardMembership:
             await self._pause_acting()
 
     async def _pause_acting(self) -> None:
-        """A retry period, or less: until the next other member's lease runs out, so that its
-        shards are taken then, not up to a retry period later."""
+        """A retry period, or less: until the next other member's lease runs out, or our wait
+        for replicas joining with us ends, so that shards are taken then, not up to a retry
+        period later."""
         period = self.config.retry_period * (1 + self._rand() * (JITTER_FACTOR - 1))
         for wake in (self._next_expiry(), self._joiners_until):
             if wake is not None:
