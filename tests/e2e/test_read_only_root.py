@@ -24,6 +24,7 @@ from memop.testing.envtest import Kube
 from memop.testing.memcached import memcached_manifest
 from memop.testing.process import MemopProcess, _flag_variables
 from memop.testing.wait import wait_for
+from tests.readonly_root import REFUSED
 
 READONLY_ROOT = Path(__file__).resolve().parents[1] / "readonly_root.py"
 TIMEOUT = 60
@@ -53,7 +54,8 @@ def read_only_environment(tmp_path: Path) -> dict[str, str]:
 
 
 def refusals(output: str) -> list[str]:
-    return [line for line in output.splitlines() if line.startswith("readonly-root: refused")]
+    """The writes the harness refused, from the process's output."""
+    return [line for line in output.splitlines() if line.startswith(REFUSED)]
 
 
 class ReadOnlyMemop(MemopProcess):
@@ -117,6 +119,8 @@ def test_version_and_help_need_no_writable_filesystem(argv: list[str], tmp_path:
 async def test_a_run_over_https_with_an_inline_ca_needs_no_writable_filesystem(
     kube: Kube, client: Client, namespace: str, tmp_path: Path
 ) -> None:
+    """memop as the image runs it outside a Pod: ready, reconciling (a Memcached's Deployment
+    made), exit 0 on SIGTERM, and not one write attempted."""
     kubeconfig = tmp_path / "kubeconfig"
     kube.fake.write_kubeconfig(kubeconfig)
     assert "certificate-authority-data" in kubeconfig.read_text()
@@ -143,4 +147,56 @@ async def test_a_run_over_https_with_an_inline_ca_needs_no_writable_filesystem(
     output = "\n".join(memop.lines)
     assert code == 0, output
     assert not refusals(output), output
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+# The in-cluster config, as a Pod has it: the service account's token and CA files, read where
+# they are mounted. memop's command line reads them from the fixed kubelet path, so this runs
+# load_configuration and a request in a process of its own, every write refused there too.
+IN_CLUSTER_REQUEST = """
+import asyncio, pathlib, sys
+sys.path.insert(0, {tests!r})
+import readonly_root
+readonly_root.install()
+from kubernetes_asyncio.client import ApiClient
+from memop.runtime.client.client import Client
+from memop.runtime.client.kubeconfig import load_configuration
+from memop.runtime.client.resources import NAMESPACES
+
+async def main():
+    environ = {{"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": {port!r}}}
+    configuration = await load_configuration(None, environ=environ, service_account_dir=pathlib.Path({sa!r}))
+    async with ApiClient(configuration) as api_client:
+        namespaces = await Client(api_client).list(NAMESPACES)
+    print(sorted(n["metadata"]["name"] for n in namespaces["items"]))
+
+asyncio.run(main())
+"""
+
+
+async def test_the_in_cluster_config_needs_no_writable_filesystem(
+    kube: Kube, client: Client, namespace: str, tmp_path: Path
+) -> None:
+    certificates = kube.fake.certificates
+    assert certificates is not None
+    sa = tmp_path / "serviceaccount"
+    sa.mkdir()
+    (sa / "token").write_text("a-service-account-token")
+    (sa / "ca.crt").write_bytes(certificates.ca_pem)
+    (sa / "namespace").write_text(namespace)
+    before = sorted(tmp_path.rglob("*"))
+    port = kube.fake.url.rsplit(":", 1)[1]
+    source = IN_CLUSTER_REQUEST.format(tests=str(READONLY_ROOT.parent), port=port, sa=str(sa))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        source,
+        env=read_only_environment(tmp_path),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), TIMEOUT)
+    assert process.returncode == 0, err.decode()
+    assert namespace in out.decode()
+    assert not refusals(err.decode()), err.decode()
     assert sorted(tmp_path.rglob("*")) == before
