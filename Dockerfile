@@ -40,11 +40,11 @@ WORKDIR /src
 # keeps everything else out of the build context.
 COPY pyproject.toml setup.cfg README.md ./
 COPY src/ src/
-# The secrets are mounted for this RUN only (absent when not given); PIP_CERT is set only when
-# a CA bundle was given, since pip fails on a PIP_CERT naming no file.
+# The secrets are mounted for this RUN only (absent, or empty, when not given); PIP_CERT is set
+# only when a CA bundle was given, since pip fails on a PIP_CERT naming no bundle.
 RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf \
     --mount=type=secret,id=pipca,target=/run/secrets/pipca \
-    if [ -f /run/secrets/pipca ]; then export PIP_CERT=/run/secrets/pipca; fi \
+    if [ -s /run/secrets/pipca ]; then export PIP_CERT=/run/secrets/pipca; fi \
  && pip wheel --no-cache-dir --wheel-dir=/wheels .
 
 FROM ${PYTHON_IMAGE} AS runtime
