@@ -60,6 +60,13 @@ Reading and writing:
 
 Describing the API and its permissions:
 
+- :class:`CustomResource`: a kind declared once as typed classes (Pydantic v2): its class
+  keywords name it (``group=``, ``version=``, ``namespaced=``, ``short_names=``,
+  ``printer_columns=`` of :class:`PrinterColumn`, ``scale=`` a :class:`Scale`...; the result is
+  its ``kube``, a :class:`KindInfo`), its ``spec`` and ``status`` are :class:`Model` classes
+  (:class:`Status` holds the :class:`Condition` list and ``observedGeneration``); it gives
+  ``resource()``, ``crd()``, ``parse(obj)`` (raising :class:`InvalidObject` in the API server's
+  words) and ``to_dict()``. :class:`ObjectMeta` is its ``metadata``.
 - :mod:`crdgen <memop.runtime.api.crdgen>`: :class:`CrdNames`, ``custom_resource_definition``,
   ``printer_column``, ``crd_yaml``;
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
@@ -118,6 +125,9 @@ from memop.runtime.util.lazy import lazy_exports
 if TYPE_CHECKING:
     from memop.runtime.api import conditions, crdgen, validation
     from memop.runtime.api.crdgen import CrdNames
+    from memop.runtime.api.errors import InvalidObject
+    from memop.runtime.api.kinds import KindInfo, PrinterColumn, Scale
+    from memop.runtime.api.model import Condition, CustomResource, Model, ObjectMeta, Status
     from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
     from memop.runtime.cache.cache import Cache
     from memop.runtime.cache.labels import Selector
@@ -237,6 +247,15 @@ _EXPORTS: dict[str, str] = {
     "ControllerBuilder": "memop.runtime.controller.controller",
     "ControllerDefinition": "memop.runtime.controller.definition",
     "CrdNames": "memop.runtime.api.crdgen",
+    "Condition": "memop.runtime.api.model",
+    "CustomResource": "memop.runtime.api.model",
+    "InvalidObject": "memop.runtime.api.errors",
+    "KindInfo": "memop.runtime.api.kinds",
+    "Model": "memop.runtime.api.model",
+    "ObjectMeta": "memop.runtime.api.model",
+    "PrinterColumn": "memop.runtime.api.kinds",
+    "Scale": "memop.runtime.api.kinds",
+    "Status": "memop.runtime.api.model",
     "DAEMONSETS": "memop.runtime.client.resources",
     "DEPLOYMENTS": "memop.runtime.client.resources",
     "EVENTS": "memop.runtime.client.resources",
@@ -348,12 +367,14 @@ __all__ = [
     "CertificateSource",
     "Client",
     "Clock",
+    "Condition",
     "Conflict",
     "Controller",
     "ControllerBuilder",
     "ControllerDefinition",
     "Conversion",
     "CrdNames",
+    "CustomResource",
     "Defaulter",
     "EventRecorder",
     "Expectations",
@@ -361,22 +382,28 @@ __all__ = [
     "FieldError",
     "Forbidden",
     "Invalid",
+    "InvalidObject",
+    "KindInfo",
     "KubeConfigError",
     "LeaderElectionConfig",
     "LeaderForLifeConfig",
     "Manager",
     "ManagerOptions",
+    "Model",
     "NamespaceClosed",
     "NamespaceGone",
     "NamespaceTerminating",
     "NotFound",
     "Obj",
+    "ObjectMeta",
+    "PrinterColumn",
     "RealClock",
     "Reconciler",
     "Request",
     "Resource",
     "Result",
     "Rule",
+    "Scale",
     "Scope",
     "Selector",
     "SelfManagedCertificates",
@@ -384,6 +411,7 @@ __all__ = [
     "ShardKey",
     "ShardingConfig",
     "Spoke",
+    "Status",
     "TerminalError",
     "TransportError",
     "ValidationError",
