@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic.alias_generators import to_camel
 
-from memop.runtime.api.errors import SchemaViolation, json_type
+from memop.runtime.api.errors import SchemaViolation
+from memop.runtime.api.validation import json_type
 from memop.runtime.cache.labels import (
     dns1123_label_errors,
     dns1123_subdomain_errors,

@@ -39,10 +39,11 @@ from pydantic import ConfigDict, Field, SerializationInfo, field_validator, mode
 from pydantic.alias_generators import to_camel
 
 from memop.runtime.api import conditions
-from memop.runtime.api.errors import InvalidObject, SchemaViolation, from_pydantic, json_type
+from memop.runtime.api.errors import InvalidObject, SchemaViolation, from_pydantic
 from memop.runtime.api.fields import Cel, ListType, Schema
 from memop.runtime.api.kinds import KindInfo, kind_info
 from memop.runtime.api.schema import crd_of, spec_needs_no_fields
+from memop.runtime.api.validation import json_type
 from memop.runtime.client.resources import Resource
 from memop.runtime.webhook.declarations import FieldError
 

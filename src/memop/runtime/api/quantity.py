@@ -187,7 +187,8 @@ class Quantity:
 
 def _validate_field(value: Any, info: Any) -> Quantity:
     """A Quantity field's value, or the API server's error for it (``{path}`` is filled in)."""
-    from memop.runtime.api.errors import SchemaViolation, json_type  # noqa: PLC0415
+    from memop.runtime.api.errors import SchemaViolation  # noqa: PLC0415
+    from memop.runtime.api.validation import json_type  # noqa: PLC0415
 
     if isinstance(value, Quantity):
         return value
