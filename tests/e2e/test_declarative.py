@@ -1,0 +1,379 @@
+"""Declarative children end to end: a typed owner, ``desired`` and memop's reconciler, on the
+in-memory API server (which runs the Deployment controller and garbage collection).
+
+A WebApp (namespaced) has a Deployment, a Service and a ConfigMap, and a second ConfigMap while
+``spec.extra``; a Project (cluster-scoped) has a Namespace and a ConfigMap in it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from memop.runtime.api.model import CustomResource, Model, Status
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS, NAMESPACES, SERVICES, Resource
+from memop.runtime.controller.declarative import CONTROLLER_LABEL, ObservedChildren, declarative_controller
+from memop.runtime.controller.reconcile import Request
+from memop.testing.envtest import Kube
+from memop.testing.operator import RunningOperator, event_recorded
+from memop.testing.plugin import InstallCrds, RunOperator
+from memop.testing.wait import wait_for
+
+TIMEOUT = 30
+
+
+class WebAppSpec(Model):
+    image: str
+    replicas: int = 1
+    greeting: str = "hello"
+    extra: bool = False
+
+
+class WebAppStatus(Status):
+    available_replicas: int = 0
+
+
+class WebApp(CustomResource, group="declarative.memop.test", version="v1"):
+    """A web application: a Deployment, a Service, its ConfigMap."""
+
+    spec: WebAppSpec
+    status: WebAppStatus = WebAppStatus()
+
+
+def web_children(app: WebApp) -> list[dict[str, Any]]:
+    labels = {"app": app.name}
+    children: list[dict[str, Any]] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": app.name},
+            "spec": {
+                "replicas": app.spec.replicas,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "web", "image": app.spec.image}]},
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": app.name},
+            "spec": {"selector": labels, "ports": [{"name": "http", "port": 80}]},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": app.name},
+            "data": {"greeting": app.spec.greeting},
+        },
+    ]
+    if app.spec.greeting == "elsewhere":  # a child its namespaced owner cannot own
+        children[2]["metadata"]["namespace"] = "default"
+    if app.spec.extra:
+        children.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"{app.name}-extra"},
+                "data": {"x": "1"},
+            }
+        )
+    return children
+
+
+def web_status(app: WebApp, children: ObservedChildren) -> WebAppStatus:
+    deployment = children.get("apps/Deployment") or {}
+    return WebAppStatus(available_replicas=(deployment.get("status") or {}).get("availableReplicas", 0))
+
+
+WEBAPPS = WebApp.resource()
+DEFINITION = declarative_controller(
+    WebApp,
+    web_children,
+    children=(DEPLOYMENTS, SERVICES, CONFIGMAPS),
+    status=web_status,
+    name="webapp",
+)
+
+
+class ProjectSpec(Model):
+    team: str
+
+
+class Project(CustomResource, group="declarative.memop.test", version="v1", namespaced=False):
+    """A team's project: a Namespace and, in it, a ConfigMap."""
+
+    spec: ProjectSpec
+    status: Status = Status()
+
+
+def project_children(project: Project) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": project.name}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "team", "namespace": project.name},
+            "data": {"team": project.spec.team},
+        },
+    ]
+
+
+PROJECTS = Project.resource()
+
+
+def webapp(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": WEBAPPS.api_version,
+        "kind": "WebApp",
+        "metadata": {"name": name},
+        "spec": {"image": "registry.k8s.io/pause:3.10", **spec},
+    }
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    found = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind]
+    return found[0] if found else {}
+
+
+async def get_or_none(
+    client: Client, resource: Resource, name: str, namespace: str | None
+) -> dict[str, Any] | None:
+    try:
+        return await client.get(resource, name, namespace)
+    except NotFound:
+        return None
+
+
+def ready_for(client: Client, name: str, namespace: str) -> Callable[[], Awaitable[dict[str, Any] | None]]:
+    async def ready() -> dict[str, Any] | None:
+        app = await client.get(WEBAPPS, name, namespace)
+        status = app.get("status") or {}
+        ok = (
+            status.get("observedGeneration") == app["metadata"]["generation"]
+            and condition(app, "Ready").get("status") == "True"
+            and condition(app, "Degraded").get("status") == "False"
+        )
+        return app if ok else None
+
+    return ready
+
+
+@pytest.fixture
+def apiserver_options() -> dict[str, Any]:
+    return {"simulate_controllers": True, "pod_ready_delay": 0.05}
+
+
+@pytest.fixture
+async def crds(install_crds: InstallCrds) -> None:
+    await install_crds(WebApp.crd(), Project.crd())
+
+
+@pytest.fixture
+async def operator(
+    run_operator: RunOperator, client: Client, namespace: str, crds: None
+) -> AsyncIterator[RunningOperator]:
+    async with run_operator(DEFINITION, namespaces=[namespace]) as running:
+        yield running
+
+
+async def test_children_applied_owned_ready_and_a_converged_owner_costs_nothing(
+    kube: Kube, client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(WEBAPPS, webapp("web", replicas=2), namespace)
+    app = await wait_for(ready_for(client, "web", namespace), timeout=TIMEOUT)
+    assert condition(app, "Progressing")["status"] == "False"
+    assert not app["metadata"].get("finalizers"), "no on_delete, no finalizer"
+    assert app["status"]["availableReplicas"] == 2
+    for resource in (DEPLOYMENTS, SERVICES, CONFIGMAPS):
+        child = await client.get(resource, "web", namespace)
+        (reference,) = child["metadata"]["ownerReferences"]
+        assert (reference["kind"], reference["uid"], reference["controller"]) == (
+            "WebApp",
+            app["metadata"]["uid"],
+            True,
+        )
+        assert child["metadata"]["labels"][CONTROLLER_LABEL] == "webapp"
+        managers = {entry["manager"] for entry in child["metadata"].get("managedFields") or []}
+        assert "webapp" in managers, managers
+    # An idle resync replays every cached object: each owner is reconciled, nothing is sent.
+    assert kube.server is not None
+    await operator.controller.queue.wait_idle()
+    agent = operator.user_agent
+    assert kube.server.log.filter(user_agent=agent, verb="patch"), "the applies are in the log"
+    before, reconciles = len(kube.server.log.filter(user_agent=agent)), operator.controller.stats.reconciles
+    cache = operator.manager.cache
+    for informer in [i for by_selector in cache._informers.values() for i in by_selector.values()]:
+        informer.resync()
+    await wait_for(lambda: operator.controller.stats.reconciles > reconciles, timeout=TIMEOUT)
+    await operator.controller.queue.wait_idle()
+    sent = [
+        (r.verb, r.resource) for r in kube.server.log.filter(user_agent=agent)[before:] if r.verb != "watch"
+    ]
+    assert sent == []
+
+
+async def test_drift_is_repaired_and_a_deleted_child_recreated(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(WEBAPPS, webapp("web"), namespace)
+    await wait_for(ready_for(client, "web", namespace), timeout=TIMEOUT)
+    await client.patch(CONFIGMAPS, "web", {"data": {"greeting": "tampered"}}, namespace)
+
+    async def repaired() -> bool:
+        config_map = await client.get(CONFIGMAPS, "web", namespace)
+        return bool(config_map["data"]["greeting"] == "hello")
+
+    await wait_for(repaired, timeout=TIMEOUT)
+    old = await client.get(SERVICES, "web", namespace)
+    await client.delete(SERVICES, "web", namespace)
+
+    async def recreated() -> dict[str, Any] | None:
+        service = await get_or_none(client, SERVICES, "web", namespace)
+        return (
+            service if service is not None and service["metadata"]["uid"] != old["metadata"]["uid"] else None
+        )
+
+    await wait_for(recreated, timeout=TIMEOUT)
+
+
+async def test_a_child_no_longer_desired_is_pruned(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(WEBAPPS, webapp("web", extra=True), namespace)
+    await wait_for(lambda: get_or_none(client, CONFIGMAPS, "web-extra", namespace), timeout=TIMEOUT)
+    await client.patch(WEBAPPS, "web", {"spec": {"extra": False, "greeting": "bye"}}, namespace)
+
+    async def pruned() -> bool:
+        config_map = await client.get(CONFIGMAPS, "web", namespace)
+        gone = await get_or_none(client, CONFIGMAPS, "web-extra", namespace) is None
+        return gone and config_map["data"] == {"greeting": "bye"}
+
+    await wait_for(pruned, timeout=TIMEOUT)
+    app = await wait_for(ready_for(client, "web", namespace), timeout=TIMEOUT)
+    assert app["status"]["observedGeneration"] == 2
+
+
+async def test_an_invalid_stored_owner_is_reported_once_and_left_alone(
+    kube: Kube, client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    # The CRD keeps spec as it is: the API server stores what the type refuses.
+    await client.create(WEBAPPS, webapp("bad", replicas="three"), namespace)
+
+    async def degraded() -> dict[str, Any] | None:
+        app = await client.get(WEBAPPS, "bad", namespace)
+        found = condition(app, "Degraded")
+        return app if found.get("status") == "True" and found.get("reason") == "InvalidSpec" else None
+
+    app = await wait_for(degraded, timeout=TIMEOUT)
+    assert "spec.replicas" in condition(app, "Degraded")["message"]
+    assert condition(app, "Ready")["status"] == "False"
+    await event_recorded(client, namespace, lambda e: e.get("reason") == "InvalidSpec")
+    # Another reconcile (a resync) neither acts nor reports again.
+    await operator.controller.queue.wait_idle()
+    operator.controller.queue.add(Request(namespace, "bad"))
+    await operator.controller.queue.wait_idle()
+    await operator.manager.recorders[0].flush()
+    listed = await client.list(EVENTS, namespace)
+    events = [e for e in listed["items"] if e.get("reason") == "InvalidSpec"]
+    assert len(events) == 1, events
+    assert events[0].get("count", 1) == 1, events
+    assert await get_or_none(client, DEPLOYMENTS, "bad", namespace) is None
+
+
+async def test_a_cross_namespace_child_is_reported_not_applied(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(WEBAPPS, webapp("web", greeting="elsewhere"), namespace)
+
+    async def degraded() -> dict[str, Any] | None:
+        app = await client.get(WEBAPPS, "web", namespace)
+        found = condition(app, "Degraded")
+        return app if found.get("reason") == "CrossNamespaceChild" else None
+
+    app = await wait_for(degraded, timeout=TIMEOUT)
+    assert "owner_annotations" in condition(app, "Degraded")["message"]
+    await event_recorded(client, namespace, lambda e: e.get("reason") == "CrossNamespaceChild")
+    assert await get_or_none(client, CONFIGMAPS, "web", "default") is None
+
+
+async def test_on_delete_adds_a_finalizer_runs_once_then_removes_it(
+    run_operator: RunOperator, client: Client, namespace: str, crds: None
+) -> None:
+    cleaned: list[str] = []
+
+    async def cleanup(app: WebApp) -> None:
+        cleaned.append(app.name)
+
+    definition = declarative_controller(
+        WebApp, web_children, children=(DEPLOYMENTS, SERVICES, CONFIGMAPS), on_delete=cleanup
+    )
+    assert ("declarative.memop.test", "webapps", "patch") in {r.triple for r in definition.rules}
+    async with run_operator(definition, namespaces=[namespace]):
+        await client.create(WEBAPPS, webapp("web"), namespace)
+        app = await wait_for(ready_for(client, "web", namespace), timeout=TIMEOUT)
+        assert app["metadata"]["finalizers"] == ["declarative.memop.test/webapp"]
+        await client.delete(WEBAPPS, "web", namespace)
+        await wait_for(lambda: _gone(client, namespace), timeout=TIMEOUT)
+    assert cleaned == ["web"]
+
+
+async def _gone(client: Client, namespace: str) -> bool:
+    return await get_or_none(client, WEBAPPS, "web", namespace) is None
+
+
+async def test_a_cluster_scoped_owner_owns_a_namespace_and_a_child_in_it(
+    run_operator: RunOperator, client: Client, crds: None
+) -> None:
+    definition = declarative_controller(
+        Project, project_children, samples=[{"metadata": {"name": "sample"}, "spec": {"team": "a"}}]
+    )
+    # The child kinds were found by calling project_children on the sample.
+    assert {rule.resource for rule in definition.rules if rule.verb == "patch"} >= {
+        "namespaces",
+        "configmaps",
+    }
+    name = f"project-{uuid.uuid4().hex[:8]}"
+    async with run_operator(definition):
+        await client.create(
+            PROJECTS,
+            {
+                "apiVersion": PROJECTS.api_version,
+                "kind": "Project",
+                "metadata": {"name": name},
+                "spec": {"team": "blue"},
+            },
+        )
+        try:
+
+            async def ready() -> dict[str, Any] | None:
+                project = await client.get(PROJECTS, name)
+                return project if condition(project, "Ready").get("status") == "True" else None
+
+            project = await wait_for(ready, timeout=TIMEOUT)
+            uid = project["metadata"]["uid"]
+            for resource, namespace in ((NAMESPACES, None), (CONFIGMAPS, name)):
+                child = await client.get(resource, "team" if namespace else name, namespace)
+                (reference,) = child["metadata"]["ownerReferences"]
+                assert (reference["kind"], reference["uid"]) == ("Project", uid)
+            # The ConfigMap's events map back to its cluster-scoped owner: deleted, it is back.
+            old = await client.get(CONFIGMAPS, "team", name)
+            await client.delete(CONFIGMAPS, "team", name)
+
+            async def recreated() -> bool:
+                found = await get_or_none(client, CONFIGMAPS, "team", name)
+                return found is not None and found["metadata"]["uid"] != old["metadata"]["uid"]
+
+            await wait_for(recreated, timeout=TIMEOUT)
+        finally:
+            await client.delete(PROJECTS, name)
+            with contextlib.suppress(NotFound):
+                await client.delete(NAMESPACES, name)
