@@ -167,6 +167,12 @@ def ready_for(client: Client, name: str, namespace: str) -> Callable[[], Awaitab
     return ready
 
 
+async def wait_ready(client: Client, name: str, namespace: str) -> dict[str, Any]:
+    app = await wait_for(ready_for(client, name, namespace), timeout=TIMEOUT)
+    assert app is not None
+    return app
+
+
 @pytest.fixture
 def apiserver_options() -> dict[str, Any]:
     return {"simulate_controllers": True, "pod_ready_delay": 0.05}
@@ -189,7 +195,7 @@ async def test_children_applied_owned_ready_and_a_converged_owner_costs_nothing(
     kube: Kube, client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     await client.create(WEBAPPS, webapp("web", replicas=2), namespace)
-    app = await wait_for(ready_for(client, "web", namespace), timeout=TIMEOUT)
+    app = await wait_ready(client, "web", namespace)
     assert condition(app, "Progressing")["status"] == "False"
     assert not app["metadata"].get("finalizers"), "no on_delete, no finalizer"
     assert app["status"]["availableReplicas"] == 2
@@ -225,7 +231,7 @@ async def test_drift_is_repaired_and_a_deleted_child_recreated(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     await client.create(WEBAPPS, webapp("web"), namespace)
-    await wait_for(ready_for(client, "web", namespace), timeout=TIMEOUT)
+    await wait_ready(client, "web", namespace)
     await client.patch(CONFIGMAPS, "web", {"data": {"greeting": "tampered"}}, namespace)
 
     async def repaired() -> bool:
@@ -258,7 +264,7 @@ async def test_a_child_no_longer_desired_is_pruned(
         return gone and config_map["data"] == {"greeting": "bye"}
 
     await wait_for(pruned, timeout=TIMEOUT)
-    app = await wait_for(ready_for(client, "web", namespace), timeout=TIMEOUT)
+    app = await wait_ready(client, "web", namespace)
     assert app["status"]["observedGeneration"] == 2
 
 
@@ -319,7 +325,7 @@ async def test_on_delete_adds_a_finalizer_runs_once_then_removes_it(
     assert ("declarative.memop.test", "webapps", "patch") in {r.triple for r in definition.rules}
     async with run_operator(definition, namespaces=[namespace]):
         await client.create(WEBAPPS, webapp("web"), namespace)
-        app = await wait_for(ready_for(client, "web", namespace), timeout=TIMEOUT)
+        app = await wait_ready(client, "web", namespace)
         assert app["metadata"]["finalizers"] == ["declarative.memop.test/webapp"]
         await client.delete(WEBAPPS, "web", namespace)
         await wait_for(lambda: _gone(client, namespace), timeout=TIMEOUT)
