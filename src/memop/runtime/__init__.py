@@ -9,9 +9,19 @@ Declaring a controller:
 - :class:`ControllerDefinition` / :class:`SetupContext`: what a controller package gives the
   manager (name, setup, CRDs, RBAC rules, samples), and what its setup receives (the cache,
   the client, its Event recorder, the worker count).
+- :func:`declarative_controller`: a controller in a page. ``desired(owner)`` returns the
+  children an owner of a :class:`CustomResource` kind should have; memop applies them
+  (server-side apply, only when the cached child differs), watches them, puts back what is
+  changed behind its back, prunes what is no longer desired and writes ``Ready``,
+  ``Progressing``, ``Degraded`` from the children's :mod:`readiness
+  <memop.runtime.controller.readiness>` (kstatus rules; a :class:`Readiness` per child), the
+  user's status function reading them through :class:`ObservedChildren`. Its RBAC is derived.
+  :class:`RestMapper` maps a child's apiVersion and kind to its :class:`Resource` (built-in
+  kinds, then discovery), :class:`UnknownKind` when nothing serves it.
 - :class:`ControllerBuilder`: ``for_`` its kind, ``owns`` the kinds it controls (their events
-  enqueue the owner), ``watches`` others through a map function; ``build(reconciler)``.
-  Children an ownerReference cannot point from (another namespace, cluster-scoped) carry
+  enqueue the owner: in the child's namespace, or the cluster-scoped owner), ``watches`` others
+  through a map function; ``build(reconciler)``. A namespaced owner's children an
+  ownerReference cannot point from (in another namespace, or cluster-scoped) carry
   :func:`owner_annotations` and are watched through :func:`map_to_annotated_owner`
   (operator-lib's ``operator-sdk/primary-resource`` annotations).
 - :class:`Reconciler` (anything with ``async reconcile(request) -> Result | None``),
@@ -51,7 +61,9 @@ Reading and writing:
   :data:`SERVICES`, :data:`SERVICE_ACCOUNTS`, :data:`PERSISTENT_VOLUME_CLAIMS`,
   :data:`EVENTS`, :data:`DEPLOYMENTS`, :data:`REPLICASETS`, :data:`STATEFULSETS`,
   :data:`DAEMONSETS`, :data:`JOBS`, :data:`CRONJOBS`, :data:`INGRESSES`, :data:`LEASES`,
-  :data:`ROLES`, :data:`ROLE_BINDINGS`, :data:`CLUSTER_ROLES`, :data:`CLUSTER_ROLE_BINDINGS`.
+  :data:`ROLES`, :data:`ROLE_BINDINGS`, :data:`CLUSTER_ROLES`, :data:`CLUSTER_ROLE_BINDINGS`,
+  :data:`POD_DISRUPTION_BUDGETS`, :data:`NETWORK_POLICIES`, :data:`HORIZONTAL_POD_AUTOSCALERS`,
+  :data:`RESOURCE_QUOTAS`, :data:`LIMIT_RANGES`, :data:`PRIORITY_CLASSES`.
   :class:`Selector` parses label selectors. Cached objects are plain dicts (:data:`Obj`;
   :func:`dig` reads a nested field safely); :func:`controller_reference` builds a child's
   controller ownerReference and :func:`controller_owner_uid` reads it.
@@ -160,13 +172,19 @@ if TYPE_CHECKING:
         DAEMONSETS,
         DEPLOYMENTS,
         EVENTS,
+        HORIZONTAL_POD_AUTOSCALERS,
         INGRESSES,
         JOBS,
         LEASES,
+        LIMIT_RANGES,
         NAMESPACES,
+        NETWORK_POLICIES,
         PERSISTENT_VOLUME_CLAIMS,
+        POD_DISRUPTION_BUDGETS,
         PODS,
+        PRIORITY_CLASSES,
         REPLICASETS,
+        RESOURCE_QUOTAS,
         ROLE_BINDINGS,
         ROLES,
         SECRETS,
@@ -175,13 +193,16 @@ if TYPE_CHECKING:
         STATEFULSETS,
         Resource,
     )
-    from memop.runtime.controller import predicates
+    from memop.runtime.client.restmapper import RestMapper, UnknownKind
+    from memop.runtime.controller import predicates, readiness
     from memop.runtime.controller.controller import Controller, ControllerBuilder
     from memop.runtime.controller.createorpatch import create_or_patch
+    from memop.runtime.controller.declarative import ObservedChildren, declarative_controller
     from memop.runtime.controller.definition import ControllerDefinition, SetupContext
     from memop.runtime.controller.expectations import Expectations
     from memop.runtime.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
     from memop.runtime.controller.handlers import map_to_annotated_owner, owner_annotations
+    from memop.runtime.controller.readiness import Readiness
     from memop.runtime.controller.reconcile import Reconciler, Request, Result, TerminalError
     from memop.runtime.controller.status import update_status
     from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
@@ -323,6 +344,19 @@ _EXPORTS: dict[str, str] = {
     "crdgen": "memop.runtime.api.crdgen",
     "predicates": "memop.runtime.controller.predicates",
     "validation": "memop.runtime.api.validation",
+    # Declarative children (memop.runtime.controller.declarative) and what they read.
+    "HORIZONTAL_POD_AUTOSCALERS": "memop.runtime.client.resources",
+    "LIMIT_RANGES": "memop.runtime.client.resources",
+    "NETWORK_POLICIES": "memop.runtime.client.resources",
+    "POD_DISRUPTION_BUDGETS": "memop.runtime.client.resources",
+    "PRIORITY_CLASSES": "memop.runtime.client.resources",
+    "RESOURCE_QUOTAS": "memop.runtime.client.resources",
+    "RestMapper": "memop.runtime.client.restmapper",
+    "UnknownKind": "memop.runtime.client.restmapper",
+    "ObservedChildren": "memop.runtime.controller.declarative",
+    "declarative_controller": "memop.runtime.controller.declarative",
+    "Readiness": "memop.runtime.controller.readiness",
+    "readiness": "memop.runtime.controller.readiness",
 }
 
 
@@ -342,14 +376,20 @@ __all__ = [
     "DAEMONSETS",
     "DEPLOYMENTS",
     "EVENTS",
+    "HORIZONTAL_POD_AUTOSCALERS",
     "INGRESSES",
     "JOBS",
     "LEASES",
+    "LIMIT_RANGES",
     "NAMESPACES",
+    "NETWORK_POLICIES",
     "NORMAL",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
+    "POD_DISRUPTION_BUDGETS",
+    "PRIORITY_CLASSES",
     "REPLICASETS",
+    "RESOURCE_QUOTAS",
     "ROLES",
     "ROLE_BINDINGS",
     "SECRETS",
@@ -396,11 +436,14 @@ __all__ = [
     "NotFound",
     "Obj",
     "ObjectMeta",
+    "ObservedChildren",
     "PrinterColumn",
+    "Readiness",
     "RealClock",
     "Reconciler",
     "Request",
     "Resource",
+    "RestMapper",
     "Result",
     "Rule",
     "Scale",
@@ -414,6 +457,7 @@ __all__ = [
     "Status",
     "TerminalError",
     "TransportError",
+    "UnknownKind",
     "ValidationError",
     "Validator",
     "WebhookServer",
@@ -425,6 +469,7 @@ __all__ = [
     "controller_reference",
     "crdgen",
     "create_or_patch",
+    "declarative_controller",
     "default_identity",
     "dig",
     "has_finalizer",
@@ -434,6 +479,7 @@ __all__ = [
     "own_kind",
     "owner_annotations",
     "predicates",
+    "readiness",
     "remove_finalizer",
     "rfc3339",
     "running_in_cluster",
