@@ -18,6 +18,7 @@ from memop.runtime.api.model import CustomResource, Model, Status
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS, NAMESPACES, SERVICES, Resource
+from memop.runtime.client.restmapper import RestMapper, UnknownKind
 from memop.runtime.controller.declarative import CONTROLLER_LABEL, ObservedChildren, declarative_controller
 from memop.runtime.controller.reconcile import Request
 from memop.testing.envtest import Kube
@@ -383,3 +384,31 @@ async def test_a_cluster_scoped_owner_owns_a_namespace_and_a_child_in_it(
             await client.delete(PROJECTS, name)
             with contextlib.suppress(NotFound):
                 await client.delete(NAMESPACES, name)
+
+
+async def test_a_child_kind_first_returned_at_run_time_is_watched_from_then_on(
+    run_operator: RunOperator, client: Client, namespace: str, crds: None
+) -> None:
+    # Only Deployments are declared: the Service and the ConfigMap are met in the first reconcile.
+    definition = declarative_controller(WebApp, web_children, children=(DEPLOYMENTS,), name="webapp")
+    async with run_operator(definition, namespaces=[namespace]):
+        await client.create(WEBAPPS, webapp("web"), namespace)
+        await wait_ready(client, "web", namespace)
+        old = await client.get(SERVICES, "web", namespace)
+        await client.delete(SERVICES, "web", namespace)
+
+        async def recreated() -> bool:
+            service = await get_or_none(client, SERVICES, "web", namespace)
+            return service is not None and service["metadata"]["uid"] != old["metadata"]["uid"]
+
+        await wait_for(recreated, timeout=TIMEOUT)
+
+
+async def test_the_rest_mapper_asks_discovery_for_kinds_it_does_not_know(client: Client, crds: None) -> None:
+    mapper = RestMapper(client)
+    assert await mapper.resource_for("declarative.memop.test/v1", "Project") == PROJECTS
+    assert await mapper.resource_for("apps/v1", "Deployment") == DEPLOYMENTS
+    with pytest.raises(UnknownKind, match="has no such kind"):
+        await mapper.resource_for("declarative.memop.test/v1", "Nothing")
+    with pytest.raises(UnknownKind, match=r"serves no declarative\.memop\.test/v9"):
+        await mapper.resource_for("declarative.memop.test/v9", "Project")
