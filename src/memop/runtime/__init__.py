@@ -79,6 +79,12 @@ Describing the API and its permissions:
   (:class:`Status` holds the :class:`Condition` list and ``observedGeneration``); it gives
   ``resource()``, ``crd()``, ``parse(obj)`` (raising :class:`InvalidObject` in the API server's
   words) and ``to_dict()``. :class:`ObjectMeta` is its ``metadata``.
+- Field types: :class:`Quantity` (apimachinery's resource quantities, usable without Pydantic:
+  parsing, canonical form, comparison across forms; :class:`QuantityError`), ``LabelKey``,
+  ``LabelValue``, ``DNS1123Label``, ``DNS1123Subdomain``, ``IntOrString``; schema markers, in
+  ``Annotated[...]`` or on a model: :class:`Cel` (``x-kubernetes-validations``),
+  :class:`ListType`, :class:`MapType`, :class:`PreserveUnknownFields`, and :class:`Schema` to
+  merge a fragment of one's own.
 - :mod:`crdgen <memop.runtime.api.crdgen>`: :class:`CrdNames`, ``custom_resource_definition``,
   ``printer_column``, ``crd_yaml``;
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
@@ -138,9 +144,22 @@ if TYPE_CHECKING:
     from memop.runtime.api import conditions, crdgen, validation
     from memop.runtime.api.crdgen import CrdNames
     from memop.runtime.api.errors import InvalidObject
+    from memop.runtime.api.fields import (
+        Cel,
+        DNS1123Label,
+        DNS1123Subdomain,
+        IntOrString,
+        LabelKey,
+        LabelValue,
+        ListType,
+        MapType,
+        PreserveUnknownFields,
+        Schema,
+    )
     from memop.runtime.api.kinds import KindInfo, PrinterColumn, Scale
     from memop.runtime.api.model import Condition, CustomResource, Model, ObjectMeta, Status
     from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
+    from memop.runtime.api.quantity import Quantity, QuantityError
     from memop.runtime.cache.cache import Cache
     from memop.runtime.cache.labels import Selector
     from memop.runtime.cache.store import Obj, controller_owner_uid, controller_reference, dig
@@ -277,6 +296,18 @@ _EXPORTS: dict[str, str] = {
     "PrinterColumn": "memop.runtime.api.kinds",
     "Scale": "memop.runtime.api.kinds",
     "Status": "memop.runtime.api.model",
+    "DNS1123Label": "memop.runtime.api.fields",
+    "DNS1123Subdomain": "memop.runtime.api.fields",
+    "Cel": "memop.runtime.api.fields",
+    "IntOrString": "memop.runtime.api.fields",
+    "LabelKey": "memop.runtime.api.fields",
+    "LabelValue": "memop.runtime.api.fields",
+    "ListType": "memop.runtime.api.fields",
+    "MapType": "memop.runtime.api.fields",
+    "PreserveUnknownFields": "memop.runtime.api.fields",
+    "Schema": "memop.runtime.api.fields",
+    "Quantity": "memop.runtime.api.quantity",
+    "QuantityError": "memop.runtime.api.quantity",
     "DAEMONSETS": "memop.runtime.client.resources",
     "DEPLOYMENTS": "memop.runtime.client.resources",
     "EVENTS": "memop.runtime.client.resources",
@@ -404,6 +435,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Cache",
+    "Cel",
     "CertificateSource",
     "Client",
     "Clock",
@@ -415,20 +447,27 @@ __all__ = [
     "Conversion",
     "CrdNames",
     "CustomResource",
+    "DNS1123Label",
+    "DNS1123Subdomain",
     "Defaulter",
     "EventRecorder",
     "Expectations",
     "FakeClock",
     "FieldError",
     "Forbidden",
+    "IntOrString",
     "Invalid",
     "InvalidObject",
     "KindInfo",
     "KubeConfigError",
+    "LabelKey",
+    "LabelValue",
     "LeaderElectionConfig",
     "LeaderForLifeConfig",
+    "ListType",
     "Manager",
     "ManagerOptions",
+    "MapType",
     "Model",
     "NamespaceClosed",
     "NamespaceGone",
@@ -437,7 +476,10 @@ __all__ = [
     "Obj",
     "ObjectMeta",
     "ObservedChildren",
+    "PreserveUnknownFields",
     "PrinterColumn",
+    "Quantity",
+    "QuantityError",
     "Readiness",
     "RealClock",
     "Reconciler",
@@ -447,6 +489,7 @@ __all__ = [
     "Result",
     "Rule",
     "Scale",
+    "Schema",
     "Scope",
     "Selector",
     "SelfManagedCertificates",

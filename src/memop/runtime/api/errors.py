@@ -47,11 +47,12 @@ class SchemaViolation(ValueError):
     ``FieldValueNotSupported``; nothing before it for other reasons), where ``{path}``
     stands for the field's path (``{path} in body should match '...'``)."""
 
-    def __init__(self, value: Any, detail: str, reason: str = "FieldValueInvalid") -> None:
+    def __init__(self, value: Any, detail: str, reason: str = "FieldValueInvalid", *, at: str = "") -> None:
         super().__init__(detail)
         self.value = value
         self.detail = detail
         self.reason = reason
+        self.at = at  # a path below the field's (``[3]`` for an item of a list)
 
 
 def go_value(value: Any) -> str:
@@ -124,7 +125,12 @@ _TYPE_ERRORS = {
     "enum": "string",
 }
 # The words before the bad value in the server's message, by reason.
-_VALUE_PREFIXES = {"FieldValueInvalid": "Invalid value", "FieldValueNotSupported": "Unsupported value"}
+_VALUE_PREFIXES = {
+    "FieldValueInvalid": "Invalid value",
+    "FieldValueTypeInvalid": "Invalid value",
+    "FieldValueNotSupported": "Unsupported value",
+    "FieldValueDuplicate": "Duplicate value",
+}
 _BOUNDS = {
     "greater_than_equal": ("ge", "greater than or equal to"),
     "greater_than": ("gt", "greater than"),
@@ -151,10 +157,11 @@ def _field_error(path: str, annotation: Any, detail: Any) -> FieldError:
         return FieldError(field, "Required value", "FieldValueRequired")
     if kind == "value_error" and isinstance(ctx.get("error"), SchemaViolation):
         violation: SchemaViolation = ctx["error"]
+        field += violation.at
         text = violation.detail.replace("{path}", field)
         prefix = _VALUE_PREFIXES.get(violation.reason)
         if prefix:
-            text = f"{prefix}: {go_value(violation.value)}: {text}"
+            text = f"{prefix}: {go_value(violation.value)}" + (f": {text}" if text else "")
         return FieldError(field, text, violation.reason)
     if kind == "literal_error" or _is_int_or_string(annotation) or kind in _TYPE_ERRORS:
         choices = _literal_choices(annotation)

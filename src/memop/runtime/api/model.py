@@ -30,7 +30,7 @@ Conventions (every :class:`Model`):
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal, Self
 
 import orjson
@@ -39,6 +39,7 @@ from pydantic import ConfigDict, Field, SerializationInfo, field_validator, mode
 from pydantic.alias_generators import to_camel
 
 from memop.runtime.api.errors import InvalidObject, SchemaViolation, from_pydantic, json_type
+from memop.runtime.api.fields import Cel
 from memop.runtime.api.kinds import KindInfo, kind_info
 from memop.runtime.client.resources import Resource
 from memop.runtime.webhook.declarations import FieldError
@@ -59,6 +60,14 @@ class Model(pydantic.BaseModel):
         use_attribute_docstrings=True,
         extra="ignore",
     )
+
+    def __init_subclass__(cls, *, validations: Iterable[Cel] = (), **kwargs: Any) -> None:
+        # ``validations=``: CEL rules on the whole object, as the @Cel(...) decorator adds them.
+        super().__init_subclass__(**kwargs)
+        for rule in validations:
+            if not isinstance(rule, Cel):
+                raise TypeError(f"{cls.__name__}: validations= takes Cel rules, not {rule!r}")
+            rule(cls)
 
     @classmethod
     def parse(cls, obj: Mapping[str, Any]) -> Self:
@@ -176,11 +185,6 @@ class CustomResource(Model):
         super().__init_subclass__(**kwargs)
         if options:
             cls.kube = kind_info(cls.__name__, options)
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        # Pydantic passes the class keywords on here too; they were handled above.
-        super().__pydantic_init_subclass__(**{k: v for k, v in kwargs.items() if k not in KIND_OPTIONS})
 
     @classmethod
     def _kind(cls) -> KindInfo:

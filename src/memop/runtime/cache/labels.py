@@ -137,6 +137,32 @@ def label_value_errors(value: str) -> list[str]:
     return errs
 
 
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character"
+)
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """Why ``value`` is not a DNS-1123 label (IsDNS1123Label); empty when it is one."""
+    errs: list[str] = []
+    if len(value) > _MAX_NAME:
+        errs.append(f"must be no more than {_MAX_NAME} characters")
+    if not re.fullmatch(_DNS1123_LABEL_FMT, value):
+        errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """Why ``value`` is not a DNS-1123 subdomain (IsDNS1123Subdomain); empty when it is one."""
+    errs: list[str] = []
+    if len(value) > _MAX_PREFIX:
+        errs.append(f"must be no more than {_MAX_PREFIX} characters")
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
 def _json_strings(values: list[str] | None) -> str:
     # How field.Invalid prints a []string since v1.36 (its JSON; null for a nil slice).
     return "null" if values is None else json.dumps(values, separators=(",", ":"), ensure_ascii=False)
