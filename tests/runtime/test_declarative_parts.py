@@ -652,3 +652,65 @@ def test_a_sample_of_an_unknown_child_kind_or_an_invalid_sample_is_a_clear_error
         declarative_controller(Site, widget, samples=[{"metadata": {"name": "s"}, "spec": {"name": "x"}}])
     with pytest.raises(ValueError, match="not a valid Site"):
         declarative_controller(Site, widget, samples=[{"metadata": {"name": "s"}, "spec": {"name": 3}}])
+
+
+def test_quantities_compare_by_value() -> None:
+    # The API server stores a quantity canonically: what was applied as 1000m reads back as 1.
+    assert holds({"limits": {"cpu": "1"}}, {"limits": {"cpu": "1000m"}})
+    assert holds({"limits": {"cpu": "1"}}, {"limits": {"cpu": 1}})
+    assert holds({"limits": {"memory": "1Gi"}}, {"limits": {"memory": "1024Mi"}})
+    assert not holds({"limits": {"cpu": "2"}}, {"limits": {"cpu": "1000m"}})
+    assert not holds({"image": "web:1"}, {"image": "web:2"})
+
+
+# --- the validating webhook --------------------------------------------------------------------
+
+
+async def test_the_webhook_refuses_what_the_type_or_validate_refuses() -> None:
+    from memop.runtime.controller.declarative.webhook import TypedValidator  # noqa: PLC0415
+    from memop.runtime.webhook.declarations import AdmissionRequest, ValidationError  # noqa: PLC0415
+
+    def validate(new: Site, old: Site | None) -> list[str]:
+        if new.spec.name == "forbidden":
+            raise ValueError("that name is reserved")
+        if old is not None and old.spec.name != new.spec.name:
+            return ["renaming keeps the old children until they are pruned"]
+        return []
+
+    validator = TypedValidator(Site, validate)
+    request = AdmissionRequest("u", "CREATE", ("example.com", "v1", "Site"), ("example.com", "v1", "sites"),
+                               "ns", "s", None, None, False, {})  # fmt: skip
+
+    def site(name: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "example.com/v1",
+            "kind": "Site",
+            "metadata": {"name": "s"},
+            "spec": {"name": name},
+        }
+
+    assert await validator.validate_create(site("a"), request) == []
+    assert await validator.validate_update(site("a"), site("b"), request) == [
+        "renaming keeps the old children until they are pruned"
+    ]
+    with pytest.raises(ValidationError) as refused:
+        await validator.validate_create(site(3), request)
+    assert [e.field for e in refused.value.errors] == ["spec.name"]
+    with pytest.raises(ValidationError, match="that name is reserved"):
+        await validator.validate_create(site("forbidden"), request)
+    assert await validator.validate_delete(site("a"), request) == ()
+
+
+def test_a_declaration_with_validate_serves_a_validating_webhook() -> None:
+    definition = declarative_controller(
+        Site, lambda site: [], children=(CONFIGMAPS,), validate=lambda new, old: []
+    )
+    (webhook,) = definition.webhooks
+    assert (webhook.group, webhook.kind, webhook.plural, webhook.namespaced) == (
+        "example.com",
+        "Site",
+        "sites",
+        True,
+    )
+    assert webhook.validator is not None
+    assert declarative_controller(Site, lambda site: [], children=(CONFIGMAPS,)).webhooks == ()

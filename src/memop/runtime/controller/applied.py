@@ -8,7 +8,7 @@ managers own, the status) does not matter. Maps compare key by key; a list whose
 maps with a ``name`` (containers, ports, env, volumes: the lists Kubernetes merges by name)
 compares item by item by name; any other list position by position and must have the same
 length; numbers and strings that are both Kubernetes quantities compare as quantities (``1`` and
-``"1000m"`` are equal), when the quantity type is available.
+``"1000m"`` are equal: the API server stores a quantity in its canonical form).
 
 A subset comparison cannot see a field the configuration no longer sets but an earlier apply
 did (server-side apply would remove it): :func:`configuration_hash` gives a digest of the whole
@@ -19,10 +19,11 @@ configuration, so a changed configuration never holds.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from memop.runtime.api.quantity import Quantity, QuantityError
 
 # The members of an apply configuration that identify rather than set anything.
 _IDENTITY = frozenset(("apiVersion", "kind"))
@@ -58,34 +59,18 @@ def _list_holds(live: list[Any], applied: list[Any]) -> bool:
 def _scalar_equal(live: Any, applied: Any) -> bool:
     if live == applied and (type(live) is type(applied) or (_number(live) and _number(applied))):
         return True
-    scalars = (str, int, float)
     if isinstance(live, bool) or isinstance(applied, bool):
         return False
-    if not isinstance(live, scalars) or not isinstance(applied, scalars):
+    if not isinstance(live, (str, int, float)) or not isinstance(applied, (str, int, float)):
         return False
-    compare = _quantity_compare()
-    return compare is not None and compare(live, applied)
+    try:
+        return Quantity(str(live)) == Quantity(str(applied))
+    except QuantityError:
+        return False
 
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _quantity_compare() -> Callable[[Any, Any], bool] | None:
-    """Equality of two quantities by value, from memop's Quantity type when it is installed;
-    None without it (the values then compare as they are)."""
-    try:
-        quantity = importlib.import_module("memop.runtime.api.quantity").Quantity
-    except (ImportError, AttributeError):
-        return None
-
-    def equal(a: Any, b: Any) -> bool:
-        try:
-            return bool(quantity(str(a)) == quantity(str(b)))
-        except (ValueError, TypeError):
-            return False
-
-    return equal
 
 
 def configuration_hash(configuration: Mapping[str, Any]) -> str:
