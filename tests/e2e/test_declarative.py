@@ -76,6 +76,8 @@ def web_children(app: WebApp) -> list[dict[str, Any]]:
             "data": {"greeting": app.spec.greeting},
         },
     ]
+    if app.spec.greeting == "shared":  # every such WebApp wants the same ConfigMap
+        children[2]["metadata"]["name"] = "shared"
     if app.spec.greeting == "elsewhere":  # a child its namespaced owner cannot own
         children[2]["metadata"]["namespace"] = "default"
     if app.spec.extra:
@@ -412,3 +414,39 @@ async def test_the_rest_mapper_asks_discovery_for_kinds_it_does_not_know(client:
         await mapper.resource_for("declarative.memop.test/v1", "Nothing")
     with pytest.raises(UnknownKind, match=r"serves no declarative\.memop\.test/v9"):
         await mapper.resource_for("declarative.memop.test/v9", "Project")
+
+
+async def test_an_apply_the_server_refuses_is_degraded_and_retried(
+    kube: Kube, client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(WEBAPPS, webapp("web", replicas=-1), namespace)
+
+    async def degraded() -> dict[str, Any] | None:
+        app = await client.get(WEBAPPS, "web", namespace)
+        found = condition(app, "Degraded")
+        return app if found.get("reason") == "ApplyFailed" else None
+
+    app = await wait_for(degraded, timeout=TIMEOUT)
+    assert "spec.replicas" in condition(app, "Degraded")["message"]
+    await event_recorded(client, namespace, lambda e: e.get("reason") == "ApplyFailed")
+    # Retried with backoff: the fix is applied without a new reconcile being asked for.
+    await client.patch(WEBAPPS, "web", {"spec": {"replicas": 1}}, namespace)
+    await wait_ready(client, "web", namespace)
+
+
+async def test_a_child_name_taken_by_another_owners_child_is_reported(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    # With greeting "shared" every WebApp's ConfigMap is named "shared": the second cannot have it.
+    await client.create(WEBAPPS, webapp("first", greeting="shared"), namespace)
+    first = await wait_ready(client, "first", namespace)
+    await client.create(WEBAPPS, webapp("second", greeting="shared"), namespace)
+
+    async def reported() -> dict[str, Any] | None:
+        app = await client.get(WEBAPPS, "second", namespace)
+        return app if condition(app, "Degraded").get("reason") == "ChildNotOwned" else None
+
+    await wait_for(reported, timeout=TIMEOUT)
+    await event_recorded(client, namespace, lambda e: e.get("reason") == "ChildNotOwned")
+    config_map = await client.get(CONFIGMAPS, "shared", namespace)
+    assert [r["uid"] for r in config_map["metadata"]["ownerReferences"]] == [first["metadata"]["uid"]]
