@@ -176,6 +176,33 @@ async def wait_ready(client: Client, name: str, namespace: str) -> dict[str, Any
     return app
 
 
+async def delete_and_see_recreated(
+    client: Client, resource: Resource, name: str, namespace: str | None
+) -> None:
+    """Delete a child behind the operator's back; return once another object of that name is there."""
+    old = await client.get(resource, name, namespace)
+    await client.delete(resource, name, namespace)
+
+    async def recreated() -> bool:
+        found = await get_or_none(client, resource, name, namespace)
+        return found is not None and found["metadata"]["uid"] != old["metadata"]["uid"]
+
+    await wait_for(recreated, timeout=TIMEOUT)
+
+
+async def wait_degraded(client: Client, name: str, namespace: str, reason: str) -> dict[str, Any]:
+    """The WebApp once its Degraded condition is True for ``reason``."""
+
+    async def degraded() -> dict[str, Any] | None:
+        app = await client.get(WEBAPPS, name, namespace)
+        found = condition(app, "Degraded")
+        return app if found.get("status") == "True" and found.get("reason") == reason else None
+
+    app = await wait_for(degraded, timeout=TIMEOUT)
+    assert app is not None
+    return app
+
+
 @pytest.fixture
 def apiserver_options() -> dict[str, Any]:
     return {"simulate_controllers": True, "pod_ready_delay": 0.05}
@@ -242,16 +269,7 @@ async def test_drift_is_repaired_and_a_deleted_child_recreated(
         return bool(config_map["data"]["greeting"] == "hello")
 
     await wait_for(repaired, timeout=TIMEOUT)
-    old = await client.get(SERVICES, "web", namespace)
-    await client.delete(SERVICES, "web", namespace)
-
-    async def recreated() -> dict[str, Any] | None:
-        service = await get_or_none(client, SERVICES, "web", namespace)
-        return (
-            service if service is not None and service["metadata"]["uid"] != old["metadata"]["uid"] else None
-        )
-
-    await wait_for(recreated, timeout=TIMEOUT)
+    await delete_and_see_recreated(client, SERVICES, "web", namespace)
 
 
 async def test_a_child_no_longer_desired_is_pruned(
@@ -277,12 +295,7 @@ async def test_an_invalid_stored_owner_is_reported_once_and_left_alone(
     # The CRD keeps spec as it is: the API server stores what the type refuses.
     await client.create(WEBAPPS, webapp("bad", replicas="three"), namespace)
 
-    async def degraded() -> dict[str, Any] | None:
-        app = await client.get(WEBAPPS, "bad", namespace)
-        found = condition(app, "Degraded")
-        return app if found.get("status") == "True" and found.get("reason") == "InvalidSpec" else None
-
-    app = await wait_for(degraded, timeout=TIMEOUT)
+    app = await wait_degraded(client, "bad", namespace, "InvalidSpec")
     assert "spec.replicas" in condition(app, "Degraded")["message"]
     assert condition(app, "Ready")["status"] == "False"
     await event_recorded(client, namespace, lambda e: e.get("reason") == "InvalidSpec")
@@ -303,12 +316,7 @@ async def test_a_cross_namespace_child_is_reported_not_applied(
 ) -> None:
     await client.create(WEBAPPS, webapp("web", greeting="elsewhere"), namespace)
 
-    async def degraded() -> dict[str, Any] | None:
-        app = await client.get(WEBAPPS, "web", namespace)
-        found = condition(app, "Degraded")
-        return app if found.get("reason") == "CrossNamespaceChild" else None
-
-    app = await wait_for(degraded, timeout=TIMEOUT)
+    app = await wait_degraded(client, "web", namespace, "CrossNamespaceChild")
     assert "owner_annotations" in condition(app, "Degraded")["message"]
     await event_recorded(client, namespace, lambda e: e.get("reason") == "CrossNamespaceChild")
     assert await get_or_none(client, CONFIGMAPS, "web", "default") is None
@@ -374,14 +382,7 @@ async def test_a_cluster_scoped_owner_owns_a_namespace_and_a_child_in_it(
                 (reference,) = child["metadata"]["ownerReferences"]
                 assert (reference["kind"], reference["uid"]) == ("Project", uid)
             # The ConfigMap's events map back to its cluster-scoped owner: deleted, it is back.
-            old = await client.get(CONFIGMAPS, "team", name)
-            await client.delete(CONFIGMAPS, "team", name)
-
-            async def recreated() -> bool:
-                found = await get_or_none(client, CONFIGMAPS, "team", name)
-                return found is not None and found["metadata"]["uid"] != old["metadata"]["uid"]
-
-            await wait_for(recreated, timeout=TIMEOUT)
+            await delete_and_see_recreated(client, CONFIGMAPS, "team", name)
         finally:
             await client.delete(PROJECTS, name)
             with contextlib.suppress(NotFound):
@@ -396,14 +397,7 @@ async def test_a_child_kind_first_returned_at_run_time_is_watched_from_then_on(
     async with run_operator(definition, namespaces=[namespace]):
         await client.create(WEBAPPS, webapp("web"), namespace)
         await wait_ready(client, "web", namespace)
-        old = await client.get(SERVICES, "web", namespace)
-        await client.delete(SERVICES, "web", namespace)
-
-        async def recreated() -> bool:
-            service = await get_or_none(client, SERVICES, "web", namespace)
-            return service is not None and service["metadata"]["uid"] != old["metadata"]["uid"]
-
-        await wait_for(recreated, timeout=TIMEOUT)
+        await delete_and_see_recreated(client, SERVICES, "web", namespace)
 
 
 async def test_the_rest_mapper_asks_discovery_for_kinds_it_does_not_know(client: Client, crds: None) -> None:
@@ -421,12 +415,7 @@ async def test_an_apply_the_server_refuses_is_degraded_and_retried(
 ) -> None:
     await client.create(WEBAPPS, webapp("web", replicas=-1), namespace)
 
-    async def degraded() -> dict[str, Any] | None:
-        app = await client.get(WEBAPPS, "web", namespace)
-        found = condition(app, "Degraded")
-        return app if found.get("reason") == "ApplyFailed" else None
-
-    app = await wait_for(degraded, timeout=TIMEOUT)
+    app = await wait_degraded(client, "web", namespace, "ApplyFailed")
     assert "spec.replicas" in condition(app, "Degraded")["message"]
     await event_recorded(client, namespace, lambda e: e.get("reason") == "ApplyFailed")
     # Retried with backoff: the fix is applied without a new reconcile being asked for.
@@ -442,11 +431,7 @@ async def test_a_child_name_taken_by_another_owners_child_is_reported(
     first = await wait_ready(client, "first", namespace)
     await client.create(WEBAPPS, webapp("second", greeting="shared"), namespace)
 
-    async def reported() -> dict[str, Any] | None:
-        app = await client.get(WEBAPPS, "second", namespace)
-        return app if condition(app, "Degraded").get("reason") == "ChildNotOwned" else None
-
-    await wait_for(reported, timeout=TIMEOUT)
+    await wait_degraded(client, "second", namespace, "ChildNotOwned")
     await event_recorded(client, namespace, lambda e: e.get("reason") == "ChildNotOwned")
     config_map = await client.get(CONFIGMAPS, "shared", namespace)
     assert [r["uid"] for r in config_map["metadata"]["ownerReferences"]] == [first["metadata"]["uid"]]

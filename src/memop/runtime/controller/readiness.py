@@ -120,11 +120,12 @@ def _generic(obj: Mapping[str, Any]) -> Readiness | None:
     return None
 
 
-def _replica_counts(obj: Mapping[str, Any], *checks: tuple[str, str, int, int]) -> Readiness | None:
-    """The first (reason, label, have, want) with have < want, as InProgress."""
-    for reason, label, have, want in checks:
-        if want > have:
-            return _progress(reason, f"{label}: {have}/{want}")
+def _first(*checks: tuple[bool, str, str]) -> Readiness | None:
+    """InProgress with the reason and message of the first (failing, reason, message) that
+    fails, in kstatus's order; None when none does."""
+    for failing, reason, message in checks:
+        if failing:
+            return _progress(reason, message)
     return None
 
 
@@ -142,27 +143,16 @@ def _deployment(obj: Mapping[str, Any]) -> Readiness:
     updated = _int(obj, "status", "updatedReplicas")
     ready = _int(obj, "status", "readyReplicas")
     available = _int(obj, "status", "availableReplicas")
-    behind = _replica_counts(
-        obj,
-        ("LessReplicas", "Replicas", replicas, spec),
-        ("LessUpdated", "Updated", updated, spec),
+    behind = _first(
+        (spec > replicas, "LessReplicas", f"Replicas: {replicas}/{spec}"),
+        (spec > updated, "LessUpdated", f"Updated: {updated}/{spec}"),
+        (replicas > spec, "ExtraPods", f"Pending termination: {replicas - spec}"),
+        (updated > available, "LessAvailable", f"Available: {available}/{updated}"),
+        (spec > ready, "LessReady", f"Ready: {ready}/{spec}"),
+        (not progressing, "ReplicaSetNotAvailable", "ReplicaSet not Available"),
+        (not _is_true(obj, "Available"), "DeploymentNotAvailable", "Deployment not Available"),
     )
-    if behind is not None:
-        return behind
-    if replicas > spec:
-        return _progress("ExtraPods", f"Pending termination: {replicas - spec}")
-    behind = _replica_counts(
-        obj,
-        ("LessAvailable", "Available", available, updated),
-        ("LessReady", "Ready", ready, spec),
-    )
-    if behind is not None:
-        return behind
-    if not progressing:
-        return _progress("ReplicaSetNotAvailable", "ReplicaSet not Available")
-    if not _is_true(obj, "Available"):
-        return _progress("DeploymentNotAvailable", "Deployment not Available")
-    return _current(f"Deployment is available. Replicas: {replicas}")
+    return behind or _current(f"Deployment is available. Replicas: {replicas}")
 
 
 def _statefulset(obj: Mapping[str, Any]) -> Readiness:
@@ -170,64 +160,73 @@ def _statefulset(obj: Mapping[str, Any]) -> Readiness:
         return _current("StatefulSet is using the ondelete update strategy")
     spec = _int(obj, "spec", "replicas", default=1)
     replicas = _int(obj, "status", "replicas")
-    behind = _replica_counts(
-        obj,
-        ("LessReplicas", "Replicas", replicas, spec),
-        ("LessReady", "Ready", _int(obj, "status", "readyReplicas"), spec),
+    ready = _int(obj, "status", "readyReplicas")
+    updated = _int(obj, "status", "updatedReplicas")
+    behind = _first(
+        (spec > replicas, "LessReplicas", f"Replicas: {replicas}/{spec}"),
+        (spec > ready, "LessReady", f"Ready: {ready}/{spec}"),
+        (replicas > spec, "ExtraPods", f"Pending termination: {replicas - spec}"),
     )
     if behind is not None:
         return behind
-    if replicas > spec:
-        return _progress("ExtraPods", f"Pending termination: {replicas - spec}")
-    updated = _int(obj, "status", "updatedReplicas")
     partition = _int(obj, "spec", "updateStrategy", "rollingUpdate", "partition", default=-1)
     if partition != -1:
         if updated < spec - partition:
             return _progress("PartitionRollout", f"updated: {updated}/{spec - partition}")
         return _current(f"Partition rollout complete. updated: {updated}")
-    behind = _replica_counts(obj, ("LessCurrent", "current", _int(obj, "status", "currentReplicas"), spec))
-    if behind is not None:
-        return behind
-    if _str(obj, "status", "currentRevision") != _str(obj, "status", "updateRevision"):
-        return _progress("RevisionMismatch", "Waiting for updated revision to match current")
-    return _current(f"All replicas scheduled as expected. Replicas: {replicas}")
+    current = _int(obj, "status", "currentReplicas")
+    behind = _first(
+        (spec > current, "LessCurrent", f"current: {current}/{spec}"),
+        (
+            _str(obj, "status", "currentRevision") != _str(obj, "status", "updateRevision"),
+            "RevisionMismatch",
+            "Waiting for updated revision to match current",
+        ),
+    )
+    return behind or _current(f"All replicas scheduled as expected. Replicas: {replicas}")
 
 
 def _daemonset(obj: Mapping[str, Any]) -> Readiness:
     kind = _str(obj, "kind", default="DaemonSet")
-    if not isinstance(_field(obj, "metadata", "generation"), int):
-        return _progress("NoGeneration", f"{kind} metadata.generation not found")
-    if not isinstance(_field(obj, "status", "observedGeneration"), int):
-        return _progress("NoObservedGeneration", f"{kind} status.observedGeneration not found")
     desired = _int(obj, "status", "desiredNumberScheduled", default=-1)
-    if desired == -1:
-        return _progress("NoDesiredNumber", "Missing .status.desiredNumberScheduled")
-    behind = _replica_counts(
-        obj,
-        ("LessCurrent", "Current", _int(obj, "status", "currentNumberScheduled"), desired),
-        ("LessUpdated", "Updated", _int(obj, "status", "updatedNumberScheduled"), desired),
-        ("LessAvailable", "Available", _int(obj, "status", "numberAvailable"), desired),
-        ("LessReady", "Ready", _int(obj, "status", "numberReady"), desired),
+    current = _int(obj, "status", "currentNumberScheduled")
+    updated = _int(obj, "status", "updatedNumberScheduled")
+    available = _int(obj, "status", "numberAvailable")
+    ready = _int(obj, "status", "numberReady")
+    behind = _first(
+        (
+            not isinstance(_field(obj, "metadata", "generation"), int),
+            "NoGeneration",
+            f"{kind} metadata.generation not found",
+        ),
+        (
+            not isinstance(_field(obj, "status", "observedGeneration"), int),
+            "NoObservedGeneration",
+            f"{kind} status.observedGeneration not found",
+        ),
+        (desired == -1, "NoDesiredNumber", "Missing .status.desiredNumberScheduled"),
+        (desired > current, "LessCurrent", f"Current: {current}/{desired}"),
+        (desired > updated, "LessUpdated", f"Updated: {updated}/{desired}"),
+        (desired > available, "LessAvailable", f"Available: {available}/{desired}"),
+        (desired > ready, "LessReady", f"Ready: {ready}/{desired}"),
     )
     return behind or _current(f"All replicas scheduled as expected. Replicas: {desired}")
 
 
 def _replicaset(obj: Mapping[str, Any]) -> Readiness:
-    if _is_true(obj, "ReplicaFailure"):
-        return _progress("ReplicaFailure", "Replica Failure condition. Check Pods")
     spec = _int(obj, "spec", "replicas", default=1)
     replicas = _int(obj, "status", "replicas")
-    behind = _replica_counts(
-        obj,
-        ("LessLabelled", "Labelled", _int(obj, "status", "fullyLabeledReplicas"), spec),
-        ("LessAvailable", "Available", _int(obj, "status", "availableReplicas"), spec),
-        ("LessReady", "Ready", _int(obj, "status", "readyReplicas"), spec),
+    labelled = _int(obj, "status", "fullyLabeledReplicas")
+    available = _int(obj, "status", "availableReplicas")
+    ready = _int(obj, "status", "readyReplicas")
+    behind = _first(
+        (_is_true(obj, "ReplicaFailure"), "ReplicaFailure", "Replica Failure condition. Check Pods"),
+        (spec > labelled, "LessLabelled", f"Labelled: {labelled}/{spec}"),
+        (spec > available, "LessAvailable", f"Available: {available}/{spec}"),
+        (spec > ready, "LessReady", f"Ready: {ready}/{spec}"),
+        (replicas > spec, "ExtraPods", f"Pending termination: {replicas - spec}"),
     )
-    if behind is not None:
-        return behind
-    if replicas > spec:
-        return _progress("ExtraPods", f"Pending termination: {replicas - spec}")
-    return _current(f"ReplicaSet is available. Replicas: {replicas}")
+    return behind or _current(f"ReplicaSet is available. Replicas: {replicas}")
 
 
 def _job(obj: Mapping[str, Any]) -> Readiness:
