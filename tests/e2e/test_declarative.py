@@ -76,6 +76,8 @@ def web_children(app: WebApp) -> list[dict[str, Any]]:
             "data": {"greeting": app.spec.greeting},
         },
     ]
+    if app.spec.greeting == "boom":
+        raise KeyError("a bug in desired()")
     if app.spec.greeting == "shared":  # every such WebApp wants the same ConfigMap
         children[2]["metadata"]["name"] = "shared"
     if app.spec.greeting == "elsewhere":  # a child its namespaced owner cannot own
@@ -450,4 +452,14 @@ async def test_an_apply_rbac_forbids_is_named_as_such_and_retried(
     # Cleared at once: each failure doubles the backoff before the next try.
     kube.server.faults.clear()
     await event_recorded(client, namespace, lambda e: e.get("reason") == "Forbidden")
+    await wait_ready(client, "web", namespace)
+
+
+async def test_a_bug_in_desired_is_said_on_the_owner_and_retried(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(WEBAPPS, webapp("web", greeting="boom"), namespace)
+    app = await wait_degraded(client, "web", namespace, "DesiredFailed")
+    assert condition(app, "Degraded")["message"] == "desired() raised KeyError: 'a bug in desired()'"
+    await client.patch(WEBAPPS, "web", {"spec": {"greeting": "hello"}}, namespace)
     await wait_ready(client, "web", namespace)

@@ -107,6 +107,15 @@ def test_types_matter_except_between_numbers() -> None:
     assert not holds({"a": None}, {"a": {}})
 
 
+def test_a_missing_member_holds_a_zero_value() -> None:
+    # The API server omits false, 0, "", {} and [] (Go's omitempty): they read back as absent.
+    for zero in (False, 0, "", {}, [], None):
+        assert holds({"spec": {}}, {"spec": {"x": zero}}), zero
+    assert not holds({"spec": {}}, {"spec": {"x": True}})
+    assert not holds({"spec": {}}, {"spec": {"x": {"y": 1}}})
+    assert holds({"spec": {}}, {"spec": {"x": {"y": 0}}})
+
+
 def test_apiversion_and_kind_are_not_compared() -> None:
     # Cached list items lack them.
     assert holds(
@@ -445,6 +454,16 @@ def test_stamp_makes_a_child_its_owners() -> None:
     )
     changed = stamp({**copy.deepcopy(child), "data": {"x": "1"}}, CONFIGMAPS, NAMESPACED_OWNER, APPS, {})
     assert changed["metadata"]["annotations"][APPLIED_ANNOTATION] != digest
+
+
+def test_stamp_drops_a_status() -> None:
+    child = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d"},
+        "status": {"replicas": 1},
+    }
+    assert "status" not in stamp(child, DEPLOYMENTS, NAMESPACED_OWNER, APPS, {})
 
 
 def test_stamp_refuses_what_an_owner_reference_cannot_point_from() -> None:

@@ -4,11 +4,13 @@ declarative controller skip an apply, so a converged owner costs no request.
 :func:`holds` is a subset comparison of an apply configuration against the live object (as
 the cache holds it): every member the configuration sets must be in the live object with an
 equal value; what the live object has besides (defaults the API server filled in, fields other
-managers own, the status) does not matter. Maps compare key by key; a list whose items are all
-maps with a ``name`` (containers, ports, env, volumes: the lists Kubernetes merges by name)
-compares item by item by name; any other list position by position and must have the same
-length; numbers and strings that are both Kubernetes quantities compare as quantities (``1`` and
-``"1000m"`` are equal: the API server stores a quantity in its canonical form).
+managers own, the status) does not matter; a member the live object lacks holds a zero value
+(``false``, 0, ``""``, ``[]``, a map of them: the API server omits them). Maps compare key by key; a
+list whose items are all maps with a ``name`` (containers, ports, env, volumes: the lists
+Kubernetes merges by name) compares item by item by name; any other list position by position
+and must have the same length; numbers and strings that are both Kubernetes quantities compare
+as quantities (``1`` and ``"1000m"`` are equal: the API server stores a quantity in its
+canonical form).
 
 A subset comparison cannot see a field the configuration no longer sets but an earlier apply
 did (server-side apply would remove it): :func:`configuration_hash` gives a digest of the whole
@@ -34,15 +36,27 @@ def holds(live: Any, applied: Any) -> bool:
     docstring). At the top level apiVersion and kind are ignored (cached list items lack them)."""
     if not isinstance(live, Mapping) or not isinstance(applied, Mapping):
         return False
-    return all(
-        key in _IDENTITY or (key in live and _holds(live[key], value)) for key, value in applied.items()
-    )
+    return all(key in _IDENTITY or _member_holds(live, key, value) for key, value in applied.items())
+
+
+def _member_holds(live: Mapping[str, Any], key: str, applied: Any) -> bool:
+    if key in live:
+        return _holds(live[key], applied)
+    # The API server leaves out a zero value (Go's omitempty): an applied false, 0, "", [], or
+    # a map of only such values, reads back as no member at all.
+    return _zero(applied)
+
+
+def _zero(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return all(_zero(item) for item in value.values())
+    return value is None or (not value and isinstance(value, (bool, int, float, str, list)))
 
 
 def _holds(live: Any, applied: Any) -> bool:
     if isinstance(applied, Mapping):
         return isinstance(live, Mapping) and all(
-            key in live and _holds(live[key], value) for key, value in applied.items()
+            _member_holds(live, key, value) for key, value in applied.items()
         )
     if isinstance(applied, list):
         return isinstance(live, list) and _list_holds(live, applied)

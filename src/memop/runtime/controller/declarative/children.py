@@ -89,13 +89,15 @@ def stamp(
     owner_resource: Resource,
     labels: Mapping[str, str],
 ) -> Obj:
-    """``obj`` (owned by the caller, changed in place and returned) made the owner's child: its
-    namespace defaulted to the owner's, ``labels`` added, a controller ownerReference to the
+    """``obj`` (owned by the caller, changed in place and returned) made the owner's child: any
+    ``status`` dropped (a subresource, not applied with the object), its namespace defaulted to
+    the owner's, ``labels`` added, a controller ownerReference to the
     owner (replacing any other reference to it) and the digest of the result as an annotation.
 
     ChildError for a child an ownerReference cannot point from: a cluster-scoped child of a
     namespaced owner, a child in another namespace than its namespaced owner, or a namespaced
     child of a cluster-scoped owner without a namespace."""
+    obj.pop("status", None)  # the status subresource's, never applied with the object
     meta = obj.setdefault("metadata", {})
     owner_meta = owner["metadata"]
     owner_namespace = owner_meta.get("namespace") or ""

@@ -164,6 +164,11 @@ class DeclarativeReconciler:
         except ChildError as error:
             await self._report(owner, Problem(error.reason, str(error)), (), typed)
             return None
+        except Exception as error:
+            # A bug in desired(): said on the object, and raised for the traceback and a retry.
+            problem = Problem("DesiredFailed", f"desired() raised {type(error).__name__}: {error}")
+            await self._report(owner, problem, (), typed)
+            raise
         observed: list[ObservedChild] = []
         try:
             for resource, child in wanted:
