@@ -167,9 +167,7 @@ def declarative_controller(
         )
         reconciler.controller = controller
         for resource in kinds:
-            reconciler.informers[resource] = controller.add_watch(
-                reconciler.watch_spec(resource, at_setup=True)
-            )
+            reconciler.watch(resource, at_setup=True)
         return controller
 
     webhooks: tuple[AdmissionWebhook, ...] = ()

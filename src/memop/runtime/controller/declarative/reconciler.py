@@ -131,6 +131,15 @@ class DeclarativeReconciler:
         self.informers: dict[Resource, Informer] = {}
         self._watching = asyncio.Lock()
 
+    def watch(self, resource: Resource, *, at_setup: bool) -> Informer:
+        """Watch children of ``resource`` through an informer of their own (``exclusive``: no
+        other controller's ``owns(resource)`` takes it for all of the kind's objects)."""
+        assert self.controller is not None, "the controller is built before its kinds are watched"
+        self.cache.informer(resource, label_selector=self.selector, exclusive=True)
+        informer = self.controller.add_watch(self.watch_spec(resource, at_setup=at_setup))
+        self.informers[resource] = informer
+        return informer
+
     def watch_spec(self, resource: Resource, *, at_setup: bool) -> WatchSpec:
         """How children of ``resource`` are watched: this controller's label, mapped to their
         owner by the controller ownerReference. Sharded, a kind declared at setup follows its
@@ -227,9 +236,7 @@ class DeclarativeReconciler:
                 return
             if self.owner_resource.namespaced and not resource.namespaced:
                 raise ChildError("ClusterScopedChild", f"{resource.kind} is cluster-scoped: {_HINT}")
-            assert self.controller is not None, "the reconciler runs inside its controller"
-            informer = self.controller.add_watch(self.watch_spec(resource, at_setup=False))
-            self.informers[resource] = informer
+            informer = self.watch(resource, at_setup=False)
             log.info("watching a new child kind", extra={"resource": str(resource)})
         waits = [reflector.synced.wait() for reflector in informer.reflectors]
         try:
