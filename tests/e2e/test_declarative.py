@@ -21,6 +21,8 @@ from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS, NAME
 from memop.runtime.client.restmapper import RestMapper, UnknownKind
 from memop.runtime.controller.declarative import CONTROLLER_LABEL, ObservedChildren, declarative_controller
 from memop.runtime.controller.reconcile import Request
+from memop.runtime.sharding.membership import ShardingConfig
+from memop.runtime.sharding.ring import BUCKET_LABEL, bucket_label_value
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator, event_recorded
 from memop.testing.plugin import InstallCrds, RunOperator
@@ -463,3 +465,20 @@ async def test_a_bug_in_desired_is_said_on_the_owner_and_retried(
     assert condition(app, "Degraded")["message"] == "desired() raised KeyError: 'a bug in desired()'"
     await client.patch(WEBAPPS, "web", {"spec": {"greeting": "hello"}}, namespace)
     await wait_ready(client, "web", namespace)
+
+
+async def test_sharded_children_carry_their_owners_bucket_and_are_watched_by_it(
+    run_operator: RunOperator, client: Client, namespace: str, crds: None
+) -> None:
+    # One replica takes every shard; its children informers follow the owners' bucket label.
+    sharding = ShardingConfig(
+        "declarative", namespace, identity="only", lease_duration=6.0, renew_deadline=5.0, retry_period=0.5
+    )
+    async with run_operator(DEFINITION, namespaces=[namespace], sharding=sharding):
+        await client.create(WEBAPPS, webapp("web"), namespace)
+        app = await wait_ready(client, "web", namespace)
+        bucket = bucket_label_value(app["metadata"]["uid"])
+        for resource in (DEPLOYMENTS, SERVICES, CONFIGMAPS):
+            child = await client.get(resource, "web", namespace)
+            assert child["metadata"]["labels"][BUCKET_LABEL] == bucket
+        await delete_and_see_recreated(client, CONFIGMAPS, "web", namespace)

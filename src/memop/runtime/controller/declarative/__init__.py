@@ -2,7 +2,7 @@
 
 ::
 
-    from memop.runtime import CustomResource, Model, Status, declarative_controller
+    from memop.runtime import DEPLOYMENTS, SERVICES, CustomResource, Model, Status, declarative_controller
 
     class WebAppSpec(Model):
         image: str
