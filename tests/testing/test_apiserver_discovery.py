@@ -13,8 +13,7 @@ import pytest
 import yaml
 from kubernetes_asyncio import client, config
 
-from memop.testing.builtins import BUILTINS
-from memop.testing.crds import CRDS
+from memop.testing.kinds import BUILTIN_KINDS
 from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
@@ -413,6 +412,18 @@ def served_manifest(key: str, namespace: str, name: str) -> dict[str, Any]:
                 "roleRef": role_ref,
                 "subjects": subjects,
             },
+            "networking.k8s.io/v1/ingresses": {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "Ingress",
+                "metadata": meta,
+                "spec": {"defaultBackend": {"service": {"name": name, "port": {"number": 80}}}},
+            },
+            "networking.k8s.io/v1/networkpolicies": {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": meta,
+                "spec": {"podSelector": {"matchLabels": {"app": name}}, "policyTypes": ["Ingress"]},
+            },
             "policy/v1/poddisruptionbudgets": {
                 "apiVersion": "policy/v1",
                 "kind": "PodDisruptionBudget",
@@ -453,7 +464,7 @@ def served_manifest(key: str, namespace: str, name: str) -> dict[str, Any]:
 
 # Every resource the in-memory server has built in (CustomResourceDefinitions among them); each
 # needs a manifest above, so a kind added to the server is driven by kubectl here too.
-SERVED = tuple(f"{rtype.api_version}/{rtype.plural}" for rtype in [*(b[0] for b in BUILTINS), CRDS])
+SERVED = tuple(f"{rtype.api_version}/{rtype.plural}" for rtype in (kind.rtype for kind in BUILTIN_KINDS))
 
 
 async def test_the_kubectl_tests_cover_every_served_resource(http: Http, cluster: ClusterHandle) -> None:

@@ -69,6 +69,8 @@ _ZERO_VALUES: dict[tuple[str, str], dict[str, Any]] = {
     (_RBAC, "RoleBinding"): {"roleRef": {}},
     (_RBAC, "ClusterRoleBinding"): {"roleRef": {}},
     ("policy", "PodDisruptionBudget"): {"spec": {}, "status": {}},
+    ("networking.k8s.io", "Ingress"): {"spec": {}, "status": {"loadBalancer": {}}},
+    ("networking.k8s.io", "NetworkPolicy"): {"spec": {"podSelector": {}}},
     ("apiextensions.k8s.io", "CustomResourceDefinition"): {
         "spec": {"names": {}, "versions": None},
         "status": {"conditions": None, "acceptedNames": {}, "storedVersions": None},
