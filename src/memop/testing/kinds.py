@@ -27,7 +27,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
-from memop.testing import builtins, networking
+from memop.testing import autoscaling, batch, builtins, networking, quotas, scheduling, volumes, workloads
 from memop.testing.admissionregistration import MUTATING, VALIDATING, WebhookConfigurationStrategy
 from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
 from memop.testing.secrets import SECRETS, SecretStrategy
@@ -42,6 +42,12 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     Kind(VALIDATING, WebhookConfigurationStrategy()),
     Kind(CRDS, CustomResourceDefinitionStrategy()),
     *networking.KINDS,
+    *workloads.KINDS,
+    *batch.KINDS,
+    *volumes.KINDS,
+    *quotas.KINDS,
+    *autoscaling.KINDS,
+    *scheduling.KINDS,
 )
 
 

@@ -421,7 +421,7 @@ class Store:
 
     # --- registry -------------------------------------------------------------------------------
 
-    def _install_kinds(self, kinds: Iterable[Kind]) -> None:
+    def _install_kinds(self, kinds: tuple[Kind, ...]) -> None:
         for kind in kinds:
             shared = kind.stored_as
             storage = (
@@ -433,6 +433,11 @@ class Store:
         namespaces = self.served_for(builtins.NAMESPACES)
         for name in builtins.INITIAL_NAMESPACES:
             self.write_create(namespaces, None, {"metadata": {"name": name}}, manager="kube-apiserver")
+        for kind in kinds:
+            for obj in kind.initial:
+                namespace = obj["metadata"].get("namespace")
+                served = self.served_for(kind.rtype)
+                self.write_create(served, namespace, copy_json(obj), manager="kube-apiserver")
         # The built-in resources' watch caches start with the server, once it has its namespaces.
         for storage in self._storages.values():
             storage.watch_cache_rv = self._rv
@@ -847,10 +852,13 @@ class Store:
                 obj.pop("status", None)
             else:
                 obj["status"] = status
-        strategy.prepare_create(obj, rtype)
+        # The name and uid exist before the strategy prepares the object, as in kube-apiserver
+        # (a Job's generated selector holds both).
         generate = meta.get("generateName") if not meta.get("name") else None
         if generate:
             meta["name"] = self._generate_name(storage, ns, str(generate))
+        meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+        strategy.prepare_create(obj, rtype)
         name = str(meta.get("name") or "")
         self._check_namespace_open(rtype, ns, name)
         self._raise_invalid(rtype, name, strategy.allocate(self, obj, None))
@@ -862,7 +870,6 @@ class Store:
         meta = obj["metadata"]
         if storage.get(ns, name) is not None:
             raise already_exists(rtype, name)
-        meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
         meta["creationTimestamp"] = self._now()
         if strategy.generation:
             meta["generation"] = 1

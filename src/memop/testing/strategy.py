@@ -132,6 +132,8 @@ class Kind:
     to_served: Conversion | None = None  # storage form -> this version
     from_served: Conversion | None = None  # this version -> storage form
     stored_as: ResourceType | None = None
+    # Objects the server creates at start (cluster-scoped, or namespaced with their namespace).
+    initial: tuple[JsonDict, ...] = field(default=(), compare=False)
 
 
 # --- field selectors (k8s.io/apimachinery/pkg/fields) -------------------------------------------
