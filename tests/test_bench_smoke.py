@@ -384,3 +384,21 @@ def test_olm_upgrade_benchmark_refuses_bad_options_in_one_line(
     args: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert message in usage_error("olm_upgrade.py", args, monkeypatch, capsys)
+
+
+def test_declarative_benchmark_reports_requests_and_cpu_per_owner_for_both_controllers() -> None:
+    result = run_bench("declarative.py", "--owners=5")
+    for mode in ("imperative_memcached", "declarative"):
+        figures = result[mode]
+        assert figures["requests_per_owner_to_converge"] > 0
+        assert figures["cpu_ms_per_owner_to_converge"] > 0
+        assert figures["idle_resync_reconciles_per_owner"] >= 1
+    assert result["declarative"]["idle_resync_requests_per_owner"] == 0
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "declarative.py"), "--owners=0"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == ["declarative.py: error: --owners must be at least 1"]

@@ -348,6 +348,32 @@ async def test_informers_of_one_resource_by_selector_each_hold_their_own_objects
         await cache.stop()
 
 
+async def test_an_exclusive_informer_is_never_taken_for_all_of_its_resource(
+    server: ApiServer, client: Client
+) -> None:
+    # A declarative controller watches its own configmaps by its label; another controller's
+    # owns(CONFIGMAPS), declared after, must get an informer of every configmap, not that one.
+    await client.create(CONFIGMAPS, configmap("mine", {"declarative": "x"}), "default")
+    await client.create(CONFIGMAPS, configmap("theirs"), "default")
+    cache = Cache(client, namespaces=["default"])
+    selector = Selector.parse("declarative=x")
+    mine = cache.informer(CONFIGMAPS, label_selector=selector, exclusive=True)
+    assert cache.informer(CONFIGMAPS, label_selector=selector) is mine
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        everything = cache.informer(CONFIGMAPS)
+        assert everything is not mine
+        assert everything.label_selector is None
+        assert await cache.wait_for_sync(timeout=5)
+        # Reads without a selector are served by that one.
+        assert cache.get(CONFIGMAPS, "theirs", "default") is not None
+        assert cache.list(CONFIGMAPS, "default", selector=selector)[0]["metadata"]["name"] == "mine"
+        assert names(cache.list(CONFIGMAPS, "default")) == ["default/mine", "default/theirs"]
+    finally:
+        await cache.stop()
+
+
 async def test_reflectors_count_the_objects_and_watch_bytes_they_receive(client: Client) -> None:
     """What sharding divides between replicas, exported per resource: objects from LISTs and
     watch events, and the bytes of the watch streams."""

@@ -409,6 +409,34 @@ async def test_owned_objects_enqueue_their_controlling_owner_of_the_for_kind(
     await controller.stop(timeout=5)
 
 
+async def test_owned_objects_enqueue_their_cluster_scoped_owner_from_their_namespace(
+    client: Client, cache: Cache
+) -> None:
+    seen: list[Request] = []
+
+    async def record(request: Request) -> None:
+        seen.append(request)
+
+    reconciler = ScriptedReconciler(record)
+    controller = (
+        ControllerBuilder(cache, f"test-{next(_names)}").for_(NAMESPACES).owns(LEASES).build(reconciler)
+    )
+    await cache.start()
+    await controller.start()
+    owner = await client.create(NAMESPACES, {"metadata": {"name": f"owner-{next(_names)}"}})
+    name = owner["metadata"]["name"]
+    await settle(lambda: reconciler.count(name) == 1)
+    # A namespaced child in another namespace than its name: its owner is in none.
+    await client.create(
+        LEASES, lease(f"child-of-{name}", owner_ref({**owner, "apiVersion": "v1", "kind": "Namespace"})), NS
+    )
+    await settle(lambda: reconciler.count(name) == 2)
+    assert Request("", name) in seen
+    assert Request(NS, name) not in seen
+    await controller.stop(timeout=5)
+    await client.delete(NAMESPACES, name)
+
+
 async def test_refreshes_from_owned_objects_wait_behind_changes_to_the_controllers_own_kind(
     client: Client, cache: Cache
 ) -> None:

@@ -131,6 +131,22 @@ def test_enqueue_controller_owner_maps_only_the_controlling_owner_of_the_kind() 
     ]
 
 
+def test_enqueue_controller_owner_finds_a_cluster_scoped_owner_from_any_namespace() -> None:
+    # A cluster-scoped owner's children, namespaced or not, carry its ownerReference: the
+    # owner is in no namespace, whichever namespace the child is in.
+    mapper = enqueue_controller_owner("example.com", "Project", owner_namespaced=False)
+    assert mapper(ADDED, obj(owners=[ref("p1", kind="Project", api_version="example.com/v1")]), None) == [
+        Request("", "p1")
+    ]
+    cluster_child = {
+        "metadata": {
+            "name": "p1",
+            "ownerReferences": [ref("p1", kind="Project", api_version="example.com/v1")],
+        }
+    }
+    assert mapper(ADDED, cluster_child, None) == [Request("", "p1")]
+
+
 def test_enqueue_mapped_maps_the_new_and_the_old_object() -> None:
     def by_label(o: dict[str, Any]) -> list[Request]:
         target = o["metadata"]["labels"].get("target")

@@ -170,6 +170,19 @@ NAMESPACED: dict[str, tuple[list[str], Any]] = {
         ["--clusterrole=view", "--user=jane"],
         lambda o: o["roleRef"]["name"] == "view" and o["subjects"][0]["name"] == "jane",
     ),
+    "ingress": (
+        ["--rule=web.example.com/api*=web:80,tls=web-tls", "--class=nginx"],
+        lambda o: (
+            o["spec"]["ingressClassName"] == "nginx"
+            and o["spec"]["rules"][0]["http"]["paths"][0]
+            == {
+                "path": "/api",
+                "pathType": "Prefix",
+                "backend": {"service": {"name": "web", "port": {"number": 80}}},
+            }
+            and o["spec"]["tls"] == [{"hosts": ["web.example.com"], "secretName": "web-tls"}]
+        ),
+    ),
     "poddisruptionbudget": (
         ["--selector=app=web", "--max-unavailable=20%"],
         lambda o: (
@@ -277,6 +290,8 @@ GENERATORS = [
     ["clusterrolebinding", "{name}", "--clusterrole=view", "--user=u"],
     ["poddisruptionbudget", "{name}", "--selector=app=web", "--min-available=1"],
     ["poddisruptionbudget", "{name}", "--selector=app=web", "--max-unavailable=20%"],
+    ["ingress", "{name}", "--rule=a.example.com/=web:http", "--rule=/exact=web:8080,tls", "--class=c",
+     "--default-backend=web:80", "--annotation=example.com/a=b"],
 ]  # fmt: skip
 
 

@@ -452,6 +452,36 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         },
         "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
     },
+    ("networking.k8s.io/v1", "Ingress"): {
+        "metadata": META,
+        "spec": {
+            "ingressClassName": "nginx",
+            "defaultBackend": {"service": {"name": "web", "port": {"name": "http"}}},
+            "tls": [{"hosts": ["web.example.com"], "secretName": "web-tls"}],
+            "rules": [
+                {
+                    "host": "web.example.com",
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/api",
+                                "pathType": "Prefix",
+                                "backend": {"service": {"name": "api", "port": {"number": 8080}}},
+                            },
+                            {
+                                "path": "/static",
+                                "pathType": "Exact",
+                                "backend": {
+                                    "resource": {"apiGroup": "example.com", "kind": "Bucket", "name": "b"}
+                                },
+                            },
+                        ]
+                    },
+                }
+            ],
+        },
+        "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}, {"hostname": "lb.example.com"}]}},
+    },
 }
 
 
@@ -618,6 +648,30 @@ def _without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
                     "desiredHealthy": 0,
                     "expectedPods": 0,
                 },
+            },
+        ),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
+            ("networking.k8s.io/v1", "Ingress"),
+            {
+                "spec": {
+                    "rules": [
+                        {
+                            "host": "web.example.com",
+                            "http": {
+                                "paths": [
+                                    {
+                                        "path": "/",
+                                        "pathType": "Prefix",
+                                        "backend": {"service": {"name": "web", "port": {"number": 80}}},
+                                    }
+                                ]
+                            },
+                        }
+                    ],
+                    "tls": [{"hosts": ["web.example.com"], "secretName": "web-tls"}],
+                },
+                "status": {"loadBalancer": {}},
             },
         ),
     ],

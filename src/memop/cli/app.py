@@ -312,6 +312,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 client,
                 manager.event_recorder(f"{name}-controller", host=socket.gethostname()),
                 config.max_concurrent_reconciles,
+                field_manager=project.name,
             )
             manager.add(definition.setup(context))
         try:

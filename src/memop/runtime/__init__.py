@@ -9,9 +9,19 @@ Declaring a controller:
 - :class:`ControllerDefinition` / :class:`SetupContext`: what a controller package gives the
   manager (name, setup, CRDs, RBAC rules, samples), and what its setup receives (the cache,
   the client, its Event recorder, the worker count).
+- :func:`declarative_controller`: a controller in a page. ``desired(owner)`` returns the
+  children an owner of a :class:`CustomResource` kind should have; memop applies them
+  (server-side apply, only when the cached child differs), watches them, puts back what is
+  changed behind its back, prunes what is no longer desired and writes ``Ready``,
+  ``Progressing``, ``Degraded`` from the children's :mod:`readiness
+  <memop.runtime.controller.readiness>` (kstatus rules; a :class:`Readiness` per child), the
+  user's status function reading them through :class:`ObservedChildren`. Its RBAC is derived.
+  :class:`RestMapper` maps a child's apiVersion and kind to its :class:`Resource` (built-in
+  kinds, then discovery), :class:`UnknownKind` when nothing serves it.
 - :class:`ControllerBuilder`: ``for_`` its kind, ``owns`` the kinds it controls (their events
-  enqueue the owner), ``watches`` others through a map function; ``build(reconciler)``.
-  Children an ownerReference cannot point from (another namespace, cluster-scoped) carry
+  enqueue the owner: in the child's namespace, or the cluster-scoped owner), ``watches`` others
+  through a map function; ``build(reconciler)``. A namespaced owner's children an
+  ownerReference cannot point from (in another namespace, or cluster-scoped) carry
   :func:`owner_annotations` and are watched through :func:`map_to_annotated_owner`
   (operator-lib's ``operator-sdk/primary-resource`` annotations).
 - :class:`Reconciler` (anything with ``async reconcile(request) -> Result | None``),
@@ -51,7 +61,9 @@ Reading and writing:
   :data:`SERVICES`, :data:`SERVICE_ACCOUNTS`, :data:`PERSISTENT_VOLUME_CLAIMS`,
   :data:`EVENTS`, :data:`DEPLOYMENTS`, :data:`REPLICASETS`, :data:`STATEFULSETS`,
   :data:`DAEMONSETS`, :data:`JOBS`, :data:`CRONJOBS`, :data:`INGRESSES`, :data:`LEASES`,
-  :data:`ROLES`, :data:`ROLE_BINDINGS`, :data:`CLUSTER_ROLES`, :data:`CLUSTER_ROLE_BINDINGS`.
+  :data:`ROLES`, :data:`ROLE_BINDINGS`, :data:`CLUSTER_ROLES`, :data:`CLUSTER_ROLE_BINDINGS`,
+  :data:`POD_DISRUPTION_BUDGETS`, :data:`NETWORK_POLICIES`, :data:`HORIZONTAL_POD_AUTOSCALERS`,
+  :data:`RESOURCE_QUOTAS`, :data:`LIMIT_RANGES`, :data:`PRIORITY_CLASSES`.
   :class:`Selector` parses label selectors. Cached objects are plain dicts (:data:`Obj`;
   :func:`dig` reads a nested field safely); :func:`controller_reference` builds a child's
   controller ownerReference and :func:`controller_owner_uid` reads it.
@@ -60,6 +72,19 @@ Reading and writing:
 
 Describing the API and its permissions:
 
+- :class:`CustomResource`: a kind declared once as typed classes (Pydantic v2): its class
+  keywords name it (``group=``, ``version=``, ``namespaced=``, ``short_names=``,
+  ``printer_columns=`` of :class:`PrinterColumn`, ``scale=`` a :class:`Scale`...; the result is
+  its ``kube``, a :class:`KindInfo`), its ``spec`` and ``status`` are :class:`Model` classes
+  (:class:`Status` holds the :class:`Condition` list and ``observedGeneration``); it gives
+  ``resource()``, ``crd()``, ``parse(obj)`` (raising :class:`InvalidObject` in the API server's
+  words) and ``to_dict()``. :class:`ObjectMeta` is its ``metadata``.
+- Field types: :class:`Quantity` (apimachinery's resource quantities, usable without Pydantic:
+  parsing, canonical form, comparison across forms; :class:`QuantityError`), ``LabelKey``,
+  ``LabelValue``, ``DNS1123Label``, ``DNS1123Subdomain``, ``IntOrString``; schema markers, in
+  ``Annotated[...]`` or on a model: :class:`Cel` (``x-kubernetes-validations``),
+  :class:`ListType`, :class:`MapType`, :class:`PreserveUnknownFields`, and :class:`Schema` to
+  merge a fragment of one's own.
 - :mod:`crdgen <memop.runtime.api.crdgen>`: :class:`CrdNames`, ``custom_resource_definition``,
   ``printer_column``, ``crd_yaml``;
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
@@ -118,7 +143,23 @@ from memop.runtime.util.lazy import lazy_exports
 if TYPE_CHECKING:
     from memop.runtime.api import conditions, crdgen, validation
     from memop.runtime.api.crdgen import CrdNames
+    from memop.runtime.api.errors import InvalidObject
+    from memop.runtime.api.fields import (
+        Cel,
+        DNS1123Label,
+        DNS1123Subdomain,
+        IntOrString,
+        LabelKey,
+        LabelValue,
+        ListType,
+        MapType,
+        PreserveUnknownFields,
+        Schema,
+    )
+    from memop.runtime.api.kinds import KindInfo, PrinterColumn, Scale
+    from memop.runtime.api.model import Condition, CustomResource, Model, ObjectMeta, Status
     from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
+    from memop.runtime.api.quantity import Quantity, QuantityError
     from memop.runtime.cache.cache import Cache
     from memop.runtime.cache.labels import Selector
     from memop.runtime.cache.store import Obj, controller_owner_uid, controller_reference, dig
@@ -150,13 +191,19 @@ if TYPE_CHECKING:
         DAEMONSETS,
         DEPLOYMENTS,
         EVENTS,
+        HORIZONTAL_POD_AUTOSCALERS,
         INGRESSES,
         JOBS,
         LEASES,
+        LIMIT_RANGES,
         NAMESPACES,
+        NETWORK_POLICIES,
         PERSISTENT_VOLUME_CLAIMS,
+        POD_DISRUPTION_BUDGETS,
         PODS,
+        PRIORITY_CLASSES,
         REPLICASETS,
+        RESOURCE_QUOTAS,
         ROLE_BINDINGS,
         ROLES,
         SECRETS,
@@ -165,13 +212,16 @@ if TYPE_CHECKING:
         STATEFULSETS,
         Resource,
     )
-    from memop.runtime.controller import predicates
+    from memop.runtime.client.restmapper import RestMapper, UnknownKind
+    from memop.runtime.controller import predicates, readiness
     from memop.runtime.controller.controller import Controller, ControllerBuilder
     from memop.runtime.controller.createorpatch import create_or_patch
+    from memop.runtime.controller.declarative import ObservedChildren, declarative_controller
     from memop.runtime.controller.definition import ControllerDefinition, SetupContext
     from memop.runtime.controller.expectations import Expectations
     from memop.runtime.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
     from memop.runtime.controller.handlers import map_to_annotated_owner, owner_annotations
+    from memop.runtime.controller.readiness import Readiness
     from memop.runtime.controller.reconcile import Reconciler, Request, Result, TerminalError
     from memop.runtime.controller.status import update_status
     from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
@@ -237,6 +287,27 @@ _EXPORTS: dict[str, str] = {
     "ControllerBuilder": "memop.runtime.controller.controller",
     "ControllerDefinition": "memop.runtime.controller.definition",
     "CrdNames": "memop.runtime.api.crdgen",
+    "Condition": "memop.runtime.api.model",
+    "CustomResource": "memop.runtime.api.model",
+    "InvalidObject": "memop.runtime.api.errors",
+    "KindInfo": "memop.runtime.api.kinds",
+    "Model": "memop.runtime.api.model",
+    "ObjectMeta": "memop.runtime.api.model",
+    "PrinterColumn": "memop.runtime.api.kinds",
+    "Scale": "memop.runtime.api.kinds",
+    "Status": "memop.runtime.api.model",
+    "DNS1123Label": "memop.runtime.api.fields",
+    "DNS1123Subdomain": "memop.runtime.api.fields",
+    "Cel": "memop.runtime.api.fields",
+    "IntOrString": "memop.runtime.api.fields",
+    "LabelKey": "memop.runtime.api.fields",
+    "LabelValue": "memop.runtime.api.fields",
+    "ListType": "memop.runtime.api.fields",
+    "MapType": "memop.runtime.api.fields",
+    "PreserveUnknownFields": "memop.runtime.api.fields",
+    "Schema": "memop.runtime.api.fields",
+    "Quantity": "memop.runtime.api.quantity",
+    "QuantityError": "memop.runtime.api.quantity",
     "DAEMONSETS": "memop.runtime.client.resources",
     "DEPLOYMENTS": "memop.runtime.client.resources",
     "EVENTS": "memop.runtime.client.resources",
@@ -304,6 +375,19 @@ _EXPORTS: dict[str, str] = {
     "crdgen": "memop.runtime.api.crdgen",
     "predicates": "memop.runtime.controller.predicates",
     "validation": "memop.runtime.api.validation",
+    # Declarative children (memop.runtime.controller.declarative) and what they read.
+    "HORIZONTAL_POD_AUTOSCALERS": "memop.runtime.client.resources",
+    "LIMIT_RANGES": "memop.runtime.client.resources",
+    "NETWORK_POLICIES": "memop.runtime.client.resources",
+    "POD_DISRUPTION_BUDGETS": "memop.runtime.client.resources",
+    "PRIORITY_CLASSES": "memop.runtime.client.resources",
+    "RESOURCE_QUOTAS": "memop.runtime.client.resources",
+    "RestMapper": "memop.runtime.client.restmapper",
+    "UnknownKind": "memop.runtime.client.restmapper",
+    "ObservedChildren": "memop.runtime.controller.declarative",
+    "declarative_controller": "memop.runtime.controller.declarative",
+    "Readiness": "memop.runtime.controller.readiness",
+    "readiness": "memop.runtime.controller.readiness",
 }
 
 
@@ -323,14 +407,20 @@ __all__ = [
     "DAEMONSETS",
     "DEPLOYMENTS",
     "EVENTS",
+    "HORIZONTAL_POD_AUTOSCALERS",
     "INGRESSES",
     "JOBS",
     "LEASES",
+    "LIMIT_RANGES",
     "NAMESPACES",
+    "NETWORK_POLICIES",
     "NORMAL",
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
+    "POD_DISRUPTION_BUDGETS",
+    "PRIORITY_CLASSES",
     "REPLICASETS",
+    "RESOURCE_QUOTAS",
     "ROLES",
     "ROLE_BINDINGS",
     "SECRETS",
@@ -345,38 +435,61 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Cache",
+    "Cel",
     "CertificateSource",
     "Client",
     "Clock",
+    "Condition",
     "Conflict",
     "Controller",
     "ControllerBuilder",
     "ControllerDefinition",
     "Conversion",
     "CrdNames",
+    "CustomResource",
+    "DNS1123Label",
+    "DNS1123Subdomain",
     "Defaulter",
     "EventRecorder",
     "Expectations",
     "FakeClock",
     "FieldError",
     "Forbidden",
+    "IntOrString",
     "Invalid",
+    "InvalidObject",
+    "KindInfo",
     "KubeConfigError",
+    "LabelKey",
+    "LabelValue",
     "LeaderElectionConfig",
     "LeaderForLifeConfig",
+    "ListType",
     "Manager",
     "ManagerOptions",
+    "MapType",
+    "Model",
     "NamespaceClosed",
     "NamespaceGone",
     "NamespaceTerminating",
     "NotFound",
     "Obj",
+    "ObjectMeta",
+    "ObservedChildren",
+    "PreserveUnknownFields",
+    "PrinterColumn",
+    "Quantity",
+    "QuantityError",
+    "Readiness",
     "RealClock",
     "Reconciler",
     "Request",
     "Resource",
+    "RestMapper",
     "Result",
     "Rule",
+    "Scale",
+    "Schema",
     "Scope",
     "Selector",
     "SelfManagedCertificates",
@@ -384,8 +497,10 @@ __all__ = [
     "ShardKey",
     "ShardingConfig",
     "Spoke",
+    "Status",
     "TerminalError",
     "TransportError",
+    "UnknownKind",
     "ValidationError",
     "Validator",
     "WebhookServer",
@@ -397,6 +512,7 @@ __all__ = [
     "controller_reference",
     "crdgen",
     "create_or_patch",
+    "declarative_controller",
     "default_identity",
     "dig",
     "has_finalizer",
@@ -406,6 +522,7 @@ __all__ = [
     "own_kind",
     "owner_annotations",
     "predicates",
+    "readiness",
     "remove_finalizer",
     "rfc3339",
     "running_in_cluster",

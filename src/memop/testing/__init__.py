@@ -17,6 +17,9 @@ The names exported here are the public surface for a project's tests; the plugin
   CRD conversions, as ``memop manifests`` writes them but called on a loopback URL, where the
   test's operator serves them (envtest's ``WebhookInstallOptions``); ``uninstall`` takes them back.
 - :func:`wait_for` / :class:`WaitTimeout`: poll a condition with a deadline (tests never sleep).
+- :class:`Kind`, :class:`ResourceType`, :class:`Strategy`: a kind the in-memory server lacks,
+  added through the ``extra_kinds`` fixture, ``ApiServer(extra_kinds=...)`` or
+  ``python -m memop.testing serve --extra-kinds module:attribute`` (:mod:`memop.testing.kinds`).
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ if TYPE_CHECKING:
         release_finalizers,
     )
     from memop.testing.plugin import InstallCrds, RunOperator
+    from memop.testing.resources import ResourceType
     from memop.testing.server import ApiServer
+    from memop.testing.strategy import Kind, Strategy
     from memop.testing.wait import WaitTimeout, wait_for
     from memop.testing.webhooks import InstalledWebhooks, install_webhooks
 
@@ -46,10 +51,13 @@ _EXPORTS: dict[str, str] = {
     "InstalledWebhooks": "memop.testing.webhooks",
     "install_webhooks": "memop.testing.webhooks",
     "InstallCrds": "memop.testing.plugin",
+    "Kind": "memop.testing.strategy",
     "Kube": "memop.testing.envtest",
     "OperatorExited": "memop.testing.operator",
+    "ResourceType": "memop.testing.resources",
     "RunOperator": "memop.testing.plugin",
     "RunningOperator": "memop.testing.operator",
+    "Strategy": "memop.testing.strategy",
     "WaitTimeout": "memop.testing.wait",
     "cluster": "memop.testing.envtest",
     "event_recorded": "memop.testing.operator",
@@ -66,10 +74,13 @@ __all__ = [
     "ApiServer",
     "InstallCrds",
     "InstalledWebhooks",
+    "Kind",
     "Kube",
     "OperatorExited",
+    "ResourceType",
     "RunOperator",
     "RunningOperator",
+    "Strategy",
     "WaitTimeout",
     "cluster",
     "event_recorded",

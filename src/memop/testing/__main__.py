@@ -3,6 +3,11 @@
 Point kubectl (or memop, or any client) at the kubeconfig it writes. The kubeconfig appears
 only once the server listens, written atomically, so waiting for the file is a readiness
 check. SIGINT or SIGTERM stop the server cleanly and the process exits 0.
+
+``--extra-kinds module:attribute`` (repeatable) serves kinds the server lacks besides the
+built-in ones: the attribute is a :class:`memop.testing.Kind` or a list of them (see
+:mod:`memop.testing.kinds`); one that cannot be loaded, or names a resource already served, is a
+usage error (exit 2).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from memop.runtime.manager.gctuning import tune_gc
 from memop.testing import featuregates
 from memop.testing.apply import ApplyError, SourcedObject, create_objects, load_objects
 from memop.testing.controllers.common import ControllerLimits
+from memop.testing.kinds import check_extra_kinds, load_kinds
 from memop.testing.server import ApiServer
 
 
@@ -134,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
         "Metadata), a line per request answered; read it with memop.testing.requestlog",
     )
     serve.add_argument(
+        "--extra-kinds",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTRIBUTE",
+        help="also serve the kinds MODULE.ATTRIBUTE holds (a memop.testing.Kind or a list of them); "
+        "repeatable",
+    )
+    serve.add_argument(
         "--log-level",
         default="WARNING",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -208,7 +222,9 @@ async def serve(args: argparse.Namespace) -> int:
             return 2
     try:
         objects = load_objects(args.apply)
-    except ApplyError as error:
+        extra = [kind for spec in args.extra_kinds for kind in load_kinds(spec)]
+        check_extra_kinds(extra)
+    except (ApplyError, ValueError) as error:
         print(f"python -m memop.testing serve: error: {error}", file=sys.stderr)
         return 2
     server = ApiServer(
@@ -222,6 +238,7 @@ async def serve(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         feature_gates=args.feature_gates,
         audit_log=args.audit_log,
+        extra_kinds=extra,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from memop.runtime.cache.labels import InvalidSelectorError, Selector
-from memop.testing import admissionregistration
 from memop.testing.errors import DecodeError
 from memop.testing.objects import (
     JsonDict,
@@ -32,8 +31,7 @@ from memop.testing.quantity import canonical as canonical_quantity
 from memop.testing.quantity import parse as parse_quantity
 from memop.testing.resources import ResourceType
 from memop.testing.schema import FieldError, go_json, go_quote
-from memop.testing.secrets import SECRETS, SecretStrategy
-from memop.testing.strategy import Strategy
+from memop.testing.strategy import Kind, Strategy
 from memop.testing.times import TimeFormatError
 
 if TYPE_CHECKING:
@@ -814,22 +812,20 @@ class EventStrategy(BuiltinStrategy):
 
 
 # (rtype, strategy, to_served, from_served); the first entry of a group-resource is its storage.
-Conversion = Callable[[Mapping[str, Any]], JsonDict]
-BUILTINS: tuple[tuple[ResourceType, Strategy, Conversion | None, Conversion | None], ...] = (
-    (NAMESPACES, NamespaceStrategy(), None, None),
-    (PODS, PodStrategy(), None, None),
-    (CONFIGMAPS, ConfigMapStrategy(), None, None),
-    (SECRETS, SecretStrategy(), None, None),
-    (EVENTS, EventStrategy(), None, None),
-    (EVENTS_V1, EventStrategy(), event_to_events_v1, event_from_events_v1),
-    (DEPLOYMENTS, DeploymentStrategy(), None, None),
-    (REPLICASETS, ReplicaSetStrategy(), None, None),
-    (LEASES, LeaseStrategy(), None, None),
+_WORKLOAD_KINDS = (
+    Kind(NAMESPACES, NamespaceStrategy()),
+    Kind(PODS, PodStrategy()),
+    Kind(CONFIGMAPS, ConfigMapStrategy()),
+    Kind(EVENTS, EventStrategy()),
+    Kind(EVENTS_V1, EventStrategy(), event_to_events_v1, event_from_events_v1, stored_as=EVENTS),
+    Kind(DEPLOYMENTS, DeploymentStrategy()),
+    Kind(REPLICASETS, ReplicaSetStrategy()),
+    Kind(LEASES, LeaseStrategy()),
 )
 
 
 # --- service accounts, services, RBAC and pod disruption budgets ---------------------------------
-# What install manifests carry besides workloads. Appended to BUILTINS at the end of this module.
+# What install manifests carry besides workloads. Listed in KINDS at the end of this module.
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 SERVICE_ACCOUNTS = ResourceType(
@@ -1422,15 +1418,14 @@ class PodDisruptionBudgetStrategy(BuiltinStrategy):
         return errs
 
 
-BUILTINS = (
-    *BUILTINS,
-    (SERVICE_ACCOUNTS, ServiceAccountStrategy(), None, None),
-    (SERVICES, ServiceStrategy(), None, None),
-    (ROLES, RoleStrategy(), None, None),
-    (ROLE_BINDINGS, RoleBindingStrategy(), None, None),
-    (CLUSTER_ROLES, RoleStrategy(), None, None),
-    (CLUSTER_ROLE_BINDINGS, RoleBindingStrategy(), None, None),
-    (POD_DISRUPTION_BUDGETS, PodDisruptionBudgetStrategy(), None, None),
-    (admissionregistration.MUTATING, admissionregistration.WebhookConfigurationStrategy(), None, None),
-    (admissionregistration.VALIDATING, admissionregistration.WebhookConfigurationStrategy(), None, None),
+# The kinds this module serves, for memop.testing.kinds.
+KINDS: tuple[Kind, ...] = (
+    *_WORKLOAD_KINDS,
+    Kind(SERVICE_ACCOUNTS, ServiceAccountStrategy()),
+    Kind(SERVICES, ServiceStrategy()),
+    Kind(ROLES, RoleStrategy()),
+    Kind(ROLE_BINDINGS, RoleBindingStrategy()),
+    Kind(CLUSTER_ROLES, RoleStrategy()),
+    Kind(CLUSTER_ROLE_BINDINGS, RoleBindingStrategy()),
+    Kind(POD_DISRUPTION_BUDGETS, PodDisruptionBudgetStrategy()),
 )

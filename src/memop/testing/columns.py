@@ -369,6 +369,26 @@ PODDISRUPTIONBUDGETS: tuple[Column, ...] = (
     ),
     column("Age", CREATION_TIMESTAMP),
 )
+INGRESSES: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column("Class", "The name of the IngressClass resource that should be used for additional configuration"),
+    column("Hosts", "Hosts that incoming requests are matched against before the ingress rule"),
+    column("Address", "Address is a list containing ingress points for the load-balancer"),
+    column("Ports", "Ports of TLS configurations that open"),
+    column("Age", CREATION_TIMESTAMP),
+)
+NETWORKPOLICIES: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column(
+        "Pod-Selector",
+        "podSelector selects the pods to which this NetworkPolicy object applies. The array of rules is "
+        "applied to any pods selected by this field. An empty selector matches all pods in the policy's "
+        "namespace. Multiple network policies can select the same set of pods. In this case, the ingress "
+        "rules for each are combined additively. This field is optional. If it is not specified, it "
+        "defaults to an empty selector.",
+    ),
+    column("Age", CREATION_TIMESTAMP),
+)
 DEFAULT: tuple[Column, ...] = (
     column("Name", NAME, format="name"),
     column("Created At", CREATION_TIMESTAMP, type="date"),

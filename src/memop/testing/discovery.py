@@ -27,8 +27,31 @@ VERSION = {
     "platform": "linux/amd64",
 }
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-# The order kube-apiserver lists the built-in groups in (group priority).
-_GROUP_ORDER = ("", "apps", "events.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io")
+# The order kube-apiserver lists the built-in groups in: the aggregator's group priorities,
+# highest first, equal ones by name (kube-aggregator's apiservice priorities).
+_GROUP_ORDER = (
+    "",
+    "apiregistration.k8s.io",
+    "apps",
+    "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "storage.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "scheduling.k8s.io",
+    "coordination.k8s.io",
+    "node.k8s.io",
+    "discovery.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "resource.k8s.io",
+)
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
 

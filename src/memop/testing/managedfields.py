@@ -69,6 +69,26 @@ _ZERO_VALUES: dict[tuple[str, str], dict[str, Any]] = {
     (_RBAC, "RoleBinding"): {"roleRef": {}},
     (_RBAC, "ClusterRoleBinding"): {"roleRef": {}},
     ("policy", "PodDisruptionBudget"): {"spec": {}, "status": {}},
+    ("networking.k8s.io", "Ingress"): {"spec": {}, "status": {"loadBalancer": {}}},
+    ("networking.k8s.io", "NetworkPolicy"): {"spec": {"podSelector": {}}},
+    ("apps", "StatefulSet"): {
+        "spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
+        "status": {},
+    },
+    ("apps", "DaemonSet"): {
+        "spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
+        "status": {},
+    },
+    ("batch", "Job"): {"spec": {"template": _TEMPLATE}, "status": {}},
+    ("batch", "CronJob"): {
+        "spec": {"jobTemplate": {"metadata": {}, "spec": {"template": _TEMPLATE}}},
+        "status": {},
+    },
+    ("", "PersistentVolumeClaim"): {"spec": {"resources": {}}, "status": {}},
+    ("", "PersistentVolume"): {"spec": {}, "status": {}},
+    ("", "ResourceQuota"): {"spec": {}, "status": {}},
+    ("", "LimitRange"): {"spec": {"limits": None}},
+    ("autoscaling", "HorizontalPodAutoscaler"): {"spec": {"scaleTargetRef": {}}, "status": {}},
     ("apiextensions.k8s.io", "CustomResourceDefinition"): {
         "spec": {"names": {}, "versions": None},
         "status": {"conditions": None, "acceptedNames": {}, "storedVersions": None},

@@ -220,3 +220,46 @@ def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
                 )
             )
     return errs
+
+
+# --- label selectors (k8s.io/apimachinery/pkg/apis/meta/v1/validation) -------------------------
+
+
+def validate_label_selector(selector: Any, path: str) -> list[FieldError]:
+    """``ValidateLabelSelector`` of a ``metav1.LabelSelector`` at ``path`` (None: nothing to check):
+    the matchLabels' keys and values, each requirement's operator, values and key. matchLabels are
+    checked in key order (Go ranges over the map at random)."""
+    if not isinstance(selector, Mapping):
+        return []
+    errs: list[FieldError] = []
+    labels = selector.get("matchLabels")
+    for key, value in sorted((labels if isinstance(labels, Mapping) else {}).items()):
+        errs.extend(invalid(f"{path}.matchLabels", key, msg) for msg in qualified_name_errors(key))
+        errs.extend(invalid(f"{path}.matchLabels", value, msg) for msg in label_value_errors(str(value)))
+    expressions = selector.get("matchExpressions")
+    for i, item in enumerate(expressions if isinstance(expressions, list) else ()):
+        expr_path = f"{path}.matchExpressions[{i}]"
+        expr: Mapping[str, Any] = item if isinstance(item, Mapping) else {}
+        operator, values = expr.get("operator", ""), expr.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                errs.append(
+                    required(f"{expr_path}.values", "must be specified when `operator` is 'In' or 'NotIn'")
+                )
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                errs.append(
+                    forbidden(
+                        f"{expr_path}.values",
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    )
+                )
+        else:
+            errs.append(invalid(f"{expr_path}.operator", operator, "not a valid selector operator"))
+        key = str(expr.get("key", ""))
+        errs.extend(invalid(f"{expr_path}.key", key, msg) for msg in qualified_name_errors(key))
+        for j, value in enumerate(values if isinstance(values, list) else ()):
+            errs.extend(
+                invalid(f"{expr_path}.values[{j}]", value, msg) for msg in label_value_errors(str(value))
+            )
+    return errs

@@ -13,6 +13,9 @@ for the fixtures; ``-p no:memop`` switches the plugin off. Fixtures (all functio
   Override the fixture ``apiserver_options`` (keyword arguments of ``ApiServer``) to start
   the in-memory server otherwise, e.g. with kube-apiserver's feature gates it implements:
   ``feature_gates={"ShardedListAndWatch": True}`` (``shardSelector`` on lists and watches).
+  Override ``extra_kinds`` (a list of :class:`memop.testing.Kind`, empty by default) to serve
+  kinds the in-memory server lacks, such as an aggregated API (see :mod:`memop.testing.kinds`);
+  a real cluster serves what it serves.
 - ``client`` (:class:`memop.runtime.Client`): a client of that cluster, user agent
   ``pytest/memop``.
 - ``namespace`` (str): a fresh namespace ``test-<10 hex digits>``. After the test the
@@ -193,14 +196,28 @@ def apiserver_options() -> dict[str, Any]:
     return {"tls": True, "simulate_controllers": True}
 
 
+@pytest.fixture
+def extra_kinds() -> list[Any]:
+    """Kinds the in-memory server ``kube`` starts serves besides its built-in ones
+    (:class:`memop.testing.Kind` values; ignored on a real cluster).
+
+    Override this fixture in a conftest.py (or a test module) to add an aggregated API or a
+    kind the server lacks; ``apiserver_options`` may also name ``extra_kinds`` itself.
+    """
+    return []
+
+
 @_async_fixture
-async def kube(apiserver_options: dict[str, Any]) -> AsyncIterator[Kube]:
+async def kube(apiserver_options: dict[str, Any], extra_kinds: list[Any]) -> AsyncIterator[Kube]:
     """The test's cluster: in-memory, or real with USE_EXISTING_CLUSTER=true (module docstring)."""
     from memop.testing import envtest  # noqa: PLC0415
 
+    options = dict(apiserver_options)
+    if extra_kinds:
+        options["extra_kinds"] = [*options.get("extra_kinds", ()), *extra_kinds]
     async with contextlib.AsyncExitStack() as stack:
         try:
-            cluster = await stack.enter_async_context(envtest.cluster(**apiserver_options))
+            cluster = await stack.enter_async_context(envtest.cluster(**options))
         except ValueError as error:
             pytest.fail(str(error), pytrace=False)
         yield cluster

@@ -283,6 +283,44 @@ def _pod_disruption_budget(obj: Mapping[str, Any], now: float) -> Row:
     }
 
 
+# --- networking ------------------------------------------------------------------------------------
+
+
+def _ingress(obj: Mapping[str, Any], now: float) -> Row:
+    """``printIngress``: at most three hosts (``*`` for none), the load balancer's addresses."""
+    spec = _map(obj.get("spec"))
+    rules = [_map(rule) for rule in _list(spec.get("rules"))]
+    hosts: list[str] = []
+    more = False
+    for rule in rules:
+        if len(hosts) == 3:
+            more = True
+        if not more and _str(rule.get("host")):
+            hosts.append(_str(rule.get("host")))
+    shown = ",".join(hosts) or "*"
+    if hosts and more:
+        shown = f"{shown} + {len(rules) - 3} more..."
+    balancer = _list(_map(_map(obj.get("status")).get("loadBalancer")).get("ingress"))
+    addresses = sorted({_str(_map(i).get("ip")) or _str(_map(i).get("hostname")) for i in balancer} - {""})
+    class_name = spec.get("ingressClassName")
+    return {
+        "cells": [
+            _name(obj),
+            "<none>" if class_name is None else _str(class_name),
+            shown,
+            ",".join(addresses),
+            "80, 443" if _list(spec.get("tls")) else "80",
+            _age(obj, now),
+        ]
+    }
+
+
+def _network_policy(obj: Mapping[str, Any], now: float) -> Row:
+    """``printNetworkPolicy``: the pod selector as ``metav1.FormatLabelSelector`` shows it."""
+    selector = _selector(_map(obj.get("spec")).get("podSelector") or {})
+    return {"cells": [_name(obj), "<error>" if selector is None else selector or "<none>", _age(obj, now)]}
+
+
 # --- events ----------------------------------------------------------------------------------------
 
 
@@ -437,6 +475,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         columns.WEBHOOK_CONFIGURATIONS, _webhook_configuration
     ),
     ("policy", "poddisruptionbudgets"): Printer(columns.PODDISRUPTIONBUDGETS, _pod_disruption_budget),
+    ("networking.k8s.io", "ingresses"): Printer(columns.INGRESSES, _ingress),
+    ("networking.k8s.io", "networkpolicies"): Printer(columns.NETWORKPOLICIES, _network_policy),
     ("rbac.authorization.k8s.io", "rolebindings"): Printer(columns.ROLEBINDINGS, _binding),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): Printer(columns.CLUSTERROLEBINDINGS, _binding),
 }

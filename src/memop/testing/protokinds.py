@@ -665,6 +665,92 @@ POD_DISRUPTION_BUDGET = message(
     ),
 )
 
+# --- k8s.io/api/networking/v1 (what kubectl create ingress sets, and its status) ------------------
+
+INGRESS_BACKEND = message(
+    "IngressBackend",
+    F(
+        4,
+        "service",
+        message(
+            "IngressServiceBackend",
+            F(1, "name", STRING, ALWAYS),
+            F(2, "port", message("ServiceBackendPort", F(1, "name", STRING), F(2, "number", INT))),
+        ),
+        POINTER,
+    ),
+    F(
+        3,
+        "resource",
+        message(
+            "TypedLocalObjectReference",
+            F(1, "apiGroup", STRING, POINTER),
+            F(2, "kind", STRING, ALWAYS),
+            F(3, "name", STRING, ALWAYS),
+        ),
+        POINTER,
+    ),
+)
+HTTP_INGRESS_PATH = message(
+    "HTTPIngressPath",
+    F(1, "path", STRING),
+    F(3, "pathType", STRING, POINTER | ALWAYS),
+    F(2, "backend", INGRESS_BACKEND, ALWAYS),
+)
+INGRESS_RULE = message(
+    "IngressRule",
+    F(1, "host", STRING),
+    F(
+        2,
+        "ingressRuleValue",
+        message(
+            "IngressRuleValue",
+            F(
+                1,
+                "http",
+                message("HTTPIngressRuleValue", F(1, "paths", HTTP_INGRESS_PATH, LIST | ALWAYS)),
+                POINTER,
+            ),
+        ),
+        INLINE,
+    ),
+)
+INGRESS = message(
+    "Ingress",
+    F(1, "metadata", OBJECT_META),
+    F(
+        2,
+        "spec",
+        message(
+            "IngressSpec",
+            F(4, "ingressClassName", STRING, POINTER),
+            F(1, "defaultBackend", INGRESS_BACKEND, POINTER),
+            F(2, "tls", message("IngressTLS", F(1, "hosts", STRING, LIST), F(2, "secretName", STRING)), LIST),
+            F(3, "rules", INGRESS_RULE, LIST),
+        ),
+    ),
+    F(
+        3,
+        "status",
+        message(
+            "IngressStatus",
+            F(
+                1,
+                "loadBalancer",
+                message(
+                    "IngressLoadBalancerStatus",
+                    F(
+                        1,
+                        "ingress",
+                        message("IngressLoadBalancerIngress", F(1, "ip", STRING), F(2, "hostname", STRING)),
+                        LIST,
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
+
 RBAC = "rbac.authorization.k8s.io/v1"
 KINDS: Mapping[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
@@ -678,4 +764,5 @@ KINDS: Mapping[tuple[str, str], Message] = {
     (RBAC, "RoleBinding"): _binding("RoleBinding"),
     (RBAC, "ClusterRoleBinding"): _binding("ClusterRoleBinding"),
     ("policy/v1", "PodDisruptionBudget"): POD_DISRUPTION_BUDGET,
+    ("networking.k8s.io/v1", "Ingress"): INGRESS,
 }

@@ -33,7 +33,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -63,6 +63,7 @@ from memop.testing.requestlog import AuditLogWriter, RequestInfo, RequestLog, Re
 from memop.testing.reviews import REVIEW_RESOURCES, Reviews
 from memop.testing.routing import check_scope, is_true, parse_request
 from memop.testing.store import APPLY_PATCH, DEFAULT_MANAGER, Entry, Served, Store
+from memop.testing.strategy import Kind
 from memop.testing.tls import ServingCertificates
 from memop.testing.watch import Watcher, WatchHub, error_line
 from memop.testing.webhookclient import WebhookCalls
@@ -119,6 +120,7 @@ class ApiServer:
         nodes: bool = True,
         feature_gates: Mapping[str, bool] | None = None,
         audit_log: str | Path | None = None,
+        extra_kinds: Iterable[Kind] = (),
     ) -> None:
         """``tls``: serve HTTPS with a certificate of a CA of its own (in :attr:`certificates`;
         the kubeconfig and :meth:`client_configuration` trust it), as every cluster does.
@@ -138,7 +140,9 @@ class ApiServer:
         knows, others are a ValueError.
 
         ``audit_log``: also append every request to this file as kube-apiserver's audit log
-        does (:class:`~memop.testing.requestlog.AuditLogWriter`), a line per request answered."""
+        does (:class:`~memop.testing.requestlog.AuditLogWriter`), a line per request answered.
+
+        ``extra_kinds``: kinds served besides the built-in ones (:mod:`memop.testing.kinds`)."""
         self.host = host
         self.port = port
         self.bookmark_interval = bookmark_interval
@@ -149,7 +153,7 @@ class ApiServer:
         self.nodes = nodes
         self.feature_gates = featuregates.resolve(feature_gates)
         self._clock: Clock = clock or RealClock()
-        self.store = Store(history_size=history_size, clock=self._clock)
+        self.store = Store(history_size=history_size, clock=self._clock, extra_kinds=extra_kinds)
         self.faults = Faults()
         self.reviews = Reviews()
         self.log = RequestLog()

@@ -42,7 +42,6 @@ import yaml
 from memop.runtime.cache.labels import InvalidSelectorError, Selector
 from memop.runtime.util.clock import Clock, RealClock
 from memop.testing import builtins, managedfields, serverside, times
-from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
 from memop.testing.errors import (
     ApiError,
     DecodeError,
@@ -59,6 +58,7 @@ from memop.testing.errors import (
     too_old_resource_version,
     unsupported_media_type,
 )
+from memop.testing.kinds import BUILTIN_KINDS, check_extra_kinds
 from memop.testing.objects import (
     JsonDict,
     copy_json,
@@ -74,11 +74,9 @@ from memop.testing.patch import PatchError, json_patch, merge_patch, strategic_m
 from memop.testing.resources import ResourceType
 from memop.testing.schema import go_quote, go_repr
 from memop.testing.sharding import ShardSelector, compile_shard_selector
-from memop.testing.strategy import FieldSelector, Strategy
+from memop.testing.strategy import Conversion, FieldSelector, Kind, Strategy
 
 log = logging.getLogger(__name__)
-
-Conversion = Callable[[Mapping[str, Any]], JsonDict]
 
 GENERATE_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 MERGE_PATCH = "application/merge-patch+json"
@@ -393,8 +391,15 @@ class Store:
     """All objects of the fake cluster, with the registry rules of kube-apiserver (see module doc)."""
 
     def __init__(
-        self, *, history_size: int = 10_000, clock: Clock | None = None, seed: int | None = None
+        self,
+        *,
+        history_size: int = 10_000,
+        clock: Clock | None = None,
+        seed: int | None = None,
+        extra_kinds: Iterable[Kind] = (),
     ) -> None:
+        """``extra_kinds`` are served besides the built-in ones (memop.testing.kinds); ValueError
+        when one is already served."""
         if history_size < 1:
             raise ValueError("history_size must be at least 1")
         self._clock: Clock = clock or RealClock()
@@ -412,19 +417,27 @@ class Store:
         self._unserve_listeners: list[Callable[[Served], None]] = []
         self._pending: deque[Change] = deque()
         self._dispatching = False
-        self._install_builtins()
+        self._install_kinds((*BUILTIN_KINDS, *check_extra_kinds(extra_kinds)))
 
     # --- registry -------------------------------------------------------------------------------
 
-    def _install_builtins(self) -> None:
-        for rtype, strategy, to_served, from_served in builtins.BUILTINS:
-            existing = self._storages.get(("", rtype.plural)) if to_served is not None else None
-            storage = existing or self.add_storage(rtype, strategy)
-            self.serve(storage, rtype, to_served, from_served)
-        self.serve(self.add_storage(CRDS, CustomResourceDefinitionStrategy()), CRDS)
+    def _install_kinds(self, kinds: tuple[Kind, ...]) -> None:
+        for kind in kinds:
+            shared = kind.stored_as
+            storage = (
+                self._storages[(shared.group, shared.plural)]
+                if shared is not None
+                else self.add_storage(kind.rtype, kind.strategy)
+            )
+            self.serve(storage, kind.rtype, kind.to_served, kind.from_served)
         namespaces = self.served_for(builtins.NAMESPACES)
         for name in builtins.INITIAL_NAMESPACES:
             self.write_create(namespaces, None, {"metadata": {"name": name}}, manager="kube-apiserver")
+        for kind in kinds:
+            for obj in kind.initial:
+                namespace = obj["metadata"].get("namespace")
+                served = self.served_for(kind.rtype)
+                self.write_create(served, namespace, copy_json(obj), manager="kube-apiserver")
         # The built-in resources' watch caches start with the server, once it has its namespaces.
         for storage in self._storages.values():
             storage.watch_cache_rv = self._rv
@@ -839,10 +852,13 @@ class Store:
                 obj.pop("status", None)
             else:
                 obj["status"] = status
-        strategy.prepare_create(obj, rtype)
+        # The name and uid exist before the strategy prepares the object, as in kube-apiserver
+        # (a Job's generated selector holds both).
         generate = meta.get("generateName") if not meta.get("name") else None
         if generate:
             meta["name"] = self._generate_name(storage, ns, str(generate))
+        meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
+        strategy.prepare_create(obj, rtype)
         name = str(meta.get("name") or "")
         self._check_namespace_open(rtype, ns, name)
         self._raise_invalid(rtype, name, strategy.allocate(self, obj, None))
@@ -854,7 +870,6 @@ class Store:
         meta = obj["metadata"]
         if storage.get(ns, name) is not None:
             raise already_exists(rtype, name)
-        meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
         meta["creationTimestamp"] = self._now()
         if strategy.generation:
             meta["generation"] = 1

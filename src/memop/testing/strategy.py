@@ -5,12 +5,17 @@ A :class:`Strategy` works on plain dicts the store owns exclusively while a writ
 ``default``/``prepare_*`` may mutate the object they are given, ``validate_*`` must not. The
 base class behaves like a custom resource; :mod:`memop.testing.builtins` and
 :mod:`memop.testing.crds` subclass it.
+
+A :class:`Kind` is what the server needs to serve one group/version/resource: its
+:class:`~memop.testing.resources.ResourceType` and its strategy (and, for a version sharing
+another's storage, the conversions). The kinds' modules describe their kinds with it;
+:mod:`memop.testing.kinds` gathers them for the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memop.testing.errors import ApiError, bad_request
@@ -20,6 +25,8 @@ from memop.testing.schema import FieldError
 
 if TYPE_CHECKING:
     from memop.testing.store import Change, Store
+
+Conversion = Callable[[Mapping[str, Any]], JsonDict]
 
 # metadata and the type fields never count as "spec" for generation purposes.
 _NOT_SPEC = frozenset(("apiVersion", "kind", "metadata"))
@@ -107,6 +114,26 @@ class Strategy:
 
     def after_write(self, store: Store, change: Change) -> None:
         """Follow-up of a committed change (runs after listeners saw it; may write more)."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One served group/version/resource: its type and write behaviour.
+
+    ``stored_as`` names the resource whose storage this one shares (events.k8s.io/v1 Events are
+    stored as core/v1 ones), registered before it; ``to_served``/``from_served`` convert between
+    that storage form and this version. All None for a resource with its own storage. A
+    strategy left out is a custom resource's (:class:`Strategy`): schemaless, generation counted,
+    no status subresource unless ``rtype.has_status``.
+    """
+
+    rtype: ResourceType
+    strategy: Strategy = field(default_factory=Strategy)
+    to_served: Conversion | None = None  # storage form -> this version
+    from_served: Conversion | None = None  # this version -> storage form
+    stored_as: ResourceType | None = None
+    # Objects the server creates at start (cluster-scoped, or namespaced with their namespace).
+    initial: tuple[JsonDict, ...] = field(default=(), compare=False)
 
 
 # --- field selectors (k8s.io/apimachinery/pkg/fields) -------------------------------------------

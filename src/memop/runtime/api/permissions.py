@@ -32,6 +32,8 @@ class Rule:
     scope: Scope
     why: str  # the code that needs it
     sent: bool = True  # False: checked by the API server on memop's behalf, never requested
+    # Only these objects (RBAC's resourceNames); empty: every object of the resource.
+    resource_names: tuple[str, ...] = ()
 
     @property
     def triple(self) -> tuple[str, str, str]:
@@ -64,9 +66,12 @@ def own_kind(
     - ``owner_references``: ``update`` of ``<plural>/finalizers``, which no request sends: the
       API server's OwnerReferencesPermissionEnforcement admission checks it before it lets a
       controller create a child whose ownerReference to this kind sets ``blockOwnerDeletion``
-      (as :func:`memop.runtime.cache.store.controller_reference` does). A controller whose
-      children carry no ownerReference (children in another namespace, or cluster-scoped, mapped
-      back through :func:`memop.runtime.controller.handlers.owner_annotations`) leaves it out.
+      (as :func:`memop.runtime.cache.store.controller_reference` does). Every child of a
+      cluster-scoped owner carries one, namespaced or cluster-scoped; so does a namespaced
+      owner's child in its own namespace. Only a namespaced owner's children an ownerReference
+      cannot point from (in another namespace, or cluster-scoped, mapped back through
+      :func:`memop.runtime.controller.handlers.owner_annotations`) carry none: a controller with
+      only such children leaves it out.
     """
     rules = [
         Rule(

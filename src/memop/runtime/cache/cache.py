@@ -75,11 +75,14 @@ class Informer:
         *,
         label_selector: Selector | None = None,
         shard_key: ShardKey | None = None,
+        exclusive: bool = False,
     ) -> None:
         self.resource = resource
         self.store = store
         self.label_selector = label_selector
         self.shard_key = shard_key
+        # Never handed to a caller that names no selector (see Cache.informer).
+        self.exclusive = exclusive
         self.reflectors: list[Reflector] = []
         self._handlers: list[EventHandler] = []
 
@@ -178,6 +181,7 @@ class Cache:
         shared: tuple[Path, ...] = (),
         label_selector: Selector | None = None,
         shard_key: ShardKey | None = None,
+        exclusive: bool = False,
     ) -> Informer:
         """The informer for ``resource`` and ``label_selector``, created on first use (and
         started if the cache runs).
@@ -193,20 +197,23 @@ class Cache:
 
         Without a ``label_selector`` (and no transform), a resource that already has exactly
         one informer gets that one, whatever its selector: code that only subscribes to a
-        resource (a controller's watch) need not repeat how its owner declared it.
+        resource (a controller's watch) need not repeat how its owner declared it. An informer
+        created ``exclusive`` is left out of that: it holds one controller's own objects (a
+        declarative controller's children, by its label), which another controller's
+        ``owns(resource)`` must not mistake for all of them.
         """
         if label_selector is not None and label_selector.is_empty():
             label_selector = None
         by_selector = self._informers.setdefault(resource, {})
         informer = by_selector.get(label_selector)
         if informer is None and label_selector is None and transform is None and not shared:
-            existing = self._informers_of(resource)
+            existing = [i for i in self._informers_of(resource) if not i.exclusive]
             if len(existing) == 1:
                 informer = existing[0]
             elif existing:
                 raise ValueError(_ambiguous(resource, existing))
         if informer is None:
-            informer = self._new_informer(resource, transform, shared, label_selector)
+            informer = self._new_informer(resource, transform, shared, label_selector, exclusive)
             by_selector[label_selector] = informer
         if shard_key is not None and informer.shard_key != shard_key:
             if informer.shard_key is not None:
@@ -233,12 +240,13 @@ class Cache:
         transform: Transform | None,
         shared: tuple[Path, ...],
         label_selector: Selector | None,
+        exclusive: bool = False,
     ) -> Informer:
         implied = label_selector.exact_pairs() if label_selector is not None else None
         store = ObjectStore(resource, transform, shared, implied_labels=implied)
         for name, fn in self._indexers.get(resource, {}).items():
             store.add_index(name, fn)
-        informer = Informer(resource, store, label_selector=label_selector)
+        informer = Informer(resource, store, label_selector=label_selector, exclusive=exclusive)
         informer.reflectors = self._new_reflectors(informer)
         return informer
 
@@ -281,14 +289,19 @@ class Cache:
         The one informer of the resource; or, when it has several, the one whose label
         selector ``selector`` implies (every requirement of the informer's is one of the
         read's), so it holds every object the read can return. ValueError when none or more
-        than one does: the read would silently miss objects.
+        than one does: the read would silently miss objects. An ``exclusive`` informer serves
+        only reads whose selector implies its own.
         """
-        informers = self._informers_of(resource)
+        wanted = set(selector.requirements) if selector is not None else set()
+        informers = [
+            i
+            for i in self._informers_of(resource)
+            if not i.exclusive or set(i.label_selector.requirements if i.label_selector else ()) <= wanted
+        ]
         if len(informers) == 1:
             return informers[0]
         if not informers:
             return self.informer(resource)
-        wanted = set(selector.requirements) if selector is not None else set()
         covering = [
             i for i in informers if i.label_selector is None or set(i.label_selector.requirements) <= wanted
         ]

@@ -470,6 +470,16 @@ class Client:
             if token is None:
                 return items, str(meta.get("resourceVersion") or "")
 
+    async def api_resources(self, group: str, version: str) -> dict[str, Any]:
+        """The discovery document of ``group``/``version`` (an ``APIResourceList``: each resource's
+        plural ``name``, ``kind``, ``namespaced`` and verbs), from ``/api/v1`` or
+        ``/apis/<group>/<version>``. NotFound when the server does not serve that version."""
+        path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        answer = await self._request("GET", path, when=_RetryWhen.RETRYABLE, held=True)
+        if not isinstance(answer, dict):
+            raise TransportError(f"GET {path}: the server answered no discovery document")
+        return answer
+
     async def probe(self, path: str = _PROBE_PATH, timeout: float = 2.0) -> int:
         """One GET of ``path`` with no retries: the HTTP status the server answered, whatever
         it is. TransportError when no answer came within ``timeout`` seconds. For

@@ -72,3 +72,13 @@ CLUSTER_ROLE_BINDINGS = Resource(
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
 )
+# policy/v1, networking.k8s.io/v1, autoscaling/v2, scheduling.k8s.io/v1, core/v1 policies: what
+# an operator's workloads are usually given beside a Deployment and a Service.
+POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
+HORIZONTAL_POD_AUTOSCALERS = Resource(
+    "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"
+)
+RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota")
+LIMIT_RANGES = Resource("", "v1", "limitranges", "LimitRange")
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)

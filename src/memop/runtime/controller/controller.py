@@ -157,6 +157,7 @@ class Controller:
         self.stats = _Stats()
         self._handlers: list[tuple[Informer, EventHandler]] = []
         self._workers: list[asyncio.Task[None]] = []
+        self._started = False  # start() attached the handlers: later watches attach at once
         self._stopping = False
         self._stop = asyncio.Event()  # set with _stopping, for workers waiting on the server
         metrics.init_controller_series(name, options.max_concurrent_reconciles)
@@ -176,11 +177,9 @@ class Controller:
         After ``sync_timeout`` seconds without a synced cache the workers start anyway (the
         reflectors keep retrying and their objects are queued as they arrive).
         """
+        self._started = True
         for spec in self.watches:
-            handler = self._handler_for(spec)
-            informer = spec.informer(self.cache)
-            informer.add_handler(handler)
-            self._handlers.append((informer, handler))
+            self._attach(spec)
         if not await self.cache.wait_for_sync(sync_timeout):
             log.warning(
                 "starting workers before the cache synced: %s",
@@ -227,6 +226,23 @@ class Controller:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+
+    def add_watch(self, spec: WatchSpec) -> Informer:
+        """Watch one more kind, before or after the start (a kind a declarative controller first
+        meets at run time). Its informer is declared, and started when the cache runs; once the
+        controller has started, its handler is attached at once, replayed what the informer
+        holds. Returns the informer (``has_synced`` says when its first list is in)."""
+        self.watches = (*self.watches, spec)
+        informer = spec.informer(self.cache)
+        if self._started and not self._stopping:
+            self._attach(spec)
+        return informer
+
+    def _attach(self, spec: WatchSpec) -> None:
+        handler = self._handler_for(spec)
+        informer = spec.informer(self.cache)
+        informer.add_handler(handler)
+        self._handlers.append((informer, handler))
 
     def _handler_for(self, spec: WatchSpec) -> EventHandler:
         queue, predicates, mapper, secondary = self.queue, spec.predicates, spec.mapper, spec.secondary
@@ -415,14 +431,18 @@ class ControllerBuilder:
         label_selector: Selector | None = None,
         shard_key: ShardKey | None = None,
     ) -> ControllerBuilder:
-        """Objects of ``resource`` controlled by a ``for`` object enqueue their owner.
+        """Objects of ``resource`` controlled by a ``for`` object enqueue their owner: the owner
+        in the child's namespace for a namespaced ``for`` kind, the cluster-scoped owner for a
+        cluster-scoped one (whose children, namespaced or not, carry its ownerReference).
         ``label_selector`` names the informer, when the resource has several. Sharded, a
         replica watches only the children of its owners: by the owner-bucket label the
         reconciler puts on them (``cache.shard_labels(owner)``), or by namespace when the
         owners are split by namespace; ``shard_key`` chooses otherwise."""
         if self._for is None:
             raise ValueError("call for_() before owns()")
-        mapper = enqueue_controller_owner(self._for.group, self._for.kind)
+        mapper = enqueue_controller_owner(
+            self._for.group, self._for.kind, owner_namespaced=self._for.namespaced
+        )
         key = shard_key if shard_key is not None else self._children_key()
         self._watches.append(WatchSpec(resource, mapper, predicates, True, label_selector, key))
         return self

@@ -27,13 +27,16 @@ class SetupContext:
     """What a controller's setup gets from the manager that will run it.
 
     ``recorder`` records Events as ``<name>-controller``; ``max_concurrent_reconciles`` is the
-    ``--max-concurrent-reconciles`` flag.
+    ``--max-concurrent-reconciles`` flag; ``field_manager`` names the writer in the objects'
+    ``managedFields`` for server-side applies: the project's name (``memop run`` passes it);
+    empty, a controller uses its own name.
     """
 
     cache: Cache
     client: Client
     recorder: EventRecorder
     max_concurrent_reconciles: int = 1
+    field_manager: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ both the old and the new object are mapped, so a change that moves an object fro
 (or label) to another reconciles both.
 
 Children an ownerReference cannot point from. An ownerReference names an owner in the child's
-own namespace (or a cluster-scoped one): a child in another namespace than its owner, or a
-cluster-scoped child of a namespaced owner, cannot have one. For those, operator-lib's
+own namespace or a cluster-scoped one: every child of a cluster-scoped owner (namespaced or
+cluster-scoped) and a namespaced owner's child in its own namespace carry one and are watched
+with ``owns``; a child in another namespace than its (namespaced) owner, or a cluster-scoped
+child of a namespaced owner, cannot have one. For those, operator-lib's
 convention (its ``handler.EnqueueRequestForAnnotation``, which Operator SDK users know): the
 child carries two annotations, stamped by :func:`owner_annotations`,
 
@@ -59,11 +61,12 @@ def enqueue_object(event_type: str, obj: Obj, old: Obj | None) -> list[Request]:
     return [request_for(obj)]
 
 
-def enqueue_controller_owner(api_group: str, kind: str) -> Mapper:
+def enqueue_controller_owner(api_group: str, kind: str, *, owner_namespaced: bool = True) -> Mapper:
     """The object's controlling owner, when that owner is of ``kind`` in ``api_group``.
 
-    The owner is looked up in the object's own namespace, as ownerReferences can only point
-    within a namespace (or to cluster-scoped owners, which get namespace "").
+    An ownerReference names no namespace: a namespaced owner is in the object's own namespace
+    (an ownerReference can only point within one), a cluster-scoped owner
+    (``owner_namespaced=False``) in none, whatever the object's namespace.
     """
 
     def owner(obj: Obj | None) -> Request | None:
@@ -76,7 +79,8 @@ def enqueue_controller_owner(api_group: str, kind: str) -> Mapper:
                 continue
             ref_group = str(ref.get("apiVersion") or "").rpartition("/")[0]
             if ref.get("kind") == kind and ref_group == api_group and isinstance(ref.get("name"), str):
-                return Request(str(meta.get("namespace") or ""), ref["name"])
+                namespace = str(meta.get("namespace") or "") if owner_namespaced else ""
+                return Request(namespace, ref["name"])
         return None
 
     def mapper(event_type: str, obj: Obj, old: Obj | None) -> list[Request]:

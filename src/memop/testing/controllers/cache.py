@@ -68,6 +68,15 @@ class ObjectCache:
         entry = self._by_uid.get(uid) if uid is not None else None
         return entry[1] if entry is not None else None
 
+    def items(self, group: str, plural: str, namespace: str | None = None) -> list[Obj]:
+        """Every object of a group/resource (in ``namespace`` when given), in no set order."""
+        out = []
+        for (ns, _), uid in self._by_name.get((group, plural), {}).items():
+            entry = self._by_uid.get(uid)
+            if entry is not None and (namespace is None or ns == namespace):
+                out.append(entry[1])
+        return out
+
     def by_uid(self, uid: str) -> tuple[ResourceType, Obj] | None:
         """The object with this uid and its storage type, or None."""
         return self._by_uid.get(uid)

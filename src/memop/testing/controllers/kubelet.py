@@ -6,6 +6,9 @@ containers creating, with a start time and host IP; ``pod_ready_delay`` seconds 
 straight to ``Running`` in one status write: nobody could have observed the acknowledged
 Pending state in between, and it halves the writes of big simulations.
 
+A pod a Job controls runs to completion instead: its containers exit 0 at once, and the pod is
+``Succeeded`` (every container terminated, Completed) where another would be running.
+
 Deleting a pod needs no kubelet here: the in-memory API server removes pods at once (no grace
 period), and a pod with finalizers waits for whoever owns them. Pods are never placed on a
 node (``spec.nodeName`` is only settable through a binding).
@@ -163,6 +166,38 @@ def running_status(pod: Mapping[str, Any], now: float, ip: str) -> Obj:
     return status
 
 
+def succeeded_status(pod: Mapping[str, Any], now: float, ip: str) -> Obj:
+    """Every container exited 0: what a kubelet reports for a finished run-to-completion pod."""
+    status = running_status(pod, now, ip)
+    stamp = rfc3339(now)
+    status["phase"] = "Succeeded"
+    for cond in status["conditions"]:
+        if cond["type"] in ("Ready", "ContainersReady"):
+            cond.update(status="False", reason="PodCompleted")
+        elif cond["type"] == "PodReadyToStartContainers":
+            cond["status"] = "False"
+    for container in status["containerStatuses"]:
+        started = container["state"]["running"]["startedAt"]
+        container.update(ready=False, started=False)
+        container["state"] = {
+            "terminated": {
+                "exitCode": 0,
+                "reason": "Completed",
+                "startedAt": started,
+                "finishedAt": stamp,
+                "containerID": container["containerID"],
+            }
+        }
+    return status
+
+
+def _runs_to_completion(pod: Mapping[str, Any]) -> bool:
+    """A Job's pod: the simulation lets it succeed."""
+    return any(
+        ref.get("controller") and ref.get("kind") == "Job" for ref in meta(pod).get("ownerReferences") or ()
+    )
+
+
 NO_NODES = "no nodes available to schedule pods"
 
 
@@ -240,7 +275,8 @@ class Kubelet:
         remaining = since + self._delay - now
         if remaining > 0:
             return remaining
-        self._write_status(pod, running_status(pod, self._clock.time(), pod_ip(next(self._ips))))
+        final = succeeded_status if _runs_to_completion(pod) else running_status
+        self._write_status(pod, final(pod, self._clock.time(), pod_ip(next(self._ips))))
         self._pending_since.pop(uid, None)
         return None
 

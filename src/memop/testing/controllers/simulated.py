@@ -1,5 +1,6 @@
 """The simulated control plane: kube-controller-manager (garbage collector, deployment,
-replicaset and namespace controllers) and the kubelets, acting directly on a
+replicaset, statefulset, daemonset, job, cronjob, volume provisioning and protection, resource
+quota and namespace controllers) and the kubelets, acting directly on a
 :class:`~memop.testing.store.Store`.
 
 One in-process store listener (``Store.add_listener``, which hands over the store's own
@@ -20,11 +21,17 @@ from typing import Any
 from memop.runtime.util.clock import Clock, RealClock
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import ControllerLimits, TokenBucket, WorkLoop
+from memop.testing.controllers.cronjob import CronJobController
+from memop.testing.controllers.daemonset import DaemonSetController
 from memop.testing.controllers.deployment import DeploymentController
 from memop.testing.controllers.gc import GarbageCollector
+from memop.testing.controllers.job import JobController
 from memop.testing.controllers.kubelet import Kubelet
 from memop.testing.controllers.namespace import NamespaceController
+from memop.testing.controllers.quota import QuotaController
 from memop.testing.controllers.replicaset import ReplicaSetController
+from memop.testing.controllers.statefulset import StatefulSetController
+from memop.testing.controllers.volumes import VolumeController
 from memop.testing.store import Change, Store, StoreEvent
 
 log = logging.getLogger("memop.testing.controllers")
@@ -60,9 +67,29 @@ class SimulatedControllers:
         self.replicasets = ReplicaSetController(store, self.cache, clock=clock)
         self.kubelet = Kubelet(store, self.cache, clock=clock, pod_ready_delay=pod_ready_delay, nodes=nodes)
         self.namespaces = NamespaceController(store, self.cache, clock=clock)
+        self.statefulsets = StatefulSetController(store, self.cache, clock=clock)
+        self.daemonsets = DaemonSetController(store, self.cache, clock=clock, nodes=nodes)
+        self.jobs = JobController(store, self.cache, clock=clock)
+        self.cronjobs = CronJobController(store, self.cache, clock=clock)
+        self.volumes = VolumeController(store, self.cache, clock=clock)
+        self.quotas = QuotaController(store, self.cache, clock=clock)
+        workload_loops = (
+            self.statefulsets.loop,
+            self.daemonsets.loop,
+            self.jobs.loop,
+            self.cronjobs.loop,
+            self.volumes.loop,
+            self.quotas.loop,
+        )
         if limits is not None:
             writes = self._writes
-            for loop in (self.gc.loop, self.deployments.loop, self.replicasets.loop, self.namespaces.loop):
+            for loop in (
+                self.gc.loop,
+                self.deployments.loop,
+                self.replicasets.loop,
+                self.namespaces.loop,
+                *workload_loops,
+            ):
                 loop.pace(TokenBucket(limits.qps, limits.burst, clock=clock), writes)
             self.kubelet.loop.pace(TokenBucket(limits.node_qps, limits.node_burst, clock=clock), writes)
         self._handlers: tuple[Callable[[StoreEvent], None], ...] = (
@@ -71,6 +98,12 @@ class SimulatedControllers:
             self.replicasets.on_event,
             self.kubelet.on_event,
             self.namespaces.on_event,
+            self.statefulsets.on_event,
+            self.daemonsets.on_event,
+            self.jobs.on_event,
+            self.cronjobs.on_event,
+            self.volumes.on_event,
+            self.quotas.on_event,
         )
         self._loops: tuple[WorkLoop[Any], ...] = (
             self.gc.loop,
@@ -78,6 +111,7 @@ class SimulatedControllers:
             self.replicasets.loop,
             self.kubelet.loop,
             self.namespaces.loop,
+            *workload_loops,
         )
         self._unsubscribe: Callable[[], None] | None = None
 

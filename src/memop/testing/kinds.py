@@ -1,0 +1,87 @@
+"""The registry of kinds the in-memory API server serves.
+
+Each kind's module describes its kinds as :class:`~memop.testing.strategy.Kind` values (a
+``ResourceType`` and a strategy); this module gathers kube-apiserver's built-in ones
+(:data:`BUILTIN_KINDS`) and the store installs them, then any extra kinds a test or
+``python -m memop.testing serve --extra-kinds`` adds. The store imports only this registry, not
+the kinds' modules, and no kind's module imports the store (type annotations aside).
+
+Adding a kind the server lacks (an aggregated API such as ``metrics.k8s.io``, a built-in memop
+does not serve yet)::
+
+    from memop.testing import Kind, ResourceType, Strategy
+
+    NODES = ResourceType("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False, "nodemetrics")
+    NODE_METRICS = Kind(NODES)
+
+and pass it as ``extra_kinds=[NODE_METRICS]`` to :class:`memop.testing.server.ApiServer`, list it in
+the pytest plugin's ``memop_extra_kinds`` fixture, or name it on the command line as
+``--extra-kinds my.module:NODE_METRICS``. A kind without a strategy of its own behaves as a
+custom resource without a schema; subclass :class:`~memop.testing.strategy.Strategy` for
+defaulting, validation, selectable fields and the like. Extra kinds are served by every verb,
+listed in discovery and printed with the default table columns (Name, Created At).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from memop.testing import autoscaling, batch, builtins, networking, quotas, scheduling, volumes, workloads
+from memop.testing.admissionregistration import MUTATING, VALIDATING, WebhookConfigurationStrategy
+from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
+from memop.testing.secrets import SECRETS, SecretStrategy
+from memop.testing.strategy import Kind
+
+# Every built-in kind, in the order the store installs them (a kind sharing a storage comes
+# after the one owning it).
+BUILTIN_KINDS: tuple[Kind, ...] = (
+    *builtins.KINDS,
+    Kind(SECRETS, SecretStrategy()),
+    Kind(MUTATING, WebhookConfigurationStrategy()),
+    Kind(VALIDATING, WebhookConfigurationStrategy()),
+    Kind(CRDS, CustomResourceDefinitionStrategy()),
+    *networking.KINDS,
+    *workloads.KINDS,
+    *batch.KINDS,
+    *volumes.KINDS,
+    *quotas.KINDS,
+    *autoscaling.KINDS,
+    *scheduling.KINDS,
+)
+
+
+class KindSpecError(ValueError):
+    """A ``module:attribute`` naming no kinds (the message says why, for the command line)."""
+
+
+def load_kinds(spec: str) -> tuple[Kind, ...]:
+    """The kinds ``module:attribute`` names: a :class:`Kind` or an iterable of them."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise KindSpecError(f"{spec!r} is not of the form module:attribute")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise KindSpecError(f"cannot import {module_name!r}: {error}") from None
+    try:
+        value = getattr(module, attribute)
+    except AttributeError:
+        raise KindSpecError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    kinds = (value,) if isinstance(value, Kind) else tuple(value) if isinstance(value, Iterable) else ()
+    if not kinds or not all(isinstance(kind, Kind) for kind in kinds):
+        raise KindSpecError(f"{spec} is not a memop.testing.Kind or a list of them")
+    return kinds
+
+
+def check_extra_kinds(extra: Iterable[Kind]) -> tuple[Kind, ...]:
+    """``extra`` as a tuple; ValueError when one names a resource already served (built in or
+    added twice), which would silently replace it."""
+    kinds = tuple(extra)
+    seen = {(k.rtype.group, k.rtype.version, k.rtype.plural) for k in BUILTIN_KINDS}
+    for kind in kinds:
+        key = (kind.rtype.group, kind.rtype.version, kind.rtype.plural)
+        if key in seen:
+            raise ValueError(f"the API server already serves {kind.rtype}")
+        seen.add(key)
+    return kinds

@@ -1,0 +1,261 @@
+"""PersistentVolumeClaims, PersistentVolumes, ResourceQuotas, LimitRanges,
+HorizontalPodAutoscalers and PriorityClasses over HTTP, as kube-apiserver v1.36 answers: their
+defaults, the finalizers its admission plugins add, the status subresources and the validation
+errors operators run into, each the real server's message."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tests.conftest import Http
+
+SCHEDULING = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+def core(ns: str, plural: str, name: str = "") -> str:
+    return f"/api/v1/namespaces/{ns}/{plural}" + (f"/{name}" if name else "")
+
+
+def claim(name: str, **spec: Any) -> dict[str, Any]:
+    body = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, **spec}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": body}
+
+
+def invalid(kind: str, name: str, *errors: str) -> str:
+    joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return f'{kind} "{name}" is invalid: {joined}'
+
+
+async def test_a_claim_is_pending_filesystem_and_protected(http: Http, namespace: str) -> None:
+    body = claim("data", resources={"requests": {"storage": "1024Mi"}})
+    body["status"] = {"phase": "Bound"}
+    created = await http.post(core(namespace, "persistentvolumeclaims"), body)
+    assert created.status == 201, created.body
+    assert created.body["spec"]["volumeMode"] == "Filesystem"
+    assert created.body["spec"]["resources"] == {"requests": {"storage": "1Gi"}}
+    assert created.body["status"] == {"phase": "Pending"}
+    assert created.body["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    assert "generation" not in created.body["metadata"]
+    grown = await http.patch(
+        core(namespace, "persistentvolumeclaims", "data"),
+        {"spec": {"resources": {"requests": {"storage": "2Gi"}}}},
+    )
+    assert grown.status == 200, grown.body
+    changed = await http.patch(
+        core(namespace, "persistentvolumeclaims", "data"), {"spec": {"accessModes": ["ReadWriteMany"]}}
+    )
+    assert changed.status == 422
+    assert changed.body["message"].startswith(
+        'PersistentVolumeClaim "data" is invalid: spec: Forbidden: spec is immutable after creation except '
+        "resources.requests and volumeAttributesClassName for bound claims"
+    )
+    deleted = await http.delete(core(namespace, "persistentvolumeclaims", "data"))
+    assert deleted.status == 200
+    kept = await http.get(core(namespace, "persistentvolumeclaims", "data"))
+    assert kept.body["metadata"]["deletionTimestamp"]  # until the pvc-protection controller lets go
+
+
+async def test_a_claim_needs_access_modes_and_storage(http: Http, namespace: str) -> None:
+    body = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "empty"}, "spec": {}}
+    reply = await http.post(core(namespace, "persistentvolumeclaims"), body)
+    assert reply.status == 422
+    assert reply.body["message"] == invalid(
+        "PersistentVolumeClaim",
+        "empty",
+        "spec.accessModes: Required value: at least 1 access mode is required",
+        "spec.resources[storage]: Required value",
+    )
+    bad = claim("bad", accessModes=["ReadWriteSometimes"], volumeMode="Raw")
+    reply = await http.post(core(namespace, "persistentvolumeclaims"), bad)
+    assert reply.body["message"] == invalid(
+        "PersistentVolumeClaim",
+        "bad",
+        'spec.accessModes: Unsupported value: "ReadWriteSometimes": supported values: "ReadOnlyMany", '
+        '"ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"',
+        'spec.volumeMode: Unsupported value: "Raw": supported values: "Block", "Filesystem"',
+    )
+
+
+async def test_a_volume_gets_its_defaults_and_needs_a_source(http: Http) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "memop-test-pv"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/tmp/pv"},
+        },
+    }
+    created = await http.post("/api/v1/persistentvolumes", body)
+    assert created.status == 201, created.body
+    await http.delete("/api/v1/persistentvolumes/memop-test-pv")  # kept until unprotected
+    spec = created.body["spec"]
+    assert spec["persistentVolumeReclaimPolicy"] == "Retain"
+    assert spec["volumeMode"] == "Filesystem"
+    assert spec["hostPath"] == {"path": "/tmp/pv", "type": ""}
+    assert created.body["status"] == {"phase": "Pending"}
+    assert created.body["metadata"]["finalizers"] == ["kubernetes.io/pv-protection"]
+    sourceless = {**body, "metadata": {"name": "memop-test-nosource"}, "spec": {**spec, "hostPath": None}}
+    del sourceless["spec"]["hostPath"]
+    reply = await http.post("/api/v1/persistentvolumes", sourceless)
+    assert reply.body["message"] == invalid(
+        "PersistentVolume", "memop-test-nosource", "spec: Required value: must specify a volume type"
+    )
+
+
+async def test_a_resource_quota_checks_its_resources(http: Http, namespace: str) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q"},
+        "spec": {"hard": {"pods": "10", "requests.memory": "1024Mi", "count/deployments.apps": "2"}},
+        "status": {"used": {"pods": "1"}},
+    }
+    created = await http.post(core(namespace, "resourcequotas"), body)
+    assert created.status == 201, created.body
+    assert created.body["spec"]["hard"]["requests.memory"] == "1Gi"
+    assert created.body["status"] == {}
+    bad = {
+        **body,
+        "metadata": {"name": "bad"},
+        "spec": {"hard": {"gpus": "1", "pods": "1500m", "services": "-1"}},
+    }
+    reply = await http.post(core(namespace, "resourcequotas"), bad)
+    assert reply.body["message"] == invalid(
+        "ResourceQuota",
+        "bad",
+        'spec.hard[gpus]: Invalid value: "gpus": must be a standard resource for quota',
+        'spec.hard[pods]: Invalid value: "1500m": must be an integer',
+        'spec.hard[services]: Invalid value: "-1": must be greater than or equal to 0',
+    )
+
+
+async def test_a_limit_range_defaults_container_limits_and_requests(http: Http, namespace: str) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "limits"},
+        "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "64Mi"}}]},
+    }
+    created = await http.post(core(namespace, "limitranges"), body)
+    assert created.status == 201, created.body
+    assert created.body["spec"]["limits"] == [
+        {
+            "type": "Container",
+            "max": {"cpu": "2"},
+            "min": {"memory": "64Mi"},
+            "default": {"cpu": "2"},
+            "defaultRequest": {"cpu": "2", "memory": "64Mi"},
+        }
+    ]
+    inverted = {
+        **body,
+        "metadata": {"name": "inverted"},
+        "spec": {
+            "limits": [
+                {"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "2"}, "default": {"cpu": "1"}}
+            ]
+        },
+    }
+    reply = await http.post(core(namespace, "limitranges"), inverted)
+    assert reply.status == 422
+    assert reply.body["message"] == invalid(
+        "LimitRange",
+        "inverted",
+        'spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value 1',
+        'spec.limits[0].defaultRequest[cpu]: Invalid value: "1": min value 2 is greater than default request '
+        "value 1",
+        'spec.limits[0].default[cpu]: Invalid value: "2": min value 2 is greater than default value 1',
+    )
+
+
+async def test_an_autoscaler_gets_a_cpu_target_and_behavior_defaults(http: Http, namespace: str) -> None:
+    path = f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers"
+    body = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 5,
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+        },
+    }
+    created = await http.post(path, body)
+    assert created.status == 201, created.body
+    spec = created.body["spec"]
+    assert spec["minReplicas"] == 1
+    assert spec["metrics"] == [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+        }
+    ]
+    assert spec["behavior"] == {
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "selectPolicy": "Max",
+            "policies": [
+                {"type": "Pods", "value": 4, "periodSeconds": 15},
+                {"type": "Percent", "value": 100, "periodSeconds": 15},
+            ],
+        },
+        "scaleDown": {
+            "stabilizationWindowSeconds": 60,
+            "selectPolicy": "Max",
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+        },
+    }
+    assert created.body["status"] == {"desiredReplicas": 0}
+    bad = {
+        **body,
+        "metadata": {"name": "bad"},
+        "spec": {"scaleTargetRef": {}, "minReplicas": 3, "maxReplicas": 2},
+    }
+    reply = await http.post(path, bad)
+    assert reply.body["message"] == invalid(
+        "HorizontalPodAutoscaler.autoscaling",
+        "bad",
+        "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
+        "spec.scaleTargetRef.kind: Required value",
+        "spec.scaleTargetRef.name: Required value",
+    )
+
+
+async def test_priority_classes_default_their_policy_and_reserve_system_names(http: Http) -> None:
+    system = {c["metadata"]["name"]: c for c in (await http.get(SCHEDULING)).body["items"]}
+    assert system["system-cluster-critical"]["value"] == 2000000000
+    assert system["system-node-critical"]["value"] == 2000001000
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "memop-test-high"},
+        "value": 1000,
+    }
+    created = await http.post(SCHEDULING, body)
+    assert created.status == 201, created.body
+    assert created.body["preemptionPolicy"] == "PreemptLowerPriority"
+    try:
+        changed = await http.patch(f"{SCHEDULING}/memop-test-high", {"value": 2000})
+        assert changed.body["message"] == invalid(
+            "PriorityClass.scheduling.k8s.io",
+            "memop-test-high",
+            "value: Forbidden: may not be changed in an update.",
+        )
+    finally:
+        await http.delete(f"{SCHEDULING}/memop-test-high")
+    reserved = await http.post(SCHEDULING, {**body, "metadata": {"name": "system-mine"}})
+    assert reserved.body["message"] == invalid(
+        "PriorityClass.scheduling.k8s.io",
+        "system-mine",
+        "metadata.name: Forbidden: priority class names with 'system-' prefix are reserved for system use "
+        "only. error: system-mine is not a known system priority class",
+    )
+    huge = await http.post(SCHEDULING, {**body, "metadata": {"name": "memop-test-huge"}, "value": 1000000001})
+    assert huge.body["message"] == invalid(
+        "PriorityClass.scheduling.k8s.io",
+        "memop-test-huge",
+        "value: Forbidden: maximum allowed value of a user defined priority is 1000000000",
+    )
