@@ -88,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--plural", help="the resource's plural (default: the kind in lower case + s, es or ies)"
     )
     api.add_argument(
+        "--imperative",
+        action="store_true",
+        help=(
+            "write the reconciler by hand (read, compare, create or patch each child) instead of declaring "
+            "the children (default: declared children, applied, repaired and pruned by memop)"
+        ),
+    )
+    api.add_argument(
         "--no-manifests", dest="manifests", action="store_false", help="do not run memop manifests afterwards"
     )
     webhook = what.add_parser(
@@ -159,7 +167,9 @@ def _init(root: Path, args: argparse.Namespace) -> int:
 
 def _create_api(root: Path, args: argparse.Namespace) -> int:
     root = newapi.project_root(root)
-    options = newapi.ApiOptions(args.group, args.version, args.kind, args.namespaced, args.plural)
+    options = newapi.ApiOptions(
+        args.group, args.version, args.kind, args.namespaced, args.plural, imperative=args.imperative
+    )
     api, files, registered = newapi.plan(root, options)
     check_new(root, files)
     write_new(root, files)
@@ -170,10 +180,10 @@ def _create_api(root: Path, args: argparse.Namespace) -> int:
         print(f"wrote {new.path}")
     print(f"registered {config.package}.{api.module}.DEFINITION in {project_file}")
     code = write_manifests(root, config.package) if args.manifests else 0
+    what = "write its reconcile" if args.imperative else "declare its children"
     print(
         f"memop create api: {api.kind} ({api.group}/{api.version}, {api.plural}) is served by the "
-        f"controller {api.module}; write its reconcile in src/{config.package}/{api.module}/controller.py, "
-        "then run pytest"
+        f"controller {api.module}; {what} in src/{config.package}/{api.module}/controller.py, then run pytest"
     )
     return code
 

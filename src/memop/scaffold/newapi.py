@@ -2,10 +2,14 @@
 
 In a project made by ``memop init`` (its ``pyproject.toml`` has ``[tool.memop]``; run from its
 folder or any folder inside it), ``memop create api --group G --version V --kind K`` writes
-``src/PKG/<kind>/`` (``api.py``: the names, spec, validation and CRD; ``desired.py``;
-``status.py``; ``controller.py``: the reconciler and its wiring; ``__init__.py``: the
+``src/PKG/<kind>/`` (``api.py``: the kind's typed spec and status, from which its CRD, schema
+and validation come; ``controller.py``: the children it should have, its status fields and its
+validating webhook, declared with ``declarative_controller``; ``__init__.py``: the
 ``DEFINITION``), its unit tests and an end-to-end test, and registers the definition in
-``src/PKG/project.py`` on the lines marked ``+memop:scaffold``.
+``src/PKG/project.py`` on the lines marked ``+memop:scaffold``. With ``--imperative`` it writes
+the reconciler by hand instead (``api.py`` with a parser and a schema, ``desired.py``,
+``status.py``, ``controller.py``: read the cache, create or patch each child), as memop's own
+operators are written.
 
 The API group is ``G.DOMAIN`` (Kubebuilder's rule). Refused, each with one line and nothing
 written: names Kubernetes would refuse (see :mod:`memop.scaffold.names`), a kind whose package
@@ -29,8 +33,17 @@ IMPORTS_MARKER = "# +memop:scaffold:imports"
 CONTROLLERS_MARKER = "# +memop:scaffold:controllers"
 PROJECT_FILE = "src/{package}/project.py"
 
-# template (under templates/api) -> path in the project.
-_FILES: tuple[tuple[str, str], ...] = (
+# The declarative style (the default; templates under templates/declarative) -> path in the project.
+_DECLARATIVE_FILES: tuple[tuple[str, str], ...] = (
+    ("__init__.py", "src/{package}/{module}/__init__.py"),
+    ("api.py", "src/{package}/{module}/api.py"),
+    ("controller.py", "src/{package}/{module}/controller.py"),
+    ("test_unit.py", "tests/test_{module}.py"),
+    ("test_e2e.py", "tests/test_{module}_e2e.py"),
+)
+
+# The imperative style (``--imperative``; templates under templates/api) -> path in the project.
+_IMPERATIVE_FILES: tuple[tuple[str, str], ...] = (
     ("__init__.py", "src/{package}/{module}/__init__.py"),
     ("api.py", "src/{package}/{module}/api.py"),
     ("desired.py", "src/{package}/{module}/desired.py"),
@@ -50,6 +63,9 @@ class ApiOptions:
     kind: str
     namespaced: bool = True
     plural: str | None = None
+    # The reconciler written by hand (read, compare, create or patch each child) instead of
+    # declared children.
+    imperative: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,11 +222,15 @@ def plan(root: Path, options: ApiOptions) -> tuple[ApiNames, list[NewFile], str]
         "sample_file": f"{api.group_prefix}_{api.version}_{api.module}.yaml",
     }
     flags = {"namespaced": api.namespaced}
+    if options.imperative:
+        folder, templates = "api", _IMPERATIVE_FILES
+    else:
+        folder, templates = "declarative", _DECLARATIVE_FILES
     files = [
         NewFile(
             path.format(package=package, module=api.module),
-            render_template(f"api/{template}", values, flags),
+            render_template(f"{folder}/{template}", values, flags),
         )
-        for template, path in _FILES
+        for template, path in templates
     ]
     return api, files, registered

@@ -70,6 +70,12 @@ def _read_kind(root: Path, package: str, kind: str) -> KindFacts:
             f"--kind {kind}: the project has no such kind (no src/{package}/{module}/api.py); "
             f"make it first: memop create api --group GROUP --version VERSION --kind {kind}"
         ) from None
+    if "(\n    CustomResource," in source or "(CustomResource," in source:
+        raise ScaffoldError(
+            f"--kind {kind}: a declared kind (memop create api without --imperative) has its webhook "
+            f"already: its validate function in src/{package}/{module}/controller.py; its defaults are "
+            f"the spec's in api.py. memop create webhook writes webhooks for kinds made with --imperative"
+        )
     facts = {}
     for name in ("GROUP", "VERSION", "KIND"):
         match = re.search(rf'^{name} = "([^"]*)"$', source, re.MULTILINE)
