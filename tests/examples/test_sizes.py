@@ -1,0 +1,14 @@
+"""The examples stay what the README says they are: operators of at most 120 lines."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import EXAMPLES
+
+LIMIT = 120
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*/*.py")), ids=lambda path: path.parent.name)
+def test_an_example_operator_is_at_most_120_lines(path: object) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()  # type: ignore[attr-defined]
+    assert len(lines) <= LIMIT, f"{path} has {len(lines)} lines"
