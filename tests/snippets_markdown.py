@@ -12,6 +12,9 @@ Its words (shell syntax: quote a value with spaces) are directives:
 - ``session=NAME``: share state with the document's other blocks of that session (the
   default session is the block's section: consecutive blocks under one heading share it).
 - ``timeout=SECONDS``: how long the block may take (default :data:`DEFAULT_TIMEOUT`).
+- ``requires=COMMAND[,COMMAND]``: commands the block runs that a test machine may lack
+  (``kubectl``): without one, the block is left out and the session's test, having run the
+  rest, is reported skipped, naming it.
 - ``cluster``: the session gets an in-memory API server (``KUBECONFIG`` in a shell,
   ``kubeconfig`` and ``client`` in Python), started with this block.
 - sh only: ``background until=REGEX``: the block keeps running while the next blocks run
@@ -35,7 +38,18 @@ from pathlib import Path
 
 LANGUAGES = {"python": "python", "py": "python", "sh": "sh", "bash": "sh", "shell": "sh"}
 DEFAULT_TIMEOUT = 60.0
-DIRECTIVES = {"skip", "reason", "session", "timeout", "cluster", "background", "until", "cwd", "pytest"}
+DIRECTIVES = {
+    "skip",
+    "reason",
+    "session",
+    "timeout",
+    "cluster",
+    "background",
+    "until",
+    "cwd",
+    "pytest",
+    "requires",
+}
 SH_ONLY = {"background", "until", "cwd"}
 PYTHON_ONLY = {"pytest"}
 
@@ -71,6 +85,10 @@ class Snippet:
     @property
     def session(self) -> str:
         return self.directives.get("session") or self.section
+
+    @property
+    def requires(self) -> list[str]:
+        return [command for command in self.directives.get("requires", "").split(",") if command]
 
     @property
     def timeout(self) -> float:

@@ -31,6 +31,7 @@ import contextlib
 import inspect
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,9 +108,16 @@ class Session:
         self._background: list[_Running] = []
         self._cluster: contextlib.AsyncExitStack | None = None
         self._kubeconfig: Path | None = None
+        self.left_out: list[str] = []  # blocks not run for a command missing here, and why
 
     async def run(self, snippet: Snippet) -> None:
-        """Run one snippet (after the session's earlier ones); SnippetFailed when it fails."""
+        """Run one snippet (after the session's earlier ones); SnippetFailed when it fails. A
+        block whose ``requires`` names a command not on PATH is left out (see ``left_out``)."""
+        path = self._environment()["PATH"] if snippet.requires else ""
+        missing = [command for command in snippet.requires if shutil.which(command, path=path) is None]
+        if missing:
+            self.left_out.append(f"{snippet.where} needs {', '.join(missing)}, not on PATH")
+            return
         if snippet.section != self._section:
             await self._stop_background()
             self._section = snippet.section

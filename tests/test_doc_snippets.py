@@ -61,6 +61,8 @@ async def run_session(blocks: list[Snippet], workdir: Path) -> None:
             await session.run(block)
     finally:
         await session.aclose()
+    if session.left_out:
+        pytest.skip(f"the other blocks ran and passed, but {'; '.join(session.left_out)}")
 
 
 def test_every_mark_is_obeyable() -> None:
@@ -191,6 +193,17 @@ async def test_a_pytest_block_is_a_test_module(tmp_path: Path) -> None:
         await run_session(
             parse("<!-- memop-docs: pytest -->\n```python\ndef test_it():\n    assert 0\n```\n"), tmp_path
         )
+
+
+async def test_a_block_needing_a_missing_command_is_left_out(tmp_path: Path) -> None:
+    document = (
+        "```sh\ntouch ran\n```\n"
+        "<!-- memop-docs: requires=memop-docs-no-such-command,sh -->\n```sh\nfalse\n```\n"
+    )
+    left_out = re.escape("doc.md:6 needs memop-docs-no-such-command, not on PATH")
+    with pytest.raises(pytest.skip.Exception, match=left_out):
+        await run_session(parse(document), tmp_path)
+    assert (tmp_path / "ran").is_file()
 
 
 async def test_a_cluster_block_gets_the_in_memory_server(tmp_path: Path) -> None:
