@@ -42,7 +42,7 @@ def _sessions() -> Iterator[object]:
         if snippet.skip_reason is None:
             grouped.setdefault((snippet.path, snippet.session), []).append(snippet)
     for (path, session), blocks in grouped.items():
-        yield pytest.param(blocks, id=f"{path.relative_to(REPO)}::{session}")
+        yield pytest.param(blocks, id=f"{path.relative_to(REPO)}:{session}")
 
 
 def _skipped() -> Iterator[object]:
