@@ -160,7 +160,7 @@ class Session:
 
     async def _run_sh(self, snippet: Snippet) -> None:
         cwd = self.repo if snippet.directives.get("cwd") == "repo" else self.cwd
-        state = self.workdir / ".cwd"
+        state = self.workdir / f".block-{snippet.line}.cwd"  # its own: a background block's comes late
         script = self.workdir / f".block-{snippet.line}.sh"
         script.write_text(
             "set -e -o pipefail\n"
