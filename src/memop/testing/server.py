@@ -64,6 +64,7 @@ from memop.testing.reviews import REVIEW_RESOURCES, Reviews
 from memop.testing.routing import check_scope, is_true, parse_request
 from memop.testing.store import APPLY_PATCH, DEFAULT_MANAGER, Entry, Served, Store
 from memop.testing.tls import ServingCertificates
+from memop.testing.warningheaders import warning_headers
 from memop.testing.watch import Watcher, WatchHub, error_line
 from memop.testing.webhookclient import WebhookCalls
 
@@ -399,19 +400,25 @@ class ApiServer:
         call: Callable[[], _T],
         admission: Admission | None = None,
         batch: Callable[[], list[Mapping[str, Any]]] | None = None,
+        warnings: list[str] | None = None,
     ) -> _T:
         """Run a store call until no admission point or conversion is pending (see
         memop.testing.admissionwebhooks); ``batch``: the objects to convert together when one
-        of them needs its conversion webhook (a list's)."""
-        for _ in range(_MAX_PASSES):
-            try:
-                return call()
-            except AdmissionPending as pending:
-                assert admission is not None
-                await admission.resolve(pending)
-            except ConversionPending as pending:
-                await pending.resolve(self.webhook_calls, batch() if batch is not None else None)
-        raise internal_error("admission did not settle")
+        of them needs its conversion webhook (a list's). A failure carries the request's
+        ``warnings`` and the webhooks' recorded so far, as kube-apiserver sends them with it."""
+        try:
+            for _ in range(_MAX_PASSES):
+                try:
+                    return call()
+                except AdmissionPending as pending:
+                    assert admission is not None
+                    await admission.resolve(pending)
+                except ConversionPending as pending:
+                    await pending.resolve(self.webhook_calls, batch() if batch is not None else None)
+            raise internal_error("admission did not settle")
+        except ApiError as error:
+            error.warnings = list(_admitted(warnings or [], admission))
+            raise
 
     # --- request handling ---------------------------------------------------------------------------
 
@@ -462,7 +469,8 @@ class ApiServer:
             return response
         except ApiError as error:
             status = error.code
-            return _json_response(_dumps(error.status()), error.code, error.headers or None)
+            headers = _with_warnings(error.headers, error.warnings)
+            return _json_response(_dumps(error.status()), error.code, headers)
         except ConnectionResetError:
             # The client went away before its request's body arrived (an operator stopped
             # mid-request): nobody will read an answer, and it is no fault of the server's.
@@ -592,7 +600,7 @@ class ApiServer:
                     admission=admission,
                 )
 
-            entry = await self._run(create, admission)
+            entry = await self._run(create, admission, warnings=warnings)
             return self._entry_response(entry, 201, _admitted(warnings, admission))
         if verb == "update":
             body = await self._body(request)
@@ -614,7 +622,7 @@ class ApiServer:
                     admission=admission,
                 )
 
-            entry = await self._run(update, admission)
+            entry = await self._run(update, admission, warnings=warnings)
             return self._entry_response(entry, 200, _admitted(warnings, admission))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
@@ -640,7 +648,7 @@ class ApiServer:
                         admission=admission,
                     )
 
-                entry, created = await self._run(apply, admission)
+                entry, created = await self._run(apply, admission, warnings=warnings)
                 return self._entry_response(entry, 201 if created else 200, _admitted(warnings, admission))
             if "force" in query:
                 error = forbidden("force", "may not be specified for non-apply patch")
@@ -662,7 +670,7 @@ class ApiServer:
                     admission=admission,
                 )
 
-            entry = await self._run(patch, admission)
+            entry = await self._run(patch, admission, warnings=warnings)
             return self._entry_response(entry, 200, _admitted(warnings, admission))
         if verb == "delete":
             if info.subresource:
@@ -691,8 +699,8 @@ class ApiServer:
                     "status": "Success",
                     "details": details,
                 }
-                return _json_response(_dumps(body))
-            return self._entry_response(result.entry)
+                return _json_response(_dumps(body), 200, _with_warnings(None, _admitted([], admission)))
+            return self._entry_response(result.entry, 200, _admitted([], admission))
         if verb == "deletecollection":
             return await self._delete_collection(request, served, namespace, dry_run)
         raise method_not_allowed()
@@ -729,12 +737,7 @@ class ApiServer:
     def _entry_response(
         self, entry: Entry, status: int = 200, warnings: list[str] | None = None
     ) -> web.Response:
-        headers = None
-        if warnings:
-            headers = CIMultiDict(
-                ("Warning", f'299 - "{w.replace(chr(34), chr(92) + chr(34))}"') for w in warnings
-            )
-        return _json_response(entry.json(), status, headers)
+        return _json_response(entry.json(), status, _with_warnings(None, warnings))
 
     def _scope_entries(self, served: Served, namespace: str | None) -> list[Entry]:
         """The objects a list of ``served`` in ``namespace`` (None: all) may hold."""
@@ -1023,6 +1026,18 @@ class ApiServer:
             return
         with contextlib.suppress(ConnectionError, RuntimeError):
             await response.write_eof()
+
+
+def _with_warnings(headers: Mapping[str, str] | None, warnings: list[str] | None) -> Any:
+    """``headers`` and the ``Warning`` headers of ``warnings`` (memop.testing.warningheaders),
+    None when there are none."""
+    values = warning_headers(warnings) if warnings else []
+    if not values:
+        return headers or None
+    out: CIMultiDict[str] = CIMultiDict(headers or {})
+    for value in values:
+        out.add("Warning", value)
+    return out
 
 
 def _admitted(warnings: list[str], admission: Admission | None) -> list[str]:
