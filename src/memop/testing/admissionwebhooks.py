@@ -78,7 +78,9 @@ class Attributes:
 
     operation: str  # CREATE, UPDATE, DELETE (set at each admission point from the objects)
     subresource: str
-    namespace: str  # "" for cluster-scoped
+    # The request's, "" for cluster-scoped; a Namespace's own name for a request on one.
+    namespace: str
+    # The request's: the path's, a create's body's (before generateName); "" in deletecollection.
     name: str
     user: dict[str, Any]
     dry_run: bool
@@ -460,8 +462,10 @@ class Admission:
         }
         if attrs.subresource:
             request["requestSubResource"] = attrs.subresource
-        source = obj if obj is not None else old
-        name = attrs.name or (str(source["metadata"].get("name") or "") if source is not None else "")
+        name = attrs.name
+        if not name and attrs.operation == "CREATE" and obj is not None:
+            # AdmissionToValidateObjectFunc: a generated name, once the store gave it.
+            name = str(obj["metadata"].get("name") or "")
         if name:
             request["name"] = name
         if attrs.namespace:

@@ -370,11 +370,24 @@ class ApiServer:
         raise internal_error("conversion did not settle")
 
     def _admission(
-        self, request: web.Request, info: RequestInfo, namespace: str | None, dry_run: bool
+        self,
+        request: web.Request,
+        info: RequestInfo,
+        namespace: str | None,
+        dry_run: bool,
+        body: Any = None,
     ) -> Admission | None:
-        """The request's admission, None when no webhook configuration exists."""
+        """The request's admission, None when no webhook configuration exists. ``body``: a
+        create's, whose name is the request's (create.go)."""
         if not self.admission_webhooks.active:
             return None
+        name = info.name
+        if not name and isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+            name = str(body["metadata"].get("name") or "")
+        if (info.group, info.resource) == ("", "namespaces"):
+            # RequestInfo takes /namespaces/NAME as the namespace, and create.go sets a created
+            # Namespace's name as it: a webhook sees request.namespace = the Namespace's name.
+            namespace = name
         query = request.query
         options: dict[str, Any] = {}
         if dry_run:
@@ -388,7 +401,7 @@ class ApiServer:
             operation="",
             subresource=info.subresource,
             namespace=namespace or "",
-            name=info.name,
+            name=name,
             user=dict(user),
             dry_run=dry_run,
             options=options,
@@ -584,7 +597,7 @@ class ApiServer:
             if info.subresource or (served.rtype.namespaced and not info.namespace):
                 raise method_not_allowed()
             body = await self._body(request)
-            admission = self._admission(request, info, namespace, dry_run)
+            admission = self._admission(request, info, namespace, dry_run, body)
             copies = admission is not None or served.webhook_conversion
 
             def create() -> Entry:
@@ -847,8 +860,7 @@ class ApiServer:
                 request, RequestInfo(verb="delete", path=request.path), namespace, dry_run
             )
             if admission is not None:
-                admission.attrs.name = str(meta["name"])
-                admission.attrs.namespace = str(meta.get("namespace") or "")
+                # AdmissionToValidateObjectDeleteFunc: the request's attributes, no name.
                 admission.attrs.delete_options = _delete_options(options)
             with contextlib.suppress(ApiError):
                 await self._run(
