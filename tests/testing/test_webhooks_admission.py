@@ -10,11 +10,14 @@ its own namespace (namespaceSelector), so they run on a real cluster too
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from aiohttp import web
 
 from memop.testing.tls import ServingCertificates
 from tests.testing.webhooks import Webhook, allowed, json_patch
@@ -503,6 +506,62 @@ async def test_failed_calls_fail_the_request_or_are_ignored_by_failure_policy(
     assert await failure("vpatch") == (
         f'{prefix} "vpatch.memop.test": received invalid webhook response: validating webhook may not return '
         "response.patch"
+    )
+
+
+async def test_a_failed_answer_and_a_bad_patch_are_worded_as_kube_apiserver_words_them(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    async def answer(status: int, body: str, content_type: str) -> web.Response:
+        return web.Response(status=status, body=body.encode(), headers={"Content-Type": content_type})
+
+    failed_status = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "m"})
+    webhook.handlers["/json500"] = lambda review: answer(500, '{"error": "boom"}', "application/json")
+    webhook.handlers["/text500"] = lambda review: answer(500, 'it "broke"\n', "text/plain")
+    webhook.handlers["/status500"] = lambda review: answer(500, failed_status, "application/json")
+    webhook.handlers["/text403"] = lambda review: answer(403, "go away", "text/plain")
+    webhook.handlers["/base64"] = lambda review: allowed(review, patchType="JSONPatch", patch="not base64")
+    webhook.handlers["/notlist"] = lambda review: allowed(
+        review, patchType="JSONPatch", patch=base64.b64encode(b'{"op": "add"}').decode()
+    )
+    cases = ("json500", "text500", "status500", "text403", "base64", "notlist")
+    hooks = [
+        _hook(
+            f"{case}.memop.test",
+            namespace,
+            webhook.client_config(f"/{case}"),
+            objectSelector={"matchLabels": {"case": case}},
+        )
+        for case in cases
+    ]
+    configured.append(await _configure(http, "Mutating", hooks))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    messages = {}
+    for case in cases:
+        reply = await http.post(path, _cm(case, case=case))
+        assert (reply.status, reply.body["reason"]) == (500, "InternalError"), reply.body
+        prefix = f'Internal error occurred: failed calling webhook "{case}.memop.test": '
+        assert reply.body["message"].startswith(prefix)
+        messages[case] = reply.body["message"].removeprefix(prefix)
+    # kube-apiserver v1.36.2 (measured): a 500 with a JSON body that is no Status is "unknown"
+    # (client-go quotes the body only of a textual answer, %q).
+    assert messages["json500"] == (
+        'failed to call webhook: an error on the server ("unknown") has prevented the request from succeeding'
+    )
+    assert messages["text500"] == (
+        "failed to call webhook: an error on the server "
+        '("it \\"broke\\"") has prevented the request from succeeding'
+    )
+    # From client-go's source: a failed Status is its message; a 403 keeps the server's text.
+    assert messages["status500"] == "failed to call webhook: m"
+    assert messages["text403"] == "failed to call webhook: go away"
+    # kube-apiserver v1.36.2 (measured): the patch is a []byte of the review, base64-decoded as
+    # the answer is (Go's error, at Go's byte offset), so the call fails.
+    assert messages["base64"] == "failed to call webhook: illegal base64 data at input byte 3"
+    # From the source: jsonpatch.DecodePatch's json.Unmarshal error.
+    assert messages["notlist"] == (
+        "received undecodable patch in webhook response: "
+        "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
     )
 
 
