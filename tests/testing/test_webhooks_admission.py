@@ -206,6 +206,20 @@ async def test_a_mutating_patch_is_applied_and_the_review_is_v1_36s(
     }
     assert (request["name"], request["namespace"], request["operation"]) == ("m", namespace, "CREATE")
     assert request["oldObject"] is None
+    # kube-apiserver v1.36.2 (measured): the object carries the request's managedFields entry,
+    # [(manager, "Update")]: create.go records the write before admission.
+    owned = {"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:case": {}}}}
+    (entry,) = request["object"]["metadata"]["managedFields"]
+    assert entry["time"]
+    assert {k: v for k, v in entry.items() if k != "time"} == {
+        "manager": "fm",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": owned,
+    }
+    # From the source: nothing records the webhook's change afterwards, so its label is nobody's.
+    assert [e["fieldsV1"] for e in reply.body["metadata"]["managedFields"]] == [owned]
     assert request["dryRun"] is False
     assert request["options"] == {
         "kind": "CreateOptions",
@@ -563,6 +577,40 @@ async def test_a_failed_answer_and_a_bad_patch_are_worded_as_kube_apiserver_word
         "received undecodable patch in webhook response: "
         "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
     )
+
+
+async def test_managed_fields_a_webhook_breaks_are_put_back_with_a_warning(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/break"] = lambda review: json_patch(
+        review,
+        [
+            {"op": "replace", "path": "/metadata/managedFields/0/operation", "value": "Bogus"},
+            {"op": "add", "path": "/metadata/labels", "value": {"added": "yes"}},
+        ],
+    )
+    configured.append(
+        await _configure(
+            http, "Mutating", [_hook("break.memop.test", namespace, webhook.client_config("/break"))]
+        )
+    )
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    response = await http._send("POST", path, body=_cm("broken"), query={"fieldManager": "fm"})
+    try:
+        body = await response.json()
+        assert response.status == 201, body
+        warnings = response.headers.getall("Warning", [])
+    finally:
+        response.release()
+    # From the source (managedFieldsValidatingAdmissionController): the entries before admission
+    # come back, and the request is warned with DecodeManagedFields' error.
+    assert [(e["manager"], e["operation"]) for e in body["metadata"]["managedFields"]] == [("fm", "Update")]
+    assert body["metadata"]["labels"] == {"added": "yes"}
+    assert warnings == [
+        '299 - ".metadata.managedFields was in an invalid state after admission; this could be caused by '
+        "an outdated mutating admission controller; please fix your requests: operation must be `Apply` or "
+        '`Update`"'
+    ]
 
 
 async def test_mutating_webhooks_run_in_order_and_if_needed_ones_again(

@@ -112,6 +112,13 @@ def _rv(old: JsonDict | None) -> str | None:
     return None if old is None else str(old["metadata"].get("resourceVersion"))
 
 
+def _unmanaged(obj: JsonDict | None) -> JsonDict | None:
+    """``obj`` without managedFields, whose time a run of the write after the first may move."""
+    if obj is None or "managedFields" not in obj["metadata"]:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "managedFields"}}
+
+
 def _selector_matches(selector: Any, labels: Any) -> bool:
     if not selector:
         return True
@@ -205,7 +212,7 @@ class Admission:
         """The object after the mutating webhooks (storage form), or AdmissionPending."""
         self.attrs.set_operation(obj, old)
         done = self._mutated
-        if done is not None and done[0] == _rv(old) and done[1] == obj:
+        if done is not None and done[0] == _rv(old) and _unmanaged(done[1]) == _unmanaged(obj):
             return copy_json(done[2]) if done[2] is not None else None
         if not self._matching(ar.MUTATING, served, obj, old):
             return obj
