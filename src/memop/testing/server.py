@@ -47,7 +47,7 @@ from memop.testing import discovery, featuregates, openapi, protobuf, tables
 from memop.testing.admissionwebhooks import Admission, AdmissionPending, Attributes, Webhooks
 from memop.testing.controllers.common import ControllerLimits
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
-from memop.testing.conversionwebhooks import ConversionPending, conversion_of
+from memop.testing.conversionwebhooks import ConversionPending, WatchCaches, conversion_of
 from memop.testing.errors import (
     ApiError,
     bad_request,
@@ -160,6 +160,8 @@ class ApiServer:
         # Every admission and conversion webhook call (memop.testing.webhookclient.WebhookCall).
         self.webhook_calls = WebhookCalls(service_ip=self._service_ip)
         self.admission_webhooks = Webhooks(self.store, self.webhook_calls, self._convert)
+        # Every served version's watch cache of webhook-converted CRDs (conversionwebhooks).
+        self.watch_caches = WatchCaches(self.store, self.webhook_calls)
         self.controllers: SimulatedControllers | None = None
         self.root_ca: RootCAPublisher | None = None
         self._runner: web.AppRunner | None = None
@@ -220,6 +222,7 @@ class ApiServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._bookmarks
             self._bookmarks = None
+        await self.watch_caches.close()
         await self._close()
         if self._ca_file is not None:
             self._ca_file.unlink(missing_ok=True)
@@ -589,8 +592,9 @@ class ApiServer:
             return self._entry_response(entry)
         if verb == "list":
             table = self._table_writer(request, served)
+            listed = await self.watch_caches.listed(served)
             return await self._run(
-                lambda: self._list(served, namespace, query, table),
+                lambda: self._list(listed, namespace, query, table),
                 batch=lambda: [e.obj for e in self._scope_entries(served, namespace)],
             )
         if verb == "create":
@@ -973,14 +977,16 @@ class ApiServer:
         """Watch lines (storage version) with their objects in ``api_version``: one
         ConversionReview for the batch; ApiError when the webhook fails."""
         events = [json.loads(line) for line in data.splitlines() if line.strip()]
-        objects = [e["object"] for e in events if e.get("type") in ("ADDED", "MODIFIED", "DELETED")]
-        await conversion.convert(objects, api_version, self.webhook_calls)
+        changes = [e for e in events if e.get("type") in ("ADDED", "MODIFIED", "DELETED")]
+        converted = await conversion.convert_cached(
+            [e["object"] for e in changes], api_version, self.webhook_calls
+        )
+        for event, obj in zip(changes, converted, strict=True):
+            event["object"] = obj
         out = []
         for event in events:
             obj = event.get("object")
-            if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                event["object"] = conversion.lookup(obj, api_version)
-            elif event.get("type") == "BOOKMARK" and isinstance(obj, dict):
+            if event.get("type") == "BOOKMARK" and isinstance(obj, dict):
                 obj["apiVersion"] = api_version
             out.append(json.dumps(event, separators=(",", ":")).encode() + b"\n")
         return b"".join(out)
