@@ -66,6 +66,27 @@ async def _configure(http: Http, kind: str, hooks: list[dict[str, Any]]) -> str:
     return f"{ARV1}/{plural}/{name}"
 
 
+async def _configure_one(http: Http, kind: str, name: str, namespace: str, webhook: Webhook) -> str:
+    """One webhook, ``<name>.memop.test`` called at ``/<name>``, for ``namespace``'s ConfigMaps."""
+    return await _configure(
+        http, kind, [_hook(f"{name}.memop.test", namespace, webhook.client_config(f"/{name}"))]
+    )
+
+
+def _case_hooks(namespace: str, webhook: Webhook, cases: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A webhook per case, ``<case>.memop.test`` at ``/<case>``, judging the ConfigMaps labelled
+    ``case: <case>`` only."""
+    return [
+        _hook(
+            f"{case}.memop.test",
+            namespace,
+            webhook.client_config(f"/{case}"),
+            objectSelector={"matchLabels": {"case": case}},
+        )
+        for case in cases
+    ]
+
+
 @pytest.fixture
 async def configured(http: Http) -> AsyncIterator[list[str]]:
     paths: list[str] = []
@@ -177,16 +198,8 @@ async def test_a_mutating_patch_is_applied_and_the_review_is_v1_36s(
         else allowed(review)
     )
     webhook.handlers["/allow"] = allowed
-    configured.append(
-        await _configure(
-            http, "Mutating", [_hook("patch.memop.test", namespace, webhook.client_config("/patch"))]
-        )
-    )
-    configured.append(
-        await _configure(
-            http, "Validating", [_hook("allow.memop.test", namespace, webhook.client_config("/allow"))]
-        )
-    )
+    configured.append(await _configure_one(http, "Mutating", "patch", namespace, webhook))
+    configured.append(await _configure_one(http, "Validating", "allow", namespace, webhook))
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     reply = await http.post(path, _cm("m", case="patch"), query={"fieldManager": "fm"})
     assert reply.status == 201, reply.body
@@ -268,15 +281,7 @@ async def test_denials_keep_the_webhooks_status_with_the_real_servers_message(
     webhook.handlers["/reason"] = lambda review: allowed(
         review, allowed=False, status={"code": 200, "reason": "NotAcceptable"}
     )
-    hooks = [
-        _hook(
-            f"{case}.memop.test",
-            namespace,
-            webhook.client_config(f"/{case}"),
-            objectSelector={"matchLabels": {"case": case}},
-        )
-        for case in ("deny", "bare", "reason")
-    ]
+    hooks = _case_hooks(namespace, webhook, ("deny", "bare", "reason"))
     configured.append(await _configure(http, "Validating", hooks))
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     reply = await http.post(path, _cm("d", case="deny"))
@@ -298,11 +303,7 @@ async def test_warnings_reach_the_client_as_warning_headers(
     http: Http, namespace: str, webhook: Webhook, configured: list[str]
 ) -> None:
     webhook.handlers["/warn"] = lambda review: allowed(review, warnings=["be careful", 'quote " here'])
-    configured.append(
-        await _configure(
-            http, "Mutating", [_hook("warn.memop.test", namespace, webhook.client_config("/warn"))]
-        )
-    )
+    configured.append(await _configure_one(http, "Mutating", "warn", namespace, webhook))
     response = await http._send("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=_cm("w"))
     try:
         assert response.status == 201
@@ -332,11 +333,7 @@ async def test_a_warning_with_a_newline_is_dropped_and_the_request_answered(
     webhook.handlers["/warn"] = lambda review: allowed(
         review, warnings=["first\nsecond", "tab\there", "kept"]
     )
-    configured.append(
-        await _configure(
-            http, "Mutating", [_hook("warn.memop.test", namespace, webhook.client_config("/warn"))]
-        )
-    )
+    configured.append(await _configure_one(http, "Mutating", "warn", namespace, webhook))
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     assert await _warnings_of(http, path, _cm("newline")) == (201, ['299 - "kept"'])
     assert (await http.get(f"{path}/newline")).status == 200
@@ -378,16 +375,8 @@ async def test_warnings_are_sent_with_a_denial(
     webhook.handlers["/deny"] = lambda review: allowed(
         review, allowed=False, warnings=["from the denying one"], status={"message": "no"}
     )
-    configured.append(
-        await _configure(
-            http, "Mutating", [_hook("warn.memop.test", namespace, webhook.client_config("/warn"))]
-        )
-    )
-    configured.append(
-        await _configure(
-            http, "Validating", [_hook("deny.memop.test", namespace, webhook.client_config("/deny"))]
-        )
-    )
+    configured.append(await _configure_one(http, "Mutating", "warn", namespace, webhook))
+    configured.append(await _configure_one(http, "Validating", "deny", namespace, webhook))
     # kube-apiserver v1.36.2 (measured): the 400 carries the warnings as Warning headers.
     status, warnings = await _warnings_of(http, f"/api/v1/namespaces/{namespace}/configmaps", _cm("d"))
     assert (status, warnings) == (400, ['299 - "from the mutating one"', '299 - "from the denying one"'])
@@ -539,15 +528,7 @@ async def test_a_failed_answer_and_a_bad_patch_are_worded_as_kube_apiserver_word
         review, patchType="JSONPatch", patch=base64.b64encode(b'{"op": "add"}').decode()
     )
     cases = ("json500", "text500", "status500", "text403", "base64", "notlist")
-    hooks = [
-        _hook(
-            f"{case}.memop.test",
-            namespace,
-            webhook.client_config(f"/{case}"),
-            objectSelector={"matchLabels": {"case": case}},
-        )
-        for case in cases
-    ]
+    hooks = _case_hooks(namespace, webhook, cases)
     configured.append(await _configure(http, "Mutating", hooks))
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     messages = {}
@@ -589,11 +570,7 @@ async def test_managed_fields_a_webhook_breaks_are_put_back_with_a_warning(
             {"op": "add", "path": "/metadata/labels", "value": {"added": "yes"}},
         ],
     )
-    configured.append(
-        await _configure(
-            http, "Mutating", [_hook("break.memop.test", namespace, webhook.client_config("/break"))]
-        )
-    )
+    configured.append(await _configure_one(http, "Mutating", "break", namespace, webhook))
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     response = await http._send("POST", path, body=_cm("broken"), query={"fieldManager": "fm"})
     try:

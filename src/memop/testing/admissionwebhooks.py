@@ -16,7 +16,8 @@ not evaluated: a webhook that has them is called as if they were all true.
 
 The answers are handled as :mod:`k8s.io/apiserver/pkg/admission/plugin/webhook` does (texts
 measured on v1.36.2): a JSONPatch from a mutating webhook is applied (from a validating one it
-is an invalid response), warnings become ``Warning`` headers, a denial keeps the webhook's code
+is an invalid response), warnings become ``Warning`` headers (memop.testing.warningheaders; a
+denial's answer carries them too), a denial keeps the webhook's code
 (at least 400), reason and message (``admission webhook "<name>" denied the request: ...``), a
 failed call (refused, TLS, timeout, non-200, malformed, uid mismatch) is a 500 ``failed calling
 webhook "<name>": ...`` with ``failurePolicy: Fail`` and skipped with ``Ignore``. A dry-run
