@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _REVIEW_VERSIONS = ("v1", "v1beta1")
+# How long a list or watch waits for the watch cache to have the changes committed before it,
+# as the cacher waits for freshness (3 s) before it reads from storage instead; here what the
+# cache lacks then is converted by the request itself.
+FRESHNESS_WAIT = 3.0
 _CACHE_SIZE = 50_000
 
 
@@ -130,7 +134,7 @@ class WebhookConversion:
         try:
             (converted,) = await self._review([obj], api_version, client)
         except _Failed as error:
-            log.error("conversion webhook for %s %s (watch cache of %s)", _gvk(obj), error, api_version)
+            log.warning("conversion webhook for %s %s (watch cache of %s)", _gvk(obj), error, api_version)
             return
         cache = self._watch_caches.setdefault(api_version, {})
         key = _identity(obj["metadata"])
@@ -146,7 +150,7 @@ class WebhookConversion:
         """``objs`` (storage form) in ``api_version`` as a watch sends them: from the watch
         cache once the changes committed before are in it, the rest in one review (ApiError)."""
         if self.in_flight:
-            await asyncio.wait(list(self.in_flight))
+            await asyncio.wait(list(self.in_flight), timeout=FRESHNESS_WAIT)
         missing = [obj for obj in objs if self.cached(obj, api_version) is None]
         await self.convert(missing, api_version, client)
         return [self.cached(obj, api_version) or self.lookup(obj, api_version) for obj in objs]
@@ -342,7 +346,7 @@ class WatchCaches:
         if conversion is None:
             return served
         if conversion.in_flight:
-            await asyncio.wait(list(conversion.in_flight))
+            await asyncio.wait(list(conversion.in_flight), timeout=FRESHNESS_WAIT)
         to = ConvertTo(conversion, served.rtype.api_version, from_watch_cache=True)
         return dataclasses.replace(served, to_served=to)
 
