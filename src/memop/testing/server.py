@@ -858,6 +858,7 @@ class ApiServer:
             # The registry's DeleteCollection lists with the request's ListOptions, shard and all.
             shard_selector=self._shard_selector(query),
         )
+        warnings: list[str] = []  # one recorder for the request: every delete's webhooks'
         for entry in result.entries:
             meta = entry.obj["metadata"]
             admission = self._admission(
@@ -878,8 +879,10 @@ class ApiServer:
                     ),
                     admission,
                 )
+            warnings.extend(_admitted([], admission))
         meta_out = {"resourceVersion": str(result.resource_version)}
-        return _json_response(self._list_bytes(served, result.entries, meta_out))
+        body = self._list_bytes(served, result.entries, meta_out)
+        return _json_response(body, 200, _with_warnings(None, warnings))
 
     # --- watch ---------------------------------------------------------------------------------------
 
