@@ -436,6 +436,30 @@ async def test_a_deletecollections_reviews_name_no_object(
     ]
 
 
+async def test_a_denied_delete_ends_a_deletecollection(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/deny"] = lambda review: allowed(
+        review, allowed=review["request"]["oldObject"]["metadata"]["name"] != "dc2", status={"message": "no"}
+    )
+    hook = _hook("deny.memop.test", namespace, webhook.client_config("/deny"))
+    hook["rules"][0]["operations"] = ["DELETE"]
+    configured.append(await _configure(http, "Validating", [hook]))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("dc1", "dc2", "dc3"):
+        assert (await http.post(path, _cm(name, case="dc"))).status == 201
+    reply = await http.delete(path, query={"labelSelector": "case=dc"})
+    # From the source (registry Store.DeleteCollection with kube-apiserver's one worker): the
+    # objects are deleted in list order until one fails; that failure is the answer, and the
+    # objects after it stay.
+    assert (reply.status, reply.body["message"]) == (
+        400,
+        'admission webhook "deny.memop.test" denied the request: no',
+    )
+    remaining = (await http.get(path, query={"labelSelector": "case=dc"})).body["items"]
+    assert [item["metadata"]["name"] for item in remaining] == ["dc2", "dc3"]
+
+
 async def test_failed_calls_fail_the_request_or_are_ignored_by_failure_policy(
     http: Http, namespace: str, webhook: Webhook, configured: list[str]
 ) -> None:

@@ -867,7 +867,7 @@ class ApiServer:
             if admission is not None:
                 # AdmissionToValidateObjectDeleteFunc: the request's attributes, no name.
                 admission.attrs.delete_options = _delete_options(options)
-            with contextlib.suppress(ApiError):
+            try:
                 await self._run(
                     lambda meta=meta, admission=admission: self.store.write_delete(  # type: ignore[misc]
                         served,
@@ -879,6 +879,12 @@ class ApiServer:
                     ),
                     admission,
                 )
+            except ApiError as error:
+                # Store.DeleteCollection (one worker, kube-apiserver's default): an object gone
+                # meanwhile is skipped; any other failure ends the request, the rest undeleted.
+                if error.code != 404:
+                    error.warnings = [*warnings, *error.warnings]
+                    raise
             warnings.extend(_admitted([], admission))
         meta_out = {"resourceVersion": str(result.resource_version)}
         body = self._list_bytes(served, result.entries, meta_out)
