@@ -211,6 +211,24 @@ async def test_a_list_in_another_version_is_served_from_its_watch_cache(
     assert len(webhook.reviews("/convert")) == 3
 
 
+async def test_a_get_in_another_version_asks_the_webhook_each_time(
+    http: Http, namespace: str, gadgets: str, webhook: Webhook
+) -> None:
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "r"}, "spec": {"size": 5}}
+    assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
+    await wait_for(lambda: len(webhook.reviews("/convert")) == 1, message="the watch cache's review")
+    for _ in range(2):
+        got = await http.get(_path("v2", namespace, gadgets, "r"))
+        assert (got.status, got.body["spec"]) == (200, {"replicas": 5})
+    # From the source (CacheDelegator.Get): without a resourceVersion a get reads storage, past
+    # the watch cache, and decoding it into v2 asks the webhook: one review per get.
+    assert len(webhook.reviews("/convert")) == 3
+    # With one, it is served from v2's watch cache: no review.
+    got = await http.get(_path("v2", namespace, gadgets, "r"), query={"resourceVersion": "0"})
+    assert (got.status, got.body["spec"]) == (200, {"replicas": 5})
+    assert len(webhook.reviews("/convert")) == 3
+
+
 async def test_a_watch_in_another_version_gets_converted_events(
     http: Http, namespace: str, gadgets: str, webhook: Webhook
 ) -> None:

@@ -18,9 +18,10 @@ the storage's events into its version, every committed change is converted in th
 into every served version other than the storage version (one review per change and version,
 the deleted object for a delete: :class:`WatchCaches`). A list or a watch in such a version
 is served from that cache, with no review of its own (once the changes committed before it are
-converted, as a consistent read from the cache waits for it); a get, a write's conversions and
-whatever the cache lacks (an object written before the webhook was configured) ask the webhook
-as below. So a create in the storage version sends one review to each other version, and a
+converted, as a consistent read from the cache waits for it), and so is a get with a
+resourceVersion; a get without one reads storage, past the cache, and asks the webhook each
+time; a write's conversions and whatever a cache lacks (an object written before the webhook
+was configured) ask it as below. So a create in the storage version sends one review to each other version, and a
 create in another version one to the storage version and two back (its answer, its cache).
 
 How it meets the synchronous store: the conversions a :class:`~memop.testing.store.Served` of a
@@ -74,18 +75,30 @@ def _gvk(obj: Mapping[str, Any]) -> str:
     return f"{group}/{version}, Kind={obj.get('kind') or ''}"
 
 
+# Converted objects (metadata: labels and annotations only) by _key.
+_Cache = OrderedDict[str, JsonDict]
+
+
 class ConversionPending(Exception):
     """A conversion the cache does not hold yet: :meth:`resolve` calls the webhook."""
 
-    def __init__(self, conversion: WebhookConversion, obj: Mapping[str, Any], api_version: str) -> None:
+    def __init__(
+        self,
+        conversion: WebhookConversion,
+        obj: Mapping[str, Any],
+        api_version: str,
+        cache: _Cache | None = None,
+    ) -> None:
         super().__init__(api_version)
         self.conversion = conversion
         self.obj = obj
         self.api_version = api_version
+        self.cache = cache
 
     async def resolve(self, client: WebhookCalls, batch: list[Mapping[str, Any]] | None = None) -> None:
         """Convert the object (with ``batch``, every object of it in one review) into the cache."""
-        await self.conversion.convert([self.obj] if batch is None else batch, self.api_version, client)
+        objs = [self.obj] if batch is None else batch
+        await self.conversion.convert(objs, self.api_version, client, self.cache)
 
 
 class WebhookConversion:
@@ -97,7 +110,7 @@ class WebhookConversion:
         self.crd_name = str((crd.get("metadata") or {}).get("name") or "")
         self.client_config: Mapping[str, Any] = webhook.get("clientConfig") or {}
         self.review_versions = [str(v) for v in webhook.get("conversionReviewVersions") or ()]
-        self._cache: OrderedDict[str, JsonDict] = OrderedDict()
+        self._cache: _Cache = OrderedDict()
         # The watch cache of each served version: (namespace, name) -> (resourceVersion, the
         # object in that version); never older than the change last converted into it.
         self._watch_caches: dict[str, dict[tuple[str, str], tuple[int, JsonDict]]] = {}
@@ -108,12 +121,14 @@ class WebhookConversion:
         """The synchronous conversion into ``api_version`` a Served holds (ConversionPending on a miss)."""
         return ConvertTo(self, api_version)
 
-    def lookup(self, obj: Mapping[str, Any], api_version: str) -> JsonDict:
+    def lookup(self, obj: Mapping[str, Any], api_version: str, cache: _Cache | None = None) -> JsonDict:
+        """``obj`` in ``api_version`` from ``cache`` (default the shared one), else
+        ConversionPending."""
         if obj.get("apiVersion") == api_version:
             return dict(obj)
-        hit = self._cache.get(_key(obj, api_version))
+        hit = (self._cache if cache is None else cache).get(_key(obj, api_version))
         if hit is None:
-            raise ConversionPending(self, obj, api_version)
+            raise ConversionPending(self, obj, api_version, cache)
         return _restore(obj, hit, api_version)
 
     def cached(self, obj: Mapping[str, Any], api_version: str) -> JsonDict | None:
@@ -155,13 +170,21 @@ class WebhookConversion:
         await self.convert(missing, api_version, client)
         return [self.cached(obj, api_version) or self.lookup(obj, api_version) for obj in objs]
 
-    async def convert(self, objs: list[Mapping[str, Any]], api_version: str, client: WebhookCalls) -> None:
-        """One ConversionReview for those of ``objs`` the cache lacks; ApiError 500 on failure."""
+    async def convert(
+        self,
+        objs: list[Mapping[str, Any]],
+        api_version: str,
+        client: WebhookCalls,
+        cache: _Cache | None = None,
+    ) -> None:
+        """One ConversionReview for those of ``objs`` ``cache`` (default the shared one) lacks,
+        into it; ApiError 500 on failure."""
+        cache = self._cache if cache is None else cache
         wanted: dict[str, Mapping[str, Any]] = {}
         for obj in objs:
             if obj.get("apiVersion") != api_version:
                 key = _key(obj, api_version)
-                if key not in self._cache:
+                if key not in cache:
                     wanted.setdefault(key, obj)
         if not wanted:
             return
@@ -173,11 +196,11 @@ class WebhookConversion:
             # Measured on v1.36.2: a bare 500 (no reason, no details) with the converter's error.
             raise ApiError(500, "", f"conversion webhook for {what} {error}") from None
         for key, out in zip(wanted, converted, strict=True):
-            self._cache[key] = {k: v for k, v in out.items() if k != "metadata"} | {
+            cache[key] = {k: v for k, v in out.items() if k != "metadata"} | {
                 "metadata": {k: out["metadata"][k] for k in ("labels", "annotations") if k in out["metadata"]}
             }
-            if len(self._cache) > _CACHE_SIZE:
-                self._cache.popitem(last=False)
+            if len(cache) > _CACHE_SIZE:
+                cache.popitem(last=False)
 
     async def _review(
         self, objs: list[Mapping[str, Any]], api_version: str, client: WebhookCalls
@@ -289,23 +312,30 @@ def _identity(meta: Mapping[str, Any]) -> tuple[str, str]:
 
 class ConvertTo:
     """A Served's conversion into one version through a CRD's webhook (a cache lookup);
-    ``from_watch_cache``: the watch cache's object first (a list's or a watch's)."""
+    ``from_watch_cache``: the watch cache's object first (a list's or a watch's); ``cache``: a
+    request's own conversions instead of the shared ones (a read from storage's)."""
 
-    __slots__ = ("api_version", "conversion", "from_watch_cache")
+    __slots__ = ("api_version", "cache", "conversion", "from_watch_cache")
 
     def __init__(
-        self, conversion: WebhookConversion, api_version: str, *, from_watch_cache: bool = False
+        self,
+        conversion: WebhookConversion,
+        api_version: str,
+        *,
+        from_watch_cache: bool = False,
+        cache: _Cache | None = None,
     ) -> None:
         self.conversion = conversion
         self.api_version = api_version
         self.from_watch_cache = from_watch_cache
+        self.cache = cache
 
     def __call__(self, obj: Mapping[str, Any]) -> JsonDict:
         if self.from_watch_cache:
             cached = self.conversion.cached(obj, self.api_version)
             if cached is not None:
                 return cached
-        return self.conversion.lookup(obj, self.api_version)
+        return self.conversion.lookup(obj, self.api_version, self.cache)
 
 
 def conversion_of(served: Any) -> WebhookConversion | None:
@@ -338,6 +368,17 @@ class WatchCaches:
             conversion.in_flight.add(task)
             task.add_done_callback(self._tasks.discard)
             task.add_done_callback(conversion.in_flight.discard)
+
+    @staticmethod
+    def got(served: Served) -> Served:
+        """The Served a get without resourceVersion reads: kube-apiserver reads it from storage
+        (etcd), past the watch cache, and decodes it, so each such get of ``served`` sends its
+        own review: the conversions of earlier requests are not reused."""
+        conversion = conversion_of(served) if served.webhook_conversion else None
+        if conversion is None:
+            return served
+        to = ConvertTo(conversion, served.rtype.api_version, cache=OrderedDict())
+        return dataclasses.replace(served, to_served=to)
 
     async def listed(self, served: Served) -> Served:
         """The Served a list or watch of ``served`` reads: its version's watch cache first, once

@@ -584,7 +584,12 @@ class ApiServer:
             if info.subresource == "finalize":
                 raise method_not_allowed()
             store.check_subresource(served, info.subresource or None)
-            entry = await self._run(lambda: store.read(served, namespace, info.name))
+            # Without a resourceVersion kube-apiserver reads from storage, past the watch cache.
+            if query.get("resourceVersion"):
+                read = await self.watch_caches.listed(served)
+            else:
+                read = self.watch_caches.got(served)
+            entry = await self._run(lambda: store.read(read, namespace, info.name))
             table = self._table_writer(request, served)
             if table is not None:
                 meta = {"resourceVersion": entry.obj["metadata"].get("resourceVersion")}
