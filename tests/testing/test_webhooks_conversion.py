@@ -129,6 +129,17 @@ async def test_objects_change_version_through_the_webhook(
     assert (await http.get(_path("v1", namespace, gadgets, "a"))).body["spec"] == {"size": 4}
 
 
+def _gadget(version: str, name: str, **spec: int) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{version}", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}
+
+
+async def _reviews(webhook: Webhook, count: int) -> list[dict[str, Any]]:
+    """The ConversionReviews received, once there are ``count`` (the watch caches' come in the
+    background)."""
+    await wait_for(lambda: len(webhook.reviews("/convert")) == count, message=f"{count} reviews")
+    return webhook.reviews("/convert")
+
+
 def _desired(reviews: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     """Each review's desired version and the versions of the objects it sends."""
     return [
@@ -155,13 +166,11 @@ async def test_a_create_in_the_storage_version_is_converted_into_every_other_in_
 
     webhook.handlers["/convert"] = held  # type: ignore[assignment]
     try:
-        body = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "s"}, "spec": {"size": 1}}
         # Answered while the reviews wait for the webhook: they are the watch caches' business.
-        assert (await http.post(_path("v1", namespace, plural), body)).status == 201
+        assert (await http.post(_path("v1", namespace, plural), _gadget("v1", "s", size=1))).status == 201
         # kube-apiserver v1.36.2 (measured): one ConversionReview to every other served version,
         # at once, in the background (each version's watch cache decodes the new object).
-        await wait_for(lambda: len(webhook.reviews("/convert")) == 2, message="two reviews")
-        assert sorted(_desired(webhook.reviews("/convert"))) == [("v2", ["v1"]), ("v3", ["v1"])]
+        assert sorted(_desired(await _reviews(webhook, 2))) == [("v2", ["v1"]), ("v3", ["v1"])]
         release.set()
         # Served from the watch caches: no review of its own.
         for version in ("v2", "v3"):
@@ -176,29 +185,24 @@ async def test_a_create_in_the_storage_version_is_converted_into_every_other_in_
 async def test_a_create_in_another_version_is_converted_to_storage_then_twice_back(
     http: Http, namespace: str, gadgets: str, webhook: Webhook
 ) -> None:
-    body = {"apiVersion": f"{GROUP}/v2", "kind": "Gadget", "metadata": {"name": "b"}, "spec": {"replicas": 2}}
-    assert (await http.post(_path("v2", namespace, gadgets), body)).status == 201
+    assert (await http.post(_path("v2", namespace, gadgets), _gadget("v2", "b", replicas=2))).status == 201
     # kube-apiserver v1.36.2 (measured): to the storage version, then two back to the request's
     # (the answer decoded from storage, and v2's watch cache).
-    await wait_for(lambda: len(webhook.reviews("/convert")) == 3, message="three reviews")
+    reviews = await _reviews(webhook, 3)
     assert (await http.get(_path("v2", namespace, gadgets))).status == 200  # waits for the cache
-    assert _desired(webhook.reviews("/convert")) == [("v1", ["v2"]), ("v2", ["v1"]), ("v2", ["v1"])]
+    assert _desired(reviews) == [("v1", ["v2"]), ("v2", ["v1"]), ("v2", ["v1"])]
+    assert len(webhook.reviews("/convert")) == 3
 
 
 async def test_a_list_in_another_version_is_served_from_its_watch_cache(
     http: Http, namespace: str, gadgets: str, webhook: Webhook
 ) -> None:
     for i in range(3):
-        body = {
-            "apiVersion": f"{GROUP}/v1",
-            "kind": "Gadget",
-            "metadata": {"name": f"g{i}"},
-            "spec": {"size": i},
-        }
-        assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
+        assert (
+            await http.post(_path("v1", namespace, gadgets), _gadget("v1", f"g{i}", size=i))
+        ).status == 201
     # Each change is converted into v2's watch cache as it is committed: one review each.
-    await wait_for(lambda: len(webhook.reviews("/convert")) == 3, message="three reviews")
-    assert _desired(webhook.reviews("/convert")) == [("v2", ["v1"])] * 3
+    assert _desired(await _reviews(webhook, 3)) == [("v2", ["v1"])] * 3
     reply = await http.get(_path("v2", namespace, gadgets))
     assert reply.status == 200, reply.body
     assert [item["spec"] for item in reply.body["items"]] == [
@@ -214,9 +218,8 @@ async def test_a_list_in_another_version_is_served_from_its_watch_cache(
 async def test_a_get_in_another_version_asks_the_webhook_each_time(
     http: Http, namespace: str, gadgets: str, webhook: Webhook
 ) -> None:
-    body = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "r"}, "spec": {"size": 5}}
-    assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
-    await wait_for(lambda: len(webhook.reviews("/convert")) == 1, message="the watch cache's review")
+    assert (await http.post(_path("v1", namespace, gadgets), _gadget("v1", "r", size=5))).status == 201
+    await _reviews(webhook, 1)  # the watch cache's
     for _ in range(2):
         got = await http.get(_path("v2", namespace, gadgets, "r"))
         assert (got.status, got.body["spec"]) == (200, {"replicas": 5})
@@ -255,8 +258,7 @@ async def test_bad_conversion_responses_fail_the_request(  # noqa: PLR0917 - fix
 ) -> None:
     body = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "c"}, "spec": {"size": 1}}
     assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
-    # The watch cache's review of the create, answered before the webhook turns bad.
-    await wait_for(lambda: len(webhook.reviews("/convert")) == 1, message="the watch cache's review")
+    await _reviews(webhook, 1)  # the watch cache's, answered before the webhook turns bad
 
     def bad(review: dict[str, Any]) -> dict[str, Any]:
         if changes == "rename":
