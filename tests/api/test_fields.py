@@ -153,3 +153,12 @@ def test_cel_rules_on_a_model_by_decorator_and_class_keyword_are_collected_with_
 
         class Wrong(Model, validations=["self > 0"]):
             pass
+
+
+def test_a_set_compares_items_as_json_does() -> None:
+    class Numbers(Model):
+        values: Annotated[list[Any], ListType("set")] = Field(default_factory=list)
+
+    assert Numbers.parse({"values": [1, True, "1"]}).values == [1, True, "1"]
+    with pytest.raises(InvalidObject, match=r"values\[1\]: Duplicate value: 1"):
+        Numbers.parse({"values": [1, 1.0]})
