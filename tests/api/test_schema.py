@@ -354,6 +354,7 @@ def test_the_structural_check_itself_finds_what_kubernetes_refuses() -> None:
             "b": {"anyOf": [{"type": "string"}, {"type": "integer"}], "type": "string"},
             "c": {"type": "integer", "default": "x"},
             "d": {"type": "array", "items": {"type": "object"}, "x-kubernetes-list-type": "set"},
+            "e": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >"}]},
         },
     }
     found = problems(bad)
@@ -362,3 +363,4 @@ def test_the_structural_check_itself_finds_what_kubernetes_refuses() -> None:
     assert any("anyOf is only allowed" in p for p in found)
     assert any("the default 'x' does not validate" in p for p in found)
     assert any("a set's items must be scalars" in p for p in found)
+    assert any("the rule 'self >' does not parse" in p for p in found)
