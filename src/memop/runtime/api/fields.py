@@ -45,7 +45,7 @@ from memop.runtime.cache.labels import (
 )
 
 if TYPE_CHECKING:
-    from pydantic import GetCoreSchemaHandler
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
     from pydantic_core import CoreSchema
 
 T = TypeVar("T", bound=type)
@@ -271,6 +271,11 @@ class _IntOrString:
         from pydantic_core import core_schema  # noqa: PLC0415
 
         return core_schema.no_info_plain_validator_function(_int_or_string)
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 
     def apply_kube_schema(self, schema: dict[str, Any]) -> None:
         schema.pop("type", None)
