@@ -219,6 +219,11 @@ class Node(Model):
         ),
         (Annotated[list[Backend], ListType("map", keys=("port_name",))], "map key 'portName' is no field"),
         (Annotated[list[Range], ListType("map", keys=("min",))], None),
+        (
+            Annotated[dict[str, str], ListType("set")],
+            "One.x: ListType is for a field of type array, not object",
+        ),
+        (Annotated[list[str], MapType("atomic")], "One.x: MapType is for a field of type object, not array"),
     ],
 )
 def test_what_a_crd_cannot_express_is_a_clear_error(annotation: Any, message: str | None) -> None:
