@@ -7,6 +7,7 @@ import enum
 from typing import Annotated, Any, Literal
 
 import pytest
+import yaml
 from kube_structural import problems
 from pydantic import Field
 
@@ -27,6 +28,7 @@ from memop.runtime import (
     Schema,
     Status,
 )
+from memop.runtime.api.crdgen import crd_yaml
 from memop.runtime.api.quantity import QUANTITY_PATTERN
 from memop.runtime.api.schema import SchemaError, model_schema, openapi_schema
 
@@ -369,3 +371,8 @@ def test_the_structural_check_itself_finds_what_kubernetes_refuses() -> None:
     assert any("the default 'x' does not validate" in p for p in found)
     assert any("a set's items must be scalars" in p for p in found)
     assert any("the rule 'self >' does not parse" in p for p in found)
+
+
+def test_the_crd_writes_as_the_committed_yaml_and_reads_back_the_same() -> None:
+    text = crd_yaml(WebApp.crd(), "tests/api/test_schema.py")
+    assert yaml.safe_load(text) == WebApp.crd()
