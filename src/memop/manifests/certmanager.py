@@ -268,7 +268,7 @@ def _self_managed_role(target: Target) -> str:
             notes=[
                 "Why each permission:",
                 *(
-                    f"  {rule.verb} {rule.resource} ({rule.group or 'core'}): {rule.why}"
+                    f"  {rule.describe()}: {rule.why}"
                     for rule in webhook_certs_rules(target)
                 ),
             ],

@@ -18,7 +18,8 @@ else the only installed project that is not memop's, else memop's own.
   :mod:`memop.manifests.olm`. Nothing is read from the current directory.
 
 Bad input (an unknown project or module, a flag the target does not take, an invalid
-namespace, version or channel) is one line on stderr and exit status 2.
+namespace, version or channel, a controller's RBAC rule that Kubernetes would refuse or ignore:
+see :func:`memop.runtime.api.permissions.rule_problem`) is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -99,6 +100,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except ProjectError as error:
         return _usage_error(str(error))
     target = Target(project, selection(project, module))
+    try:
+        target.rules  # noqa: B018 - merging checks every rule: refuse a bad one before writing anything
+    except rbac.RuleError as error:
+        return _usage_error(str(error))
     if name == "bundle":
         return _bundle(target, args, out)
     if name == "rbac":
