@@ -5,7 +5,8 @@ The project is the one ``memop`` would run (:func:`memop.project.select_project`
 else the only installed project that is not memop's, else memop's own.
 
 - ``memop manifests`` writes every file of the project's ``manifests/`` (``--dir``), as
-  :mod:`memop.manifests.layout` lists them, each file's header naming the command that wrote it;
+  :mod:`memop.manifests.layout` lists them, each file's header naming the project's command
+  (the same whichever form selected the project: :func:`memop.manifests.target.selection`);
   a file already holding its text is left alone. memop's own ``manifests/`` is this output (a
   test keeps them equal).
 - ``memop manifests crd`` writes only ``manifests/crd`` (``--dir``: that directory); ``--print``
