@@ -26,7 +26,8 @@ from memop.runtime.api.permissions import (
     rule_problem,
     watched,
 )
-from tests.test_manifests import assert_usage_error, memop_manifests_here
+from tests.test_manifests import assert_usage_error, memop_manifests_here, needs_kubectl, one
+from tests.test_manifests_project import render
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 W, OP, C = Scope.WATCHED, Scope.OPERATOR, Scope.CLUSTER
@@ -289,6 +290,26 @@ def test_bind_on_the_admin_clusterrole_ends_in_the_generated_roles(
     assert not any(
         "/version" in text for name, text in _files(manifests).items() if name != "rbac/cluster_role.yaml"
     )
+
+
+@needs_kubectl
+@pytest.mark.parametrize("install", ["default", "namespaced", "namespaced/multi", "sharded"])
+def test_every_install_keeps_the_cluster_role(
+    tmp_path: Path, install: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = write_project(tmp_path, '*non_resource(["/version"], "the API server version", "get")')
+    out = memop_manifests_here(
+        "--controller-module", module, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert out.returncode == 0, out.stderr
+    objects = render(tmp_path / "manifests", install)
+    role = one(objects, "ClusterRole", "tenants-" + rbac.MANAGER_CLUSTER_ROLE)
+    assert role["rules"] == [{"nonResourceURLs": ["/version"], "verbs": ["get"]}]
+    role_binding = one(objects, "ClusterRoleBinding", "tenants-" + rbac.MANAGER_CLUSTER_ROLE_BINDING)
+    assert role_binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert role_binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "tenants-controller-manager", "namespace": "tenants-system"}
+    ]
 
 
 def _files(root: Path) -> dict[str, str]:
