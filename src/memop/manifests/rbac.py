@@ -33,10 +33,10 @@ Invariants:
   when there are some), which every install keeps, and the OLM bundle's ``clusterPermissions``;
 - memop's own roles name no resourceName: create cannot be limited by name, and the Lease's
   name is a flag (``--leader-election-id``) the install must not have to repeat. A project's
-  rules may (``Rule.resource_names``: ``bind`` on the ClusterRole its RoleBindings refer to);
-  so do the self-managed webhook certificates' cluster-scoped grants
+  rules may (``Rule.resource_names``: ``bind`` on the ClusterRole its RoleBindings refer to),
+  and so do the self-managed webhook certificates' cluster-scoped grants
   (:func:`memop.runtime.webhook.selfmanaged.self_managed_certificate_rules`, made into a
-  ClusterRole by :mod:`memop.manifests.certmanager`) name the install's own webhook
+  ClusterRole by :mod:`memop.manifests.certmanager`), which name the install's own webhook
   configurations and CRDs, which the manifests name themselves; a grant on every webhook
   configuration would let the operator intercept any request in the cluster.
 
@@ -53,7 +53,14 @@ from typing import Any
 
 from memop.builtin import PROJECT as BUILTIN
 from memop.manifests.target import COMMAND, SERVICE_ACCOUNT, Target, header, to_yaml
-from memop.runtime.api.permissions import NON_RESOURCE_VERBS, RESOURCE_VERBS, Rule, Scope, rule_problem
+from memop.runtime.api.permissions import (
+    NON_RESOURCE_VERBS,
+    RESOURCE_VERBS,
+    Rule,
+    Scope,
+    non_resource,
+    rule_problem,
+)
 from memop.runtime.controller.definition import ControllerDefinition
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
@@ -211,7 +218,7 @@ def sharding_children_rules(rules: Iterable[Rule]) -> tuple[Rule, ...]:
 
 # What a scraper needs when the operator runs with --metrics-secure (the metrics-reader
 # ClusterRole, bound to Prometheus's ServiceAccount): the SubjectAccessReview asks exactly this.
-METRICS_READER_RULES = ({"nonResourceURLs": ["/metrics"], "verbs": ["get"]},)
+METRICS_READER_RULES = non_resource("/metrics", "scrape the --metrics-secure endpoint", "get")
 
 
 class RuleError(ValueError):
@@ -579,7 +586,7 @@ def rbac_files(target: Target) -> dict[str, str]:
         ),
     )
     files["secure-metrics/metrics_reader_role.yaml"] = to_yaml(
-        [role(target, prefix + METRICS_READER_ROLE, [dict(rule) for rule in METRICS_READER_RULES])],
+        [role(target, prefix + METRICS_READER_ROLE, policy_rules(_C, METRICS_READER_RULES))],
         header(
             target,
             "What a scraper of the --metrics-secure endpoint needs: get on /metrics. Bind it to "
