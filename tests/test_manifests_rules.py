@@ -287,6 +287,14 @@ def test_bind_on_the_admin_clusterrole_ends_in_the_generated_roles(
     assert role["rules"] == [{"nonResourceURLs": ["/version"], "verbs": ["get"]}]
     assert role_binding["roleRef"]["name"] == rbac.MANAGER_CLUSTER_ROLE
     assert "- cluster_role.yaml\n" in (manifests / "rbac/kustomization.yaml").read_text()
+    printed = memop_manifests_here(
+        "rbac", "--controller-module", module, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert [role, role_binding] == [
+        obj
+        for obj in yaml.safe_load_all(printed.stdout)
+        if rbac.MANAGER_CLUSTER_ROLE in obj["metadata"]["name"]
+    ]
     assert not any(
         "/version" in text for name, text in _files(manifests).items() if name != "rbac/cluster_role.yaml"
     )

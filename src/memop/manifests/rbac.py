@@ -524,7 +524,8 @@ def rbac_yaml(target: Target) -> str:
         header(
             target,
             f"manifests/rbac: {target.name}'s ServiceAccount, ClusterRole, leader-election Role, "
-            "their bindings.",
+            + ("cluster-scope ClusterRole, " if _cluster_file(target) else "")
+            + "their bindings.",
             command=f"{COMMAND} rbac {target.select}",
         ),
     )
