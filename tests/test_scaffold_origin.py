@@ -131,7 +131,7 @@ def test_from_an_index_the_project_is_as_it_always_was(tmp_path: Path) -> None:
     for name in ("Dockerfile", ".ci/run", ".dockerignore", ".gitignore", "README.md", "pyproject.toml"):
         assert "--wheel-dir wheels" not in files[name].text, name
         assert "wheels/ " not in files[name].text.replace("\n", " "), name
-    assert "RUN pip wheel --no-cache-dir --wheel-dir=/wheels .\n" in files["Dockerfile"].text
+    assert " && pip wheel --no-cache-dir --wheel-dir=/wheels .\n" in files["Dockerfile"].text
     assert "(`pip install memop`)" in files["README.md"].text
 
 
