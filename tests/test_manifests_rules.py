@@ -142,6 +142,16 @@ REFUSED = [
         id="names-as-a-string",
     ),
     pytest.param(rule("get", names=("",)), "resource_names must be a tuple of non-empty", id="empty-name"),
+    pytest.param(
+        Rule("", "pods", ["get", "list"], W, "test"),  # type: ignore[arg-type]
+        "verb must be a string, not ['get', 'list'] (one Rule per verb: see watched())",
+        id="verbs-in-one-rule",
+    ),
+    pytest.param(
+        Rule("", "pods", "get", "watched", "test"),  # type: ignore[arg-type]
+        "scope 'watched' is not a Scope",
+        id="scope-as-a-string",
+    ),
     *(
         pytest.param(
             Rule("", "", "get", scope, "test", non_resource_urls=("/healthz",)),

@@ -134,6 +134,11 @@ def rule_problem(rule: Rule) -> str:
     """What Kubernetes would refuse or ignore in ``rule``, or "": an unknown verb, a resource
     rule without a resource, ``resource_names`` with a verb Kubernetes authorizes without a name
     (:data:`UNNAMED_VERBS`), non-resource URLs beside a resource or outside a ClusterRole."""
+    if not isinstance(rule.scope, Scope):
+        return f"scope {rule.scope!r} is not a Scope (Scope.WATCHED, Scope.OPERATOR, Scope.CLUSTER...)"
+    for name in ("group", "resource", "verb"):
+        if not isinstance(getattr(rule, name), str):
+            return f"{name} must be a string, not {getattr(rule, name)!r} (one Rule per verb: see watched())"
     for name in ("resource_names", "non_resource_urls"):
         value = getattr(rule, name)
         if not isinstance(value, tuple) or not all(isinstance(item, str) and item for item in value):
