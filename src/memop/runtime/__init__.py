@@ -79,7 +79,10 @@ Describing the API and its permissions:
   ``printer_column``, ``crd_yaml``;
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
   for what a controller needs on its own kind: its cache and status, and what a finalizer or
-  children with a blocking ownerReference need): each permission the code sends, and why.
+  children with a blocking ownerReference need, :func:`non_resource` for non-resource URLs):
+  each permission the code sends, and why; any verb, ``resource_names`` and
+  ``non_resource_urls`` a Kubernetes PolicyRule takes (:func:`rule_problem` says what it would
+  refuse).
 
 Admission and conversion webhooks (a :class:`ControllerDefinition`'s ``webhooks`` and
 ``conversions``; every replica's manager serves them, see :mod:`memop.runtime.webhook`):
@@ -148,7 +151,7 @@ if TYPE_CHECKING:
     )
     from memop.runtime.api.kinds import KindInfo, PrinterColumn, Scale
     from memop.runtime.api.model import Condition, CustomResource, Model, ObjectMeta, Status
-    from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
+    from memop.runtime.api.permissions import Rule, Scope, non_resource, own_kind, rule_problem, watched
     from memop.runtime.api.quantity import Quantity, QuantityError
     from memop.runtime.api.schema import SchemaError
     from memop.runtime.cache.cache import Cache
@@ -354,6 +357,8 @@ _EXPORTS: dict[str, str] = {
     "update_status": "memop.runtime.controller.status",
     "watched": "memop.runtime.api.permissions",
     "own_kind": "memop.runtime.api.permissions",
+    "non_resource": "memop.runtime.api.permissions",
+    "rule_problem": "memop.runtime.api.permissions",
     "conditions": "memop.runtime.api.conditions",
     "crdgen": "memop.runtime.api.crdgen",
     "predicates": "memop.runtime.controller.predicates",
@@ -479,11 +484,13 @@ __all__ = [
     "in_cluster_namespace",
     "load_configuration",
     "map_to_annotated_owner",
+    "non_resource",
     "own_kind",
     "owner_annotations",
     "predicates",
     "remove_finalizer",
     "rfc3339",
+    "rule_problem",
     "running_in_cluster",
     "tls_context",
     "update_status",
