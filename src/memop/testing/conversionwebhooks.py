@@ -21,8 +21,9 @@ is served from that cache, with no review of its own (once the changes committed
 converted, as a consistent read from the cache waits for it), and so is a get with a
 resourceVersion; a get without one reads storage, past the cache, and asks the webhook each
 time; a write's conversions and whatever a cache lacks (an object written before the webhook
-was configured) ask it as below. So a create in the storage version sends one review to each other version, and a
-create in another version one to the storage version and two back (its answer, its cache).
+was configured) ask it as below. So a create in the storage version sends one review to each
+other version, and a create in another version one to the storage version and two back (its
+answer, its cache).
 
 How it meets the synchronous store: the conversions a :class:`~memop.testing.store.Served` of a
 webhook CRD does are cache lookups; a miss raises :class:`ConversionPending`, which the server
