@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import memop
+from memop.scaffold.origin import MemopOrigin, origin_from_direct_url
 from memop.scaffold.render import render_template
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,9 +99,21 @@ def stages(text: str | None = None) -> list[Stage]:
     return result
 
 
-def scaffold_dockerfile() -> str:
-    """The Dockerfile ``memop init`` writes, for a project called widget-operator."""
-    return render_template("init/Dockerfile", {"name": "widget-operator", "package": "widget_operator"}, {})
+def scaffold_dockerfile(origin: MemopOrigin | None = None) -> str:
+    """The Dockerfile ``memop init`` writes, for a project called widget-operator, depending on
+    memop from ``origin`` (a package index by default)."""
+    origin = origin or origin_from_direct_url(None)
+    values = {
+        "name": "widget-operator",
+        "package": "widget_operator",
+        "memop_where": origin.where,
+        "memop_requirement_shell": shlex.quote(origin.requirement),
+    }
+    return render_template("init/Dockerfile", values, {"memop_from_index": origin.from_index})
+
+
+# memop from a clone: the image takes memop's wheel from the project's wheels/.
+FROM_A_CLONE = MemopOrigin("directory", "memop @ file:///src/memop", "the directory /src/memop")
 
 
 def final() -> Stage:
@@ -372,7 +385,11 @@ def test_the_ignore_matcher_follows_docker_rules() -> None:
 
 # --- pip's configuration: a private index, an intercepting proxy's CA ---------------------------
 
-DOCKERFILES = {"memop": DOCKERFILE.read_text, "scaffold": scaffold_dockerfile}
+DOCKERFILES = {
+    "memop": DOCKERFILE.read_text,
+    "scaffold": scaffold_dockerfile,
+    "scaffold-from-a-clone": lambda: scaffold_dockerfile(FROM_A_CLONE),
+}
 INDEX_ARGS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST")
 # What tells pip where to download from or whom to trust; PIP_DISABLE_PIP_VERSION_CHECK is not.
 _SOURCES = r"PIP_(INDEX_URL|EXTRA_INDEX_URL|TRUSTED_HOST|FIND_LINKS|CERT|CLIENT_CERT|CONFIG_FILE)"

@@ -2,7 +2,8 @@
 
 The in-memory server serves any schema; kube-apiserver refuses a CRD whose schema is not
 structural (k8s.io/apiextensions-apiserver/pkg/apiserver/schema: structural.go, validation.go)
-or whose defaults do not validate. :func:`problems` lists every violation of those rules.
+or whose defaults do not validate, or whose CEL rules do not parse. :func:`problems` lists
+every violation of those rules.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from memop.testing import cel
 from memop.testing import schema as openapi
 
 _JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
@@ -59,6 +61,11 @@ def _node(node: Mapping[str, Any], path: str, found: list[str], root: Mapping[st
                 found.append(f"{path}: enum value {value!r} does not match the node's own schema")
     if "default" in node:
         _default(node, path, found)
+    for rule in node.get("x-kubernetes-validations") or ():
+        try:
+            cel.parse(rule["rule"])
+        except cel.CelSyntaxError as error:
+            found.append(f"{path}: the rule {rule['rule']!r} does not parse: {error}")
     _list_type(node, path, found)
     for key, child in (node.get("properties") or {}).items():
         _node(child, f"{path}.{key}", found, root)

@@ -7,6 +7,7 @@ import enum
 from typing import Annotated, Any, Literal
 
 import pytest
+import yaml
 from kube_structural import problems
 from pydantic import Field
 
@@ -27,6 +28,7 @@ from memop.runtime import (
     Schema,
     Status,
 )
+from memop.runtime.api.crdgen import crd_yaml
 from memop.runtime.api.quantity import QUANTITY_PATTERN
 from memop.runtime.api.schema import SchemaError, model_schema, openapi_schema
 
@@ -219,6 +221,11 @@ class Node(Model):
         ),
         (Annotated[list[Backend], ListType("map", keys=("port_name",))], "map key 'portName' is no field"),
         (Annotated[list[Range], ListType("map", keys=("min",))], None),
+        (
+            Annotated[dict[str, str], ListType("set")],
+            "One.x: ListType is for a field of type array, not object",
+        ),
+        (Annotated[list[str], MapType("atomic")], "One.x: MapType is for a field of type object, not array"),
     ],
 )
 def test_what_a_crd_cannot_express_is_a_clear_error(annotation: Any, message: str | None) -> None:
@@ -354,6 +361,7 @@ def test_the_structural_check_itself_finds_what_kubernetes_refuses() -> None:
             "b": {"anyOf": [{"type": "string"}, {"type": "integer"}], "type": "string"},
             "c": {"type": "integer", "default": "x"},
             "d": {"type": "array", "items": {"type": "object"}, "x-kubernetes-list-type": "set"},
+            "e": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >"}]},
         },
     }
     found = problems(bad)
@@ -362,3 +370,9 @@ def test_the_structural_check_itself_finds_what_kubernetes_refuses() -> None:
     assert any("anyOf is only allowed" in p for p in found)
     assert any("the default 'x' does not validate" in p for p in found)
     assert any("a set's items must be scalars" in p for p in found)
+    assert any("the rule 'self >' does not parse" in p for p in found)
+
+
+def test_the_crd_writes_as_the_committed_yaml_and_reads_back_the_same() -> None:
+    text = crd_yaml(WebApp.crd(), "tests/api/test_schema.py")
+    assert yaml.safe_load(text) == WebApp.crd()

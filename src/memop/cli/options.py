@@ -201,8 +201,9 @@ def _description(project: Project, selectable: bool) -> str:
     if selectable:
         text += (
             f" {PROJECT_FLAG} and {MODULE_FLAG} choose another project's controllers. Subcommands: "
-            "'memop manifests' writes the project's manifests, 'memop init' and 'memop create api' "
-            "scaffold a project of one's own, 'memop demo' runs memop on an in-memory API server."
+            "'memop manifests' writes the project's manifests, 'memop init', 'memop create api' and "
+            "'memop create webhook' scaffold a project of one's own, 'memop demo' runs memop on an "
+            "in-memory API server."
         )
     return text
 

@@ -78,7 +78,9 @@ Describing the API and its permissions:
   its ``kube``, a :class:`KindInfo`), its ``spec`` and ``status`` are :class:`Model` classes
   (:class:`Status` holds the :class:`Condition` list and ``observedGeneration``); it gives
   ``resource()``, ``crd()``, ``parse(obj)`` (raising :class:`InvalidObject` in the API server's
-  words) and ``to_dict()``. :class:`ObjectMeta` is its ``metadata``.
+  words) and ``to_dict()``. :class:`ObjectMeta` is its ``metadata``. A type the CRD schema
+  cannot express (a union, a recursive model...) makes ``crd()`` raise :class:`SchemaError`
+  naming the field.
 - Field types: :class:`Quantity` (apimachinery's resource quantities, usable without Pydantic:
   parsing, canonical form, comparison across forms; :class:`QuantityError`), ``LabelKey``,
   ``LabelValue``, ``DNS1123Label``, ``DNS1123Subdomain``, ``IntOrString``; schema markers, in
@@ -89,7 +91,10 @@ Describing the API and its permissions:
   ``printer_column``, ``crd_yaml``;
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
   for what a controller needs on its own kind: its cache and status, and what a finalizer or
-  children with a blocking ownerReference need): each permission the code sends, and why.
+  children with a blocking ownerReference need, :func:`non_resource` for non-resource URLs):
+  each permission the code sends, and why; any verb, ``resource_names`` and
+  ``non_resource_urls`` a Kubernetes PolicyRule takes (:func:`rule_problem` says what it would
+  refuse).
 
 Admission and conversion webhooks (a :class:`ControllerDefinition`'s ``webhooks`` and
 ``conversions``; every replica's manager serves them, see :mod:`memop.runtime.webhook`):
@@ -158,8 +163,9 @@ if TYPE_CHECKING:
     )
     from memop.runtime.api.kinds import KindInfo, PrinterColumn, Scale
     from memop.runtime.api.model import Condition, CustomResource, Model, ObjectMeta, Status
-    from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
+    from memop.runtime.api.permissions import Rule, Scope, non_resource, own_kind, rule_problem, watched
     from memop.runtime.api.quantity import Quantity, QuantityError
+    from memop.runtime.api.schema import SchemaError
     from memop.runtime.cache.cache import Cache
     from memop.runtime.cache.labels import Selector
     from memop.runtime.cache.store import Obj, controller_owner_uid, controller_reference, dig
@@ -296,6 +302,7 @@ _EXPORTS: dict[str, str] = {
     "PrinterColumn": "memop.runtime.api.kinds",
     "Scale": "memop.runtime.api.kinds",
     "Status": "memop.runtime.api.model",
+    "SchemaError": "memop.runtime.api.schema",
     "DNS1123Label": "memop.runtime.api.fields",
     "DNS1123Subdomain": "memop.runtime.api.fields",
     "Cel": "memop.runtime.api.fields",
@@ -371,6 +378,8 @@ _EXPORTS: dict[str, str] = {
     "update_status": "memop.runtime.controller.status",
     "watched": "memop.runtime.api.permissions",
     "own_kind": "memop.runtime.api.permissions",
+    "non_resource": "memop.runtime.api.permissions",
+    "rule_problem": "memop.runtime.api.permissions",
     "conditions": "memop.runtime.api.conditions",
     "crdgen": "memop.runtime.api.crdgen",
     "predicates": "memop.runtime.controller.predicates",
@@ -490,6 +499,7 @@ __all__ = [
     "Rule",
     "Scale",
     "Schema",
+    "SchemaError",
     "Scope",
     "Selector",
     "SelfManagedCertificates",
@@ -519,12 +529,14 @@ __all__ = [
     "in_cluster_namespace",
     "load_configuration",
     "map_to_annotated_owner",
+    "non_resource",
     "own_kind",
     "owner_annotations",
     "predicates",
     "readiness",
     "remove_finalizer",
     "rfc3339",
+    "rule_problem",
     "running_in_cluster",
     "tls_context",
     "update_status",

@@ -196,8 +196,13 @@ def _locate(model: type[pydantic.BaseModel], loc: Iterable[int | str]) -> tuple[
     are no part of the path."""
     path = ""
     annotation: Any = model
-    for step in loc:
+    steps = list(loc)
+    for index, step in enumerate(steps):
         annotation = _unwrap(annotation)
+        if steps[index + 1 : index + 2] == ["[key]"] and get_origin(annotation) in (dict, typing.Mapping):
+            # A bad key: the server reports it at the map, as ValidateLabels does.
+            args = get_args(annotation)
+            return path, _unwrap(args[0] if args else None)
         if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
             name = str(step)
             path = f"{path}.{name}" if path else name

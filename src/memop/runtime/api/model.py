@@ -223,6 +223,12 @@ class CustomResource(Model):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in KIND_OPTIONS}
+        unknown = sorted(set(kwargs) - {"validations"})
+        if unknown:  # Pydantic's own class keywords (frozen=...) never reach here
+            raise TypeError(
+                f"{cls.__name__}: unknown class option(s) {', '.join(unknown)}; a kind takes"
+                f" {', '.join(sorted(KIND_OPTIONS))} and validations"
+            )
         super().__init_subclass__(**kwargs)
         if options:
             cls.kube = kind_info(cls.__name__, options)

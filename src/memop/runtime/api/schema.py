@@ -42,7 +42,7 @@ import pydantic_core
 from pydantic.fields import FieldInfo
 
 from memop.runtime.api.crdgen import CrdVersion, custom_resource_definition
-from memop.runtime.api.fields import INT_OR_STRING_SCHEMA, ListType, model_markers
+from memop.runtime.api.fields import INT_OR_STRING_SCHEMA, ListType, MapType, model_markers
 
 if TYPE_CHECKING:
     from memop.runtime.api.model import CustomResource
@@ -298,11 +298,14 @@ def _is_int_or_string(tp: Any) -> bool:
 
 def _constrain(schema: dict[str, Any], item: Any, where: str) -> None:
     """Writes one piece of Annotated/Field metadata into ``schema``."""
+    kind = schema.get("type")
+    wants = {ListType: "array", MapType: "object"}.get(type(item))
+    if wants is not None and kind != wants:
+        raise SchemaError(f"{where}: {type(item).__name__} is for a field of type {wants}, not {kind}")
     apply = getattr(item, "apply_kube_schema", None)
     if callable(apply):
         apply(schema)
         return
-    kind = schema.get("type")
     sized = {"string": ("minLength", "maxLength"), "array": ("minItems", "maxItems")}.get(
         kind or "", ("minProperties", "maxProperties")
     )
