@@ -153,3 +153,24 @@ def test_cel_rules_on_a_model_by_decorator_and_class_keyword_are_collected_with_
 
         class Wrong(Model, validations=["self > 0"]):
             pass
+
+
+def test_a_set_compares_items_as_json_does() -> None:
+    class Numbers(Model):
+        values: Annotated[list[Any], ListType("set")] = Field(default_factory=list)
+
+    assert Numbers.parse({"values": [1, True, "1"]}).values == [1, True, "1"]
+    with pytest.raises(InvalidObject, match=r"values\[1\]: Duplicate value: 1"):
+        Numbers.parse({"values": [1, 1.0]})
+
+
+def test_a_bad_map_key_is_reported_at_the_map() -> None:
+    class Labelled(Model):
+        labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+
+    with pytest.raises(InvalidObject) as caught:
+        Labelled.parse({"labels": {"-bad": "ok", "good": "-bad"}})
+    assert [(e.field, e.message.split(":")[1].strip()) for e in caught.value.errors] == [
+        ("labels", '"-bad"'),
+        ("labels.good", '"-bad"'),
+    ]

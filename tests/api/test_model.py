@@ -100,6 +100,10 @@ def test_a_class_without_group_and_version_is_no_kind() -> None:
         ({"group": "a.example.com", "version": "v1", "plural": "Bad_Plural"}, "plural: 'Bad_Plural'"),
         ({"group": "a.example.com"}, "needs both group= and version="),
         ({"group": "a.example.com", "version": "v1", "scale": 3}, "scale must be a Scale"),
+        (
+            {"group": "a.example.com", "version": "v1", "shortnames": ("b",)},
+            "unknown class option.s. shortnames",
+        ),
     ],
 )
 def test_bad_class_keywords_are_a_type_error_naming_the_class(options: dict[str, Any], message: str) -> None:

@@ -207,3 +207,22 @@ def test_canonical_form_keeps_the_value_and_is_a_fixed_point(whole: int, decimal
     assert again == quantity
     assert str(again) == str(quantity)
     assert hash(again) == hash(quantity)
+
+
+def test_quantities_sum_and_zero_is_false() -> None:
+    assert sum([Quantity("500m"), Quantity("1"), Quantity("1500m")]) == Quantity("3")
+    assert str(sum([Quantity("1Gi"), Quantity("1Gi")], Quantity("0"))) == "2Gi"
+    assert not Quantity("0m")
+    assert Quantity("1n")
+
+
+def test_pydantics_own_json_schema_works_for_the_field_types() -> None:
+    from memop.runtime import IntOrString  # noqa: PLC0415
+
+    class Sized(Model):
+        size: Quantity
+        port: IntOrString = 80
+
+    properties = Sized.model_json_schema()["properties"]
+    assert properties["size"]["x-kubernetes-int-or-string"] is True
+    assert properties["port"]["anyOf"] == [{"type": "integer"}, {"type": "string"}]

@@ -78,7 +78,9 @@ Describing the API and its permissions:
   its ``kube``, a :class:`KindInfo`), its ``spec`` and ``status`` are :class:`Model` classes
   (:class:`Status` holds the :class:`Condition` list and ``observedGeneration``); it gives
   ``resource()``, ``crd()``, ``parse(obj)`` (raising :class:`InvalidObject` in the API server's
-  words) and ``to_dict()``. :class:`ObjectMeta` is its ``metadata``.
+  words) and ``to_dict()``. :class:`ObjectMeta` is its ``metadata``. A type the CRD schema
+  cannot express (a union, a recursive model...) makes ``crd()`` raise :class:`SchemaError`
+  naming the field.
 - Field types: :class:`Quantity` (apimachinery's resource quantities, usable without Pydantic:
   parsing, canonical form, comparison across forms; :class:`QuantityError`), ``LabelKey``,
   ``LabelValue``, ``DNS1123Label``, ``DNS1123Subdomain``, ``IntOrString``; schema markers, in
@@ -160,6 +162,7 @@ if TYPE_CHECKING:
     from memop.runtime.api.model import Condition, CustomResource, Model, ObjectMeta, Status
     from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
     from memop.runtime.api.quantity import Quantity, QuantityError
+    from memop.runtime.api.schema import SchemaError
     from memop.runtime.cache.cache import Cache
     from memop.runtime.cache.labels import Selector
     from memop.runtime.cache.store import Obj, controller_owner_uid, controller_reference, dig
@@ -296,6 +299,7 @@ _EXPORTS: dict[str, str] = {
     "PrinterColumn": "memop.runtime.api.kinds",
     "Scale": "memop.runtime.api.kinds",
     "Status": "memop.runtime.api.model",
+    "SchemaError": "memop.runtime.api.schema",
     "DNS1123Label": "memop.runtime.api.fields",
     "DNS1123Subdomain": "memop.runtime.api.fields",
     "Cel": "memop.runtime.api.fields",
@@ -490,6 +494,7 @@ __all__ = [
     "Rule",
     "Scale",
     "Schema",
+    "SchemaError",
     "Scope",
     "Selector",
     "SelfManagedCertificates",

@@ -25,6 +25,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import pydantic
 
+from memop.runtime.api.validation import type_error
 from memop.runtime.webhook.declarations import FieldError
 
 
@@ -77,28 +78,8 @@ def go_value(value: Any) -> str:
 def type_mismatch(path: str, value: Any, expected: str) -> FieldError:
     """The server's error for a value of the wrong JSON type (``expected``: ``integer``,
     ``integer,string``...)."""
-    actual = json_type(value)
-    return FieldError(
-        path, f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"',
-        "FieldValueTypeInvalid",
-    )  # fmt: skip
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of a decoded value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    return "object"
+    message = type_error(path, value, expected).removeprefix(f"{path}: ")
+    return FieldError(path, message, "FieldValueTypeInvalid")
 
 
 # Pydantic's error types for a value of the wrong JSON type, by the type the field wants.
@@ -215,8 +196,13 @@ def _locate(model: type[pydantic.BaseModel], loc: Iterable[int | str]) -> tuple[
     are no part of the path."""
     path = ""
     annotation: Any = model
-    for step in loc:
+    steps = list(loc)
+    for index, step in enumerate(steps):
         annotation = _unwrap(annotation)
+        if steps[index + 1 : index + 2] == ["[key]"] and get_origin(annotation) in (dict, typing.Mapping):
+            # A bad key: the server reports it at the map, as ValidateLabels does.
+            args = get_args(annotation)
+            return path, _unwrap(args[0] if args else None)
         if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
             name = str(step)
             path = f"{path}.{name}" if path else name

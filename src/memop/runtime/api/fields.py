@@ -27,6 +27,7 @@ generator (:mod:`memop.runtime.api.schema`) calls it for every marker it finds.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic.alias_generators import to_camel
 
-from memop.runtime.api.errors import SchemaViolation, json_type
+from memop.runtime.api.errors import SchemaViolation
+from memop.runtime.api.validation import json_type
 from memop.runtime.cache.labels import (
     dns1123_label_errors,
     dns1123_subdomain_errors,
@@ -43,7 +45,7 @@ from memop.runtime.cache.labels import (
 )
 
 if TYPE_CHECKING:
-    from pydantic import GetCoreSchemaHandler
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
     from pydantic_core import CoreSchema
 
 T = TypeVar("T", bound=type)
@@ -125,7 +127,7 @@ class ListType:
         if isinstance(self.keys, str):
             raise TypeError("ListType: keys= is a tuple of names, not one string")
 
-    @property
+    @functools.cached_property
     def json_keys(self) -> list[str]:
         """The map keys by their JSON names."""
         return [to_camel(k) for k in self.keys]
@@ -144,16 +146,38 @@ class ListType:
         return core_schema.no_info_after_validator_function(self._check_unique, inner)
 
     def _check_unique(self, items: Sequence[Any]) -> Sequence[Any]:
-        seen: set[str] = set()
+        seen: set[Any] = set()
         for index, item in enumerate(items):
-            value = _json_form(item)
-            if self.type == "map" and isinstance(value, Mapping):
-                value = {k: value.get(k) for k in self.json_keys}
-            identity = json.dumps(value, sort_keys=True)
+            identity = self._identity(item)
             if identity in seen:
+                value = _json_form(item)
+                if self.type == "map" and isinstance(value, Mapping):
+                    value = {k: value.get(k) for k in self.json_keys}
                 raise SchemaViolation(value, "", "FieldValueDuplicate", at=f"[{index}]")
             seen.add(identity)
         return items
+
+    def _identity(self, item: Any) -> Any:
+        """What makes ``item`` itself in this list: its value (a set), its keys' values (a map)."""
+        if self.type == "map":
+            fields = getattr(type(item), "model_fields", {})
+            values = []
+            for key, json_key in zip(self.keys, self.json_keys, strict=True):
+                name = next((n for n, f in fields.items() if json_key in (n, f.alias) or key == n), key)
+                values.append(_scalar_identity(getattr(item, name, None)))
+            return tuple(values)
+        return _scalar_identity(item)
+
+
+def _scalar_identity(value: Any) -> Any:
+    # As the server compares JSON values: numbers by value (1 is 1.0), booleans apart from them.
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, str) or value is None:
+        return ("string", value)
+    return ("json", json.dumps(_json_form(value), sort_keys=True, default=str))
 
 
 def _json_form(value: Any) -> Any:
@@ -247,6 +271,11 @@ class _IntOrString:
         from pydantic_core import core_schema  # noqa: PLC0415
 
         return core_schema.no_info_plain_validator_function(_int_or_string)
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 
     def apply_kube_schema(self, schema: dict[str, Any]) -> None:
         schema.pop("type", None)

@@ -110,7 +110,14 @@ class KindInfo:
     def names(self) -> CrdNames:
         """The CRD's ``spec.names`` (for :mod:`memop.runtime.api.crdgen`)."""
         return CrdNames(
-            self.group, self.version, self.kind, self.plural, self.singular, short_names=self.short_names
+            self.group,
+            self.version,
+            self.kind,
+            self.plural,
+            self.singular,
+            short_names=self.short_names,
+            categories=self.categories,
+            namespaced=self.namespaced,
         )
 
 

@@ -31,16 +31,19 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import orjson
 import pydantic
 from pydantic import ConfigDict, Field, SerializationInfo, field_validator, model_serializer, model_validator
 from pydantic.alias_generators import to_camel
 
-from memop.runtime.api.errors import InvalidObject, SchemaViolation, from_pydantic, json_type
-from memop.runtime.api.fields import Cel
+from memop.runtime.api import conditions
+from memop.runtime.api.errors import InvalidObject, SchemaViolation, from_pydantic
+from memop.runtime.api.fields import Cel, ListType, Schema
 from memop.runtime.api.kinds import KindInfo, kind_info
+from memop.runtime.api.schema import crd_of, spec_needs_no_fields
+from memop.runtime.api.validation import json_type
 from memop.runtime.client.resources import Resource
 from memop.runtime.webhook.declarations import FieldError
 
@@ -83,7 +86,13 @@ class Model(pydantic.BaseModel):
         except (TypeError, orjson.JSONEncodeError) as error:
             raise InvalidObject([FieldError("<nil>", f"Invalid value: not JSON: {error}")]) from None
         try:
-            return cls.model_validate_json(document, strict=True)
+            try:
+                return cls.model_validate_json(document, strict=True)
+            except pydantic.ValidationError as error:
+                retry = _with_integral_floats_as_ints(obj, error)
+                if retry is None:
+                    raise
+            return cls.model_validate_json(retry, strict=True)
         except pydantic.ValidationError as error:
             raise from_pydantic(error, cls) from None
         except Exception as error:  # a validator of the user's own that failed otherwise
@@ -97,6 +106,33 @@ class Model(pydantic.BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def _with_integral_floats_as_ints(obj: Any, error: pydantic.ValidationError) -> bytes | None:
+    """``obj`` as JSON with integral floats written as integers, when ``error`` refused one
+    (the API server accepts 2.0 for an integer; strict Pydantic refuses a float for an int);
+    else None."""
+    if not any(_integral_float(e["input"]) for e in error.errors(include_url=False)):
+        return None
+    try:
+        return orjson.dumps(_integral_floats_as_ints(obj), default=_jsonable)
+    except (TypeError, orjson.JSONEncodeError):  # beyond 64 bits: the first error stands
+        return None
+
+
+def _integral_float(value: Any) -> bool:
+    """A float that is a whole number an int64 holds (what the server takes for an integer)."""
+    return isinstance(value, float) and value.is_integer() and -(2**63) <= value < 2**63
+
+
+def _integral_floats_as_ints(value: Any) -> Any:
+    if _integral_float(value):
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_integral_floats_as_ints(v) for v in value]
+    return value
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
@@ -106,21 +142,23 @@ def _jsonable(value: Any) -> Any:
 
 
 class Condition(Model):
-    """Condition contains details for one aspect of the current state of this API Resource
-    (``metav1.Condition``)."""
+    """Condition contains details for one aspect of the current state of this API Resource."""
 
-    type: str
+    type: str = Field(max_length=conditions.TYPE_MAX_LENGTH, pattern=conditions.TYPE_PATTERN)
     """type of condition in CamelCase or in foo.example.com/CamelCase."""
     status: Literal["True", "False", "Unknown"]
     """status of the condition, one of True, False, Unknown."""
-    reason: str
+    reason: str = Field(
+        min_length=1, max_length=conditions.REASON_MAX_LENGTH, pattern=conditions.REASON_PATTERN
+    )
     """reason contains a programmatic identifier indicating the reason for the condition's last
     transition, in CamelCase."""
-    message: str = ""
+    message: str = Field(default="", max_length=conditions.MESSAGE_MAX_LENGTH)
     """message is a human readable message indicating details about the transition."""
-    last_transition_time: str
-    """lastTransitionTime is the last time the condition transitioned from one status to another."""
-    observed_generation: int | None = None
+    last_transition_time: Annotated[str, Schema({"format": "date-time"})]
+    """lastTransitionTime is the last time the condition transitioned from one status to another
+    (RFC 3339)."""
+    observed_generation: int | None = Field(default=None, ge=0)
     """observedGeneration represents the .metadata.generation that the condition was set based upon."""
 
 
@@ -128,8 +166,8 @@ class Status(Model):
     """The base of a kind's status: its conditions and the generation they describe. A kind's
     status subclasses it to add fields."""
 
-    conditions: list[Condition] = []
-    """Conditions of the object's current state (Ready, Progressing, Degraded...)."""
+    conditions: Annotated[list[Condition], ListType("map", keys=("type",))] = []
+    """Conditions of the object's current state (Ready, Progressing, Degraded...), one per type."""
     observed_generation: int | None = None
     """The metadata.generation the status was computed from."""
 
@@ -177,11 +215,20 @@ class CustomResource(Model):
     """The kind's identity and CRD options (only on a class that declares a kind)."""
 
     api_version: str = ""
+    """``group/version`` (set from the class when not given)."""
     kind: str = ""
+    """The kind's name (set from the class when not given)."""
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    """Standard object metadata."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in KIND_OPTIONS}
+        unknown = sorted(set(kwargs) - {"validations"})
+        if unknown:  # Pydantic's own class keywords (frozen=...) never reach here
+            raise TypeError(
+                f"{cls.__name__}: unknown class option(s) {', '.join(unknown)}; a kind takes"
+                f" {', '.join(sorted(KIND_OPTIONS))} and validations"
+            )
         super().__init_subclass__(**kwargs)
         if options:
             cls.kube = kind_info(cls.__name__, options)
@@ -201,8 +248,6 @@ class CustomResource(Model):
     @classmethod
     def crd(cls) -> dict[str, Any]:
         """The kind's ``apiextensions.k8s.io/v1`` CustomResourceDefinition (a fresh dict)."""
-        from memop.runtime.api.schema import crd_of  # noqa: PLC0415 (schema imports this module)
-
         return crd_of(cls)
 
     @model_validator(mode="before")
@@ -214,6 +259,8 @@ class CustomResource(Model):
             if "apiVersion" not in data and "api_version" not in data:
                 data["apiVersion"] = info.api_version
             data.setdefault("kind", info.kind)
+            if "spec" not in data and spec_needs_no_fields(cls):
+                data["spec"] = {}  # as the API server defaults it (the schema's ``default: {}``)
         return data
 
     @field_validator("api_version")

@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from pydantic import GetCoreSchemaHandler
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
     from pydantic_core import CoreSchema
 
 # The pattern controller-gen writes for a resource.Quantity field (a superset of the grammar:
@@ -159,6 +159,13 @@ class Quantity:
         a, b = _aligned(self, theirs)
         return Quantity._of(a - b, min(self._exponent, theirs._exponent), self._sum_format(theirs))
 
+    def __radd__(self, other: Quantity | str | int) -> Quantity:
+        # sum() starts from 0; 0 + q is q, in q's format.
+        return Quantity(other) + self
+
+    def __bool__(self) -> bool:
+        return not self.is_zero()
+
     def __neg__(self) -> Quantity:
         return Quantity._of(-self._mantissa, self._exponent, self._format)
 
@@ -175,6 +182,12 @@ class Quantity:
             serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="json"),
         )
 
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return cls.kube_schema()
+
     @staticmethod
     def kube_schema() -> dict[str, Any]:
         """The OpenAPI schema controller-gen writes for a ``resource.Quantity`` field."""
@@ -187,7 +200,8 @@ class Quantity:
 
 def _validate_field(value: Any, info: Any) -> Quantity:
     """A Quantity field's value, or the API server's error for it (``{path}`` is filled in)."""
-    from memop.runtime.api.errors import SchemaViolation, json_type  # noqa: PLC0415
+    from memop.runtime.api.errors import SchemaViolation  # noqa: PLC0415
+    from memop.runtime.api.validation import json_type  # noqa: PLC0415
 
     if isinstance(value, Quantity):
         return value
