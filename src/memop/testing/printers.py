@@ -490,21 +490,33 @@ _ACCESS_MODES = (
 )
 
 
+def _volume_phase(obj: Mapping[str, Any]) -> str:
+    if _map(obj.get("metadata")).get("deletionTimestamp"):
+        return "Terminating"
+    return _str(_map(obj.get("status")).get("phase"))
+
+
+def _volume_classes(obj: Mapping[str, Any]) -> list[str]:
+    """``GetPersistentVolume(Claim)Class`` (the field, else the beta annotation) and the
+    volume attributes class (``<unset>``)."""
+    spec = _map(obj.get("spec"))
+    class_name = spec.get("storageClassName")
+    if class_name is None:
+        annotations = _map(_map(obj.get("metadata")).get("annotations"))
+        class_name = annotations.get("volume.beta.kubernetes.io/storage-class", "")
+    attributes = spec.get("volumeAttributesClassName")
+    return [_str(class_name), _str(attributes) if attributes else "<unset>"]
+
+
 def _claim(obj: Mapping[str, Any], now: float) -> Row:
     """``printPersistentVolumeClaim``: capacity and modes only once bound to a volume."""
     spec, status = _map(obj.get("spec")), _map(obj.get("status"))
-    phase = "Terminating" if _map(obj.get("metadata")).get("deletionTimestamp") else _str(status.get("phase"))
+    phase = _volume_phase(obj)
     capacity = modes = ""
     if spec.get("volumeName"):
         held = set(_list(status.get("accessModes")))
         modes = ",".join(short for mode, short in _ACCESS_MODES if mode in held)
         capacity = _str(_map(status.get("capacity")).get("storage")) or "0"
-    class_name = spec.get("storageClassName")
-    if class_name is None:
-        class_name = _map(_map(obj.get("metadata")).get("annotations")).get(
-            "volume.beta.kubernetes.io/storage-class", ""
-        )
-    attributes = spec.get("volumeAttributesClassName")
     return {
         "cells": [
             _name(obj),
@@ -512,8 +524,7 @@ def _claim(obj: Mapping[str, Any], now: float) -> Row:
             _str(spec.get("volumeName")),
             capacity,
             modes,
-            _str(class_name),
-            _str(attributes) if attributes else "<unset>",
+            *_volume_classes(obj),
             _age(obj, now),
             _str(spec.get("volumeMode")) or "<unset>",
         ]
@@ -528,13 +539,7 @@ def _volume(obj: Mapping[str, Any], now: float) -> Row:
         f"{_str(ref.get('namespace'))}/{_str(ref.get('name'))}" if spec.get("claimRef") is not None else ""
     )
     held = set(_list(spec.get("accessModes")))
-    phase = "Terminating" if _map(obj.get("metadata")).get("deletionTimestamp") else _str(status.get("phase"))
-    class_name = spec.get("storageClassName")
-    if class_name is None:
-        class_name = _map(_map(obj.get("metadata")).get("annotations")).get(
-            "volume.beta.kubernetes.io/storage-class", ""
-        )
-    attributes = spec.get("volumeAttributesClassName")
+    phase = _volume_phase(obj)
     return {
         "cells": [
             _name(obj),
@@ -543,8 +548,7 @@ def _volume(obj: Mapping[str, Any], now: float) -> Row:
             _str(spec.get("persistentVolumeReclaimPolicy")),
             phase,
             claim,
-            _str(class_name),
-            _str(attributes) if attributes else "<unset>",
+            *_volume_classes(obj),
             _str(status.get("reason")),
             _age(obj, now),
             _str(spec.get("volumeMode")) or "<unset>",
