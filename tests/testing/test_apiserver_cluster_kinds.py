@@ -212,6 +212,7 @@ async def test_an_autoscaler_gets_a_cpu_target_and_behavior_defaults(http: Http,
         },
     }
     assert created.body["status"] == {"desiredReplicas": 0}
+    assert created.body["metadata"]["generation"] == 1
     bad = {
         **body,
         "metadata": {"name": "bad"},
@@ -240,7 +241,10 @@ async def test_priority_classes_default_their_policy_and_reserve_system_names(ht
     created = await http.post(SCHEDULING, body)
     assert created.status == 201, created.body
     assert created.body["preemptionPolicy"] == "PreemptLowerPriority"
+    assert created.body["metadata"]["generation"] == 1
     try:
+        described = await http.patch(f"{SCHEDULING}/memop-test-high", {"description": "urgent"})
+        assert described.body["metadata"]["generation"] == 1
         changed = await http.patch(f"{SCHEDULING}/memop-test-high", {"value": 2000})
         assert changed.body["message"] == invalid(
             "PriorityClass.scheduling.k8s.io",
