@@ -283,7 +283,9 @@ def test_a_cluster_scoped_kind(project: Path) -> None:
     assert "GIZMOS = Resource(GROUP, VERSION, PLURAL, KIND, namespaced=False)" in api
     assert 'definition["spec"]["scope"] = "Cluster"' in api
     controller = (project / "src/widget_operator/gizmo/controller.py").read_text()
-    assert ".watches(CONFIGMAPS, owner_of)" in controller
+    # owns() maps a ConfigMap to its cluster-scoped owner: no map function of the project's own.
+    assert ".owns(CONFIGMAPS)" in controller
+    assert "owner_of" not in controller
 
 
 def test_long_names_still_make_ruff_clean_code(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from memop.manifests.rbac import MANAGER_RULES
 from memop.runtime.api.model import CustomResource, Model, Status
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
@@ -276,8 +277,8 @@ async def test_drift_is_repaired_and_a_deleted_child_recreated(
     await delete_and_see_recreated(client, SERVICES, "web", namespace)
 
 
-async def test_a_child_no_longer_desired_is_pruned(
-    client: Client, namespace: str, operator: RunningOperator
+async def test_a_child_no_longer_desired_is_pruned_with_only_the_derived_rbac(
+    kube: Kube, client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     await client.create(WEBAPPS, webapp("web", extra=True), namespace)
     await wait_for(lambda: get_or_none(client, CONFIGMAPS, "web-extra", namespace), timeout=TIMEOUT)
@@ -291,6 +292,17 @@ async def test_a_child_no_longer_desired_is_pruned(
     await wait_for(pruned, timeout=TIMEOUT)
     app = await wait_ready(client, "web", namespace)
     assert app["status"]["observedGeneration"] == 2
+    # Every request sent (apply, prune, status, cache) is granted by the rules derived from the
+    # code, with the manager's own (Events).
+    assert kube.server is not None
+    sent = {
+        (r.group, f"{r.resource}/{r.subresource}" if r.subresource else r.resource, r.verb)
+        for r in kube.server.log.filter(user_agent=operator.user_agent)
+    }
+    granted = {rule.triple for rule in (*DEFINITION.rules, *MANAGER_RULES)}
+    assert sent - granted == set()
+    for verb in ("list", "watch", "patch", "delete"):
+        assert ("", "configmaps", verb) in sent
 
 
 async def test_an_invalid_stored_owner_is_reported_once_and_left_alone(

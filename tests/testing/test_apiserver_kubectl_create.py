@@ -290,6 +290,10 @@ GENERATORS = [
     ["clusterrolebinding", "{name}", "--clusterrole=view", "--user=u"],
     ["poddisruptionbudget", "{name}", "--selector=app=web", "--min-available=1"],
     ["poddisruptionbudget", "{name}", "--selector=app=web", "--max-unavailable=20%"],
+    ["job", "{name}", "--image=busybox"],
+    ["cronjob", "{name}", "--image=busybox", "--schedule=*/5 * * * *", "--restart=OnFailure"],
+    ["quota", "{name}", "--hard=pods=10,requests.cpu=500m", "--scopes=NotBestEffort"],
+    ["priorityclass", "{name}", "--value=1000", "--description=high", "--preemption-policy=Never"],
     ["ingress", "{name}", "--rule=a.example.com/=web:http", "--rule=/exact=web:8080,tls", "--class=c",
      "--default-backend=web:80", "--annotation=example.com/a=b"],
 ]  # fmt: skip

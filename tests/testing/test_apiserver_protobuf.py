@@ -482,6 +482,68 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         },
         "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}, {"hostname": "lb.example.com"}]}},
     },
+    ("batch/v1", "Job"): {
+        "metadata": META,
+        "spec": {
+            "parallelism": 2,
+            "completions": 4,
+            "backoffLimit": 0,
+            "selector": LABEL_SELECTOR,
+            "manualSelector": True,
+            "template": {"metadata": {"creationTimestamp": None, "labels": {"app": "web"}}, "spec": POD_SPEC},
+            "ttlSecondsAfterFinished": 60,
+            "completionMode": "NonIndexed",
+            "suspend": False,
+            "podReplacementPolicy": "Failed",
+        },
+        "status": {
+            "conditions": [
+                {
+                    "type": "Complete",
+                    "status": "True",
+                    "lastProbeTime": "2026-05-01T10:20:30Z",
+                    "lastTransitionTime": "2026-05-01T10:20:30Z",
+                    "reason": "CompletionsReached",
+                    "message": "Reached expected number of succeeded pods",
+                }
+            ],
+            "startTime": "2026-05-01T10:20:00Z",
+            "completionTime": "2026-05-01T10:20:30Z",
+            "succeeded": 4,
+        },
+    },
+    ("batch/v1", "CronJob"): {
+        "metadata": META,
+        "spec": {
+            "schedule": "*/5 * * * *",
+            "timeZone": "Etc/UTC",
+            "concurrencyPolicy": "Forbid",
+            "suspend": True,
+            "jobTemplate": {
+                "metadata": {"creationTimestamp": None},
+                "spec": {"template": {"metadata": {"creationTimestamp": None}, "spec": POD_SPEC}},
+            },
+            "successfulJobsHistoryLimit": 0,
+        },
+        "status": {
+            "active": [
+                {"kind": "Job", "namespace": "team", "name": "web-1", "uid": "u", "apiVersion": "batch/v1"}
+            ],
+            "lastScheduleTime": "2026-05-01T10:20:00Z",
+        },
+    },
+    ("v1", "ResourceQuota"): {
+        "metadata": META,
+        "spec": {"hard": {"pods": "10", "requests.cpu": "500m"}, "scopes": ["NotBestEffort"]},
+        "status": {"hard": {"pods": "10"}, "used": {"pods": "0"}},
+    },
+    ("scheduling.k8s.io/v1", "PriorityClass"): {
+        "metadata": {"name": "high", "creationTimestamp": None},
+        "value": 0,
+        "globalDefault": True,
+        "description": "what matters",
+        "preemptionPolicy": "Never",
+    },
 }
 
 

@@ -270,3 +270,32 @@ async def test_a_resource_quota_reports_what_the_namespace_uses(
         "configmaps": "0",
         "count/deployments.apps": "0",
     }
+
+
+async def test_a_stateful_set_template_change_replaces_its_pods(
+    store: Store, sim: SimulatedControllers
+) -> None:
+    sets, pods = store.resource("apps", "v1", "statefulsets"), store.resource("", "v1", "pods")
+    body = {
+        "metadata": {"name": "db"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": template()},
+    }
+    store.create(sets, NS, body)
+    await wait_for(lambda: store.get(sets, NS, "db").get("status", {}).get("readyReplicas") == 2)
+    before = {p["metadata"]["labels"]["controller-revision-hash"] for p in store.list(pods, NS)[0]}
+    image = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    store.patch(sets, NS, "db", image, "application/strategic-merge-patch+json")
+
+    def rolled() -> bool:
+        listed = store.list(pods, NS)[0]
+        images = {p["spec"]["containers"][0]["image"] for p in listed}
+        return (
+            len(listed) == 2
+            and images == {"busybox"}
+            and all(p["status"].get("phase") == "Running" for p in listed)
+        )
+
+    await wait_for(rolled, message="the pods to be replaced by the new template's")
+    status = store.get(sets, NS, "db")["status"]
+    assert status["updateRevision"] not in before
+    await wait_for(lambda: store.get(sets, NS, "db")["status"].get("updatedReplicas") == 2)

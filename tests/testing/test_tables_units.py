@@ -188,8 +188,9 @@ def test_custom_resource_cells_of_each_type() -> None:
 
 def test_every_built_in_kind_prints_as_kube_apiserver_prints_it() -> None:
     """A kind added to the in-memory server needs its printers.go columns (kube-apiserver gives
-    Role, ClusterRole and CustomResourceDefinition only Name and Created At)."""
+    Role, ClusterRole, LimitRange and CustomResourceDefinition only Name and Created At)."""
     defaults = {
+        ("", "limitranges"),
         ("rbac.authorization.k8s.io", "roles"),
         ("rbac.authorization.k8s.io", "clusterroles"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),

@@ -3,11 +3,11 @@
 Defaulting is ``SetDefaults_HorizontalPodAutoscaler``: ``minReplicas`` 1, a CPU utilization
 target of 80% when no metric is given, and, once ``behavior`` is set, every rule it leaves out
 (scale up: no stabilization window, Max of 4 pods or 100% per 15 s; scale down: a 300 s window,
-Max of 100% per 15 s). The status subresource starts as ``{desiredReplicas: 0}``; an HPA counts
-no generations. Validation as ``ValidateHorizontalPodAutoscaler`` where operators meet it:
-``minReplicas`` at least 1, ``maxReplicas`` above 0 and not below ``minReplicas``, a target
-reference with a kind and a name, and metric types. autoscaling/v1 (which a real server also
-serves) is not served.
+Max of 100% per 15 s). The status subresource starts as ``{desiredReplicas: 0}``; spec changes
+count generations (the HPAGeneration feature gate, on by default). Validation as
+``ValidateHorizontalPodAutoscaler`` where operators meet it: ``minReplicas`` at least 1,
+``maxReplicas`` above 0 and not below ``minReplicas``, a target reference with a kind and a
+name, and metric types. autoscaling/v1 (which a real server also serves) is not served.
 """
 
 from __future__ import annotations
@@ -111,7 +111,6 @@ def _autoscaler_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 class HorizontalPodAutoscalerStrategy(BuiltinStrategy):
-    generation = False
     unconditional_update = True
     strategic_merge = True
     times = (("status", "lastScaleTime"), ("status", "conditions", "*", "lastTransitionTime"))

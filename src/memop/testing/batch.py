@@ -194,6 +194,9 @@ class JobStrategy(BuiltinStrategy):
     def field_labels(self) -> Mapping[str, str]:
         return {"status.successful": "status.succeeded"}
 
+    def field_label_defaults(self) -> Mapping[str, str]:
+        return {"status.successful": "0"}
+
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         _decoding(rtype, lambda: default_job(obj))
         return obj

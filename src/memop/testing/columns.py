@@ -389,6 +389,243 @@ NETWORKPOLICIES: tuple[Column, ...] = (
     ),
     column("Age", CREATION_TIMESTAMP),
 )
+_CONTAINERS = column("Containers", "Names of each container in the template.", priority=1)
+_IMAGES = column("Images", "Images referenced by each container in the template.", priority=1)
+_LABEL_SELECTORS = "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"
+STATEFULSETS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column("Ready", "Number of the pod with ready state"),
+    column("Age", CREATION_TIMESTAMP),
+    _CONTAINERS,
+    _IMAGES,
+)
+_DAEMONSET_INFO = "More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"
+DAEMONSETS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column(
+        "Desired",
+        "The total number of nodes that should be running the daemon pod (including nodes correctly running "
+        f"the daemon pod). {_DAEMONSET_INFO}",
+        type="integer",
+    ),
+    column(
+        "Current",
+        "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. "
+        + _DAEMONSET_INFO,
+        type="integer",
+    ),
+    column(
+        "Ready",
+        "numberReady is the number of nodes that should be running the daemon pod and have one or more of "
+        "the daemon pod running with a Ready Condition.",
+        type="integer",
+    ),
+    column("Up-to-date", "The total number of nodes that are running updated daemon pod", type="integer"),
+    column(
+        "Available",
+        "The number of nodes that should be running the daemon pod and have one or more of the daemon pod "
+        "running and available (ready for at least spec.minReadySeconds)",
+        type="integer",
+    ),
+    column(
+        "Node Selector",
+        "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must "
+        "match a node's labels for the pod to be scheduled on that node. More info: "
+        "https://kubernetes.io/docs/concepts/configuration/assign-pod-node/",
+    ),
+    column("Age", CREATION_TIMESTAMP),
+    _CONTAINERS,
+    _IMAGES,
+    column(
+        "Selector",
+        "A label query over pods that are managed by the daemon set. Must match in order to be controlled. "
+        f"It must match the pod template's labels. More info: {_LABEL_SELECTORS}",
+        priority=1,
+    ),
+)
+_JOB_SELECTOR = column(
+    "Selector",
+    "A label query over pods that should match the pod count. Normally, the system sets this field for you. "
+    f"More info: {_LABEL_SELECTORS}",
+    priority=1,
+)
+JOBS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column("Status", "Status of the job."),
+    column(
+        "Completions",
+        "The number of pods which reached phase Succeeded. The value increases monotonically for a given "
+        "spec. However, it may decrease in reaction to scale down of elastic indexed jobs.",
+    ),
+    column("Duration", "Time required to complete the job."),
+    column("Age", CREATION_TIMESTAMP),
+    _CONTAINERS,
+    _IMAGES,
+    _JOB_SELECTOR,
+)
+CRONJOBS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column("Schedule", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
+    column(
+        "Timezone",
+        "The time zone name for the given schedule, see "
+        "https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default "
+        "to the time zone of the kube-controller-manager process. The set of valid time zone names and the "
+        "time zone offset is loaded from the system-wide time zone database by the API server during "
+        "CronJob validation and the controller manager during execution. If no system-wide time zone "
+        "database can be found a bundled version of the database is used instead. If the time zone name "
+        "becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the "
+        "controller will stop creating new new Jobs and will create a system event with the reason "
+        "UnknownTimeZone. More information can be found in "
+        "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones",
+    ),
+    column(
+        "Suspend",
+        "This flag tells the controller to suspend subsequent executions, it does not apply to already "
+        "started executions.  Defaults to false.",
+        type="boolean",
+    ),
+    column("Active", "A list of pointers to currently running jobs.", type="integer"),
+    column("Last Schedule", "Information when was the last time the job was successfully scheduled."),
+    column("Age", CREATION_TIMESTAMP),
+    _CONTAINERS,
+    _IMAGES,
+    _JOB_SELECTOR,
+)
+PERSISTENTVOLUMECLAIMS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column("Status", "phase represents the current phase of PersistentVolumeClaim."),
+    column("Volume", "volumeName is the binding reference to the PersistentVolume backing this claim."),
+    column("Capacity", "capacity represents the actual resources of the underlying volume."),
+    column(
+        "Access Modes",
+        "accessModes contains the actual access modes the volume backing the PVC has. More info: "
+        "https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1",
+    ),
+    column("StorageClass", "StorageClass of the pvc"),
+    column("VolumeAttributesClass", "VolumeAttributesClass of the pvc"),
+    column("Age", CREATION_TIMESTAMP),
+    column(
+        "VolumeMode",
+        "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied "
+        "when not included in claim spec.",
+        priority=1,
+    ),
+)
+PERSISTENTVOLUMES: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column(
+        "Capacity",
+        "capacity is the description of the persistent volume's resources and capacity. More info: "
+        "https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity",
+    ),
+    column(
+        "Access Modes",
+        "accessModes contains all ways the volume can be mounted. More info: "
+        "https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes",
+    ),
+    column(
+        "Reclaim Policy",
+        "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its "
+        "claim. Valid options are Retain (default for manually created PersistentVolumes), Delete (default "
+        "for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be supported "
+        "by the volume plugin underlying this PersistentVolume. More info: "
+        "https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming",
+    ),
+    column(
+        "Status",
+        "phase indicates if a volume is available, bound to a claim, or released by a claim. More info: "
+        "https://kubernetes.io/docs/concepts/storage/persistent-volumes#phase",
+    ),
+    column(
+        "Claim",
+        "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. "
+        "Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. "
+        "More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding",
+    ),
+    column("StorageClass", "StorageClass of the pv"),
+    column("VolumeAttributesClass", "VolumeAttributesClass of the pv"),
+    column(
+        "Reason",
+        "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and "
+        "tidy display in the CLI.",
+    ),
+    column("Age", CREATION_TIMESTAMP),
+    column(
+        "VolumeMode",
+        "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in "
+        "raw block state. Value of Filesystem is implied when not included in spec.",
+        priority=1,
+    ),
+)
+RESOURCEQUOTAS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column("Request", "Request represents a minimum amount of cpu/memory that a container may consume."),
+    column(
+        "Limit",
+        "Limits control the maximum amount of cpu/memory that a container may use independent of contention "
+        "on the node.",
+    ),
+    column("Age", CREATION_TIMESTAMP),
+)
+HORIZONTALPODAUTOSCALERS: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column(
+        "Reference",
+        "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics "
+        "should be collected, as well as to actually change the replica count.",
+    ),
+    column(
+        "Targets",
+        "metrics contains the specifications for which to use to calculate the desired replica count (the "
+        "maximum replica count across all metrics will be used).  The desired replica count is calculated "
+        "multiplying the ratio between the target value and the current value by the current number of "
+        "pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the "
+        "individual metric source types for more information about how each type of metric must respond. "
+        "If not set, the default metric will be set to 80% average CPU utilization.",
+    ),
+    column(
+        "MinPods",
+        "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  "
+        "It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is "
+        "enabled and at least one Object or External metric is configured.  Scaling is active as long as at "
+        "least one metric value is available.",
+    ),
+    column(
+        "MaxPods",
+        "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It "
+        "cannot be less that minReplicas.",
+    ),
+    column(
+        "Replicas",
+        "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by "
+        "the autoscaler.",
+    ),
+    column("Age", CREATION_TIMESTAMP),
+)
+PRIORITYCLASSES: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column(
+        "Value",
+        "value represents the integer value of this priority class. This is the actual priority that pods "
+        "receive when they have the name of this class in their pod spec.",
+        type="integer",
+    ),
+    column(
+        "Global-Default",
+        "globalDefault specifies whether this PriorityClass should be considered as the default priority for "
+        "pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. "
+        "However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the "
+        "smallest value of such global default PriorityClasses will be used as the default priority.",
+        type="boolean",
+    ),
+    column("Age", CREATION_TIMESTAMP),
+    column(
+        "PreemptionPolicy",
+        "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, "
+        "PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.",
+    ),
+)
 DEFAULT: tuple[Column, ...] = (
     column("Name", NAME, format="name"),
     column("Created At", CREATION_TIMESTAMP, type="date"),

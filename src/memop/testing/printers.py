@@ -4,7 +4,7 @@ Each function is the print function of ``pkg/printers/internalversion/printers.g
 for one kind, applied to the stored (v1) object as the real one is applied to the internal
 object converted from it; the server always prints the wide form (every column, the
 priority-1 ones too), and kubectl hides priority > 0 columns unless ``-o wide``. Kinds
-without a printer (Role, ClusterRole, CustomResourceDefinition) get
+without a printer (Role, ClusterRole, LimitRange, CustomResourceDefinition) get
 ``rest.NewDefaultTableConvertor``'s Name and Created At.
 
 A row is ``{"cells": [...]}`` (plus ``conditions`` for a pod that completed), in the order of
@@ -321,6 +321,267 @@ def _network_policy(obj: Mapping[str, Any], now: float) -> Row:
     return {"cells": [_name(obj), "<error>" if selector is None else selector or "<none>", _age(obj, now)]}
 
 
+# --- statefulsets, daemonsets, jobs, cronjobs, autoscalers -------------------------------------------
+
+
+def _template_spec(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _map(_map(spec.get("template")).get("spec"))
+
+
+def _format_selector(selector: Any) -> str:
+    """``metav1.FormatLabelSelector``: ``<error>``, ``<none>`` for an empty selector."""
+    text = _selector(selector or {})
+    return "<error>" if text is None else text or "<none>"
+
+
+def _stateful_set(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    ready = f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}"
+    return {"cells": [_name(obj), ready, _age(obj, now), *_containers(_template_spec(spec))]}
+
+
+def _daemon_set(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    counts = [
+        _int(status.get(key))
+        for key in (
+            "desiredNumberScheduled",
+            "currentNumberScheduled",
+            "numberReady",
+            "updatedNumberScheduled",
+            "numberAvailable",
+        )
+    ]
+    node_selector = _template_spec(spec).get("nodeSelector")
+    return {
+        "cells": [
+            _name(obj),
+            *counts,
+            _labels(node_selector),
+            _age(obj, now),
+            *_containers(_template_spec(spec)),
+            _format_selector(spec.get("selector")),
+        ]
+    }
+
+
+def _has_condition(status: Mapping[str, Any], kind: str) -> bool:
+    return any(
+        _map(c).get("type") == kind and _map(c).get("status") == "True"
+        for c in _list(status.get("conditions"))
+    )
+
+
+def _job(obj: Mapping[str, Any], now: float) -> Row:
+    """``printJob``: its state, completions as succeeded/wanted, how long it ran."""
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    succeeded = _int(status.get("succeeded"))
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{_int(spec.get('completions'))}"
+    elif _int(spec.get("parallelism")) > 1:
+        completions = f"{succeeded}/1 of {_int(spec.get('parallelism'))}"
+    else:
+        completions = f"{succeeded}/1"
+    started = parse_or_zero(status.get("startTime"))
+    finished = parse_or_zero(status.get("completionTime"))
+    duration = ""
+    if started is not None:
+        end = finished.timestamp() if finished is not None else now
+        duration = human_duration(nanoseconds_since(started, end))
+    state = "Running"
+    for kind, shown in (
+        ("Complete", "Complete"),
+        ("Failed", "Failed"),
+        ("", "Terminating"),
+        ("Suspended", "Suspended"),
+        ("FailureTarget", "FailureTarget"),
+        ("SuccessCriteriaMet", "SuccessCriteriaMet"),
+    ):
+        if (kind and _has_condition(status, kind)) or (
+            not kind and _map(obj.get("metadata")).get("deletionTimestamp")
+        ):
+            state = shown
+            break
+    return {
+        "cells": [
+            _name(obj),
+            state,
+            completions,
+            duration,
+            _age(obj, now),
+            *_containers(_template_spec(spec)),
+            _format_selector(spec.get("selector")),
+        ]
+    }
+
+
+def _cron_job(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    job_spec = _map(_map(spec.get("jobTemplate")).get("spec"))
+    last = status.get("lastScheduleTime")
+    suspend = spec.get("suspend")
+    return {
+        "cells": [
+            _name(obj),
+            _str(spec.get("schedule")),
+            _str(spec.get("timeZone")) if spec.get("timeZone") is not None else "<none>",
+            "<unset>" if suspend is None else ("True" if suspend else "False"),
+            len(_list(status.get("active"))),
+            since(last, now) if last else "<none>",
+            _age(obj, now),
+            *_containers(_template_spec(job_spec)),
+            _format_selector(job_spec.get("selector")),
+        ]
+    }
+
+
+def _hpa_target(metric: Mapping[str, Any], current: Mapping[str, Any]) -> str:
+    """One metric of ``formatHPAMetrics``: ``cpu: 40%/80%``, ``<unknown>`` before a reading."""
+    kind = _str(metric.get("type"))
+    key = {"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods"}.get(kind, "")
+    if not key:
+        source = _map(metric.get(kind[:1].lower() + kind[1:]))
+        value = _map(source.get("target")).get("value") or _map(source.get("target")).get("averageValue")
+        return f"<unknown>/{value if value is not None else '<unset>'}"
+    source, seen = _map(metric.get(key)), _map(_map(current.get(key)).get("current"))
+    target = _map(source.get("target"))
+    prefix = f"{_str(source.get('name'))}: " if kind != "Pods" else ""
+    if target.get("averageValue") is not None or kind == "Pods":
+        reading = seen.get("averageValue")
+        return f"{prefix}{reading if reading is not None else '<unknown>'}/{target.get('averageValue')}"
+    reading = seen.get("averageUtilization")
+    shown = f"{reading}%" if reading is not None else "<unknown>"
+    goal = f"{target['averageUtilization']}%" if target.get("averageUtilization") is not None else "<auto>"
+    return f"{prefix}{shown}/{goal}"
+
+
+def _autoscaler(obj: Mapping[str, Any], now: float) -> Row:
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    ref = _map(spec.get("scaleTargetRef"))
+    metrics, readings = _list(spec.get("metrics")), _list(status.get("currentMetrics"))
+    shown = [
+        _hpa_target(_map(m), _map(readings[i]) if i < len(readings) else {})
+        for i, m in enumerate(metrics[:2])
+    ]
+    targets = ", ".join(shown) or "<none>"
+    if len(metrics) > 2:
+        targets = f"{targets} + {len(metrics) - 2} more..."
+    min_pods = spec.get("minReplicas")
+    return {
+        "cells": [
+            _name(obj),
+            f"{_str(ref.get('kind'))}/{_str(ref.get('name'))}",
+            targets,
+            "<unset>" if min_pods is None else str(min_pods),
+            _int(spec.get("maxReplicas")),
+            _int(status.get("currentReplicas")),
+            _age(obj, now),
+        ]
+    }
+
+
+# --- claims, quotas, priority classes ----------------------------------------------------------------
+
+_ACCESS_MODES = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+
+
+def _volume_phase(obj: Mapping[str, Any]) -> str:
+    if _map(obj.get("metadata")).get("deletionTimestamp"):
+        return "Terminating"
+    return _str(_map(obj.get("status")).get("phase"))
+
+
+def _volume_classes(obj: Mapping[str, Any]) -> list[str]:
+    """``GetPersistentVolume(Claim)Class`` (the field, else the beta annotation) and the
+    volume attributes class (``<unset>``)."""
+    spec = _map(obj.get("spec"))
+    class_name = spec.get("storageClassName")
+    if class_name is None:
+        annotations = _map(_map(obj.get("metadata")).get("annotations"))
+        class_name = annotations.get("volume.beta.kubernetes.io/storage-class", "")
+    attributes = spec.get("volumeAttributesClassName")
+    return [_str(class_name), _str(attributes) if attributes else "<unset>"]
+
+
+def _claim(obj: Mapping[str, Any], now: float) -> Row:
+    """``printPersistentVolumeClaim``: capacity and modes only once bound to a volume."""
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    phase = _volume_phase(obj)
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        held = set(_list(status.get("accessModes")))
+        modes = ",".join(short for mode, short in _ACCESS_MODES if mode in held)
+        capacity = _str(_map(status.get("capacity")).get("storage")) or "0"
+    return {
+        "cells": [
+            _name(obj),
+            phase,
+            _str(spec.get("volumeName")),
+            capacity,
+            modes,
+            *_volume_classes(obj),
+            _age(obj, now),
+            _str(spec.get("volumeMode")) or "<unset>",
+        ]
+    }
+
+
+def _volume(obj: Mapping[str, Any], now: float) -> Row:
+    """``printPersistentVolume``."""
+    spec, status = _map(obj.get("spec")), _map(obj.get("status"))
+    ref = _map(spec.get("claimRef"))
+    claim = (
+        f"{_str(ref.get('namespace'))}/{_str(ref.get('name'))}" if spec.get("claimRef") is not None else ""
+    )
+    held = set(_list(spec.get("accessModes")))
+    phase = _volume_phase(obj)
+    return {
+        "cells": [
+            _name(obj),
+            _str(_map(spec.get("capacity")).get("storage")) or "0",
+            ",".join(short for mode, short in _ACCESS_MODES if mode in held),
+            _str(spec.get("persistentVolumeReclaimPolicy")),
+            phase,
+            claim,
+            *_volume_classes(obj),
+            _str(status.get("reason")),
+            _age(obj, now),
+            _str(spec.get("volumeMode")) or "<unset>",
+        ]
+    }
+
+
+def _resource_quota(obj: Mapping[str, Any], now: float) -> Row:
+    """``printResourceQuota``: ``resource: used/hard`` of every hard resource, limits apart."""
+    hard, status = _map(_map(obj.get("spec")).get("hard")), _map(obj.get("status"))
+    requests: list[str] = []
+    limits: list[str] = []
+    for resource in sorted(hard):
+        used = _str(_map(status.get("used")).get(resource)) or "0"
+        limit = _str(_map(status.get("hard")).get(resource)) or "0"
+        column_ = limits if resource.split(".")[0] == "limits" and "." in resource else requests
+        column_.append(f"{resource}: {used}/{limit}")
+    return {"cells": [_name(obj), ", ".join(requests), ", ".join(limits), _age(obj, now)]}
+
+
+def _priority_class(obj: Mapping[str, Any], now: float) -> Row:
+    policy = obj.get("preemptionPolicy")
+    return {
+        "cells": [
+            _name(obj),
+            _int(obj.get("value")),
+            obj.get("globalDefault") is True,
+            _age(obj, now),
+            "<unset>" if policy is None else _str(policy),
+        ]
+    }
+
+
 # --- events ----------------------------------------------------------------------------------------
 
 
@@ -477,6 +738,15 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("policy", "poddisruptionbudgets"): Printer(columns.PODDISRUPTIONBUDGETS, _pod_disruption_budget),
     ("networking.k8s.io", "ingresses"): Printer(columns.INGRESSES, _ingress),
     ("networking.k8s.io", "networkpolicies"): Printer(columns.NETWORKPOLICIES, _network_policy),
+    ("apps", "statefulsets"): Printer(columns.STATEFULSETS, _stateful_set),
+    ("apps", "daemonsets"): Printer(columns.DAEMONSETS, _daemon_set),
+    ("batch", "jobs"): Printer(columns.JOBS, _job),
+    ("batch", "cronjobs"): Printer(columns.CRONJOBS, _cron_job),
+    ("autoscaling", "horizontalpodautoscalers"): Printer(columns.HORIZONTALPODAUTOSCALERS, _autoscaler),
+    ("", "persistentvolumeclaims"): Printer(columns.PERSISTENTVOLUMECLAIMS, _claim),
+    ("", "persistentvolumes"): Printer(columns.PERSISTENTVOLUMES, _volume),
+    ("", "resourcequotas"): Printer(columns.RESOURCEQUOTAS, _resource_quota),
+    ("scheduling.k8s.io", "priorityclasses"): Printer(columns.PRIORITYCLASSES, _priority_class),
     ("rbac.authorization.k8s.io", "rolebindings"): Printer(columns.ROLEBINDINGS, _binding),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): Printer(columns.CLUSTERROLEBINDINGS, _binding),
 }

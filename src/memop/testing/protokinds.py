@@ -751,6 +751,103 @@ INGRESS = message(
     ),
 )
 
+# --- k8s.io/api/batch/v1 (kubectl create job and cronjob) --------------------------------------------
+
+JOB_SPEC = message(
+    "JobSpec",
+    F(1, "parallelism", INT, POINTER),
+    F(2, "completions", INT, POINTER),
+    F(3, "activeDeadlineSeconds", INT, POINTER),
+    F(7, "backoffLimit", INT, POINTER),
+    F(12, "backoffLimitPerIndex", INT, POINTER),
+    F(13, "maxFailedIndexes", INT, POINTER),
+    F(4, "selector", LABEL_SELECTOR, POINTER),
+    F(5, "manualSelector", BOOL, POINTER),
+    F(6, "template", POD_TEMPLATE_SPEC),
+    F(8, "ttlSecondsAfterFinished", INT, POINTER),
+    F(9, "completionMode", STRING, POINTER),
+    F(10, "suspend", BOOL, POINTER),
+    F(14, "podReplacementPolicy", STRING, POINTER),
+    F(15, "managedBy", STRING, POINTER),
+)
+JOB_CONDITION = message(
+    "JobCondition",
+    F(1, "type", STRING, ALWAYS),
+    F(2, "status", STRING, ALWAYS),
+    F(3, "lastProbeTime", TIME),
+    F(4, "lastTransitionTime", TIME),
+    F(5, "reason", STRING),
+    F(6, "message", STRING),
+)
+JOB = message(
+    "Job",
+    F(1, "metadata", OBJECT_META),
+    F(2, "spec", JOB_SPEC),
+    F(
+        3,
+        "status",
+        message(
+            "JobStatus",
+            F(1, "conditions", JOB_CONDITION, LIST),
+            F(2, "startTime", TIME, POINTER),
+            F(3, "completionTime", TIME, POINTER),
+            F(4, "active", INT),
+            F(5, "succeeded", INT),
+            F(6, "failed", INT),
+        ),
+    ),
+)
+CRON_JOB = message(
+    "CronJob",
+    F(1, "metadata", OBJECT_META),
+    F(
+        2,
+        "spec",
+        message(
+            "CronJobSpec",
+            F(1, "schedule", STRING, ALWAYS),
+            F(8, "timeZone", STRING, POINTER),
+            F(2, "startingDeadlineSeconds", INT, POINTER),
+            F(3, "concurrencyPolicy", STRING),
+            F(4, "suspend", BOOL, POINTER),
+            F(
+                5,
+                "jobTemplate",
+                message("JobTemplateSpec", F(1, "metadata", OBJECT_META), F(2, "spec", JOB_SPEC)),
+            ),
+            F(6, "successfulJobsHistoryLimit", INT, POINTER),
+            F(7, "failedJobsHistoryLimit", INT, POINTER),
+        ),
+    ),
+    F(
+        3,
+        "status",
+        message(
+            "CronJobStatus",
+            F(1, "active", OBJECT_REFERENCE, LIST),
+            F(4, "lastScheduleTime", TIME, POINTER),
+            F(5, "lastSuccessfulTime", TIME, POINTER),
+        ),
+    ),
+)
+
+# --- ResourceQuota and PriorityClass (kubectl create quota and priorityclass) ----------------------
+
+RESOURCE_QUOTA = message(
+    "ResourceQuota",
+    F(1, "metadata", OBJECT_META),
+    F(2, "spec", message("ResourceQuotaSpec", F(1, "hard", QUANTITY, MAP), F(2, "scopes", STRING, LIST))),
+    F(3, "status", message("ResourceQuotaStatus", F(1, "hard", QUANTITY, MAP), F(2, "used", QUANTITY, MAP))),
+)
+PRIORITY_CLASS = message(
+    "PriorityClass",
+    F(1, "metadata", OBJECT_META),
+    F(2, "value", INT, ALWAYS),
+    F(3, "globalDefault", BOOL),
+    F(4, "description", STRING),
+    F(5, "preemptionPolicy", STRING, POINTER),
+)
+
 RBAC = "rbac.authorization.k8s.io/v1"
 KINDS: Mapping[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
@@ -765,4 +862,8 @@ KINDS: Mapping[tuple[str, str], Message] = {
     (RBAC, "ClusterRoleBinding"): _binding("ClusterRoleBinding"),
     ("policy/v1", "PodDisruptionBudget"): POD_DISRUPTION_BUDGET,
     ("networking.k8s.io/v1", "Ingress"): INGRESS,
+    ("batch/v1", "Job"): JOB,
+    ("batch/v1", "CronJob"): CRON_JOB,
+    ("v1", "ResourceQuota"): RESOURCE_QUOTA,
+    ("scheduling.k8s.io/v1", "PriorityClass"): PRIORITY_CLASS,
 }

@@ -4,7 +4,8 @@
 reserved for the two system classes, which the server creates at start
 (``system-cluster-critical`` and ``system-node-critical``, as its scheduling post-start hook
 does); a user's class may not exceed 1000000000; ``value`` and ``preemptionPolicy`` are
-immutable. No status subresource, no selectable fields beyond the name.
+immutable. ``generation`` is 1 from the create on (no update counts). No status subresource, no
+selectable fields beyond the name.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ def _priority_class_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 class PriorityClassStrategy(BuiltinStrategy):
     unconditional_update = True
     strategic_merge = True
+
+    def bumps_generation(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> bool:
+        return False  # generation 1 on create, never counted on (PrepareForUpdate does nothing)
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         obj.setdefault("value", 0)

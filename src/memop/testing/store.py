@@ -17,6 +17,11 @@ Invariants:
 - Listeners and subscribers see changes in commit order, each exactly once, even when a
   change's follow-up (a CRD becoming Established) commits more changes.
 
+What it serves is a list of :class:`~memop.testing.strategy.Kind` values: the built-in ones of
+:mod:`memop.testing.kinds` and the ``extra_kinds`` it is given, each installed with its
+strategy (objects a kind creates at start included). The store knows no kind's module but the
+Namespace's, whose lifecycle is registry behaviour.
+
 Namespaces are finalized the way the real namespace controller does it: deleting one sets
 ``deletionTimestamp`` and ``status.phase: Terminating``; whoever empties it then writes
 ``spec.finalizers`` through the ``finalize`` subresource (``update(..., subresource="finalize")``);

@@ -56,6 +56,11 @@ class Strategy:
         """Extra selectable field labels beyond metadata.name/namespace, mapped to dotted paths."""
         return {}
 
+    def field_label_defaults(self) -> Mapping[str, str]:
+        """What a field label reads when its path is absent (a Job's ``status.successful`` is
+        ``strconv.Itoa`` of a zero int: "0"); "" for labels not listed."""
+        return {}
+
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         """Server-side defaulting of a decoded object; returns the (possibly new) object."""
         return obj
@@ -225,11 +230,17 @@ def lookup_path(obj: Mapping[str, Any], path: str) -> str:
 class FieldSelector:
     """A compiled field selector for one kind: check it with :meth:`check`, match with :meth:`matches`."""
 
-    __slots__ = ("_paths", "requirements")
+    __slots__ = ("_defaults", "_paths", "requirements")
 
-    def __init__(self, requirements: tuple[FieldRequirement, ...], paths: dict[str, str]) -> None:
+    def __init__(
+        self,
+        requirements: tuple[FieldRequirement, ...],
+        paths: dict[str, str],
+        defaults: Mapping[str, str] | None = None,
+    ) -> None:
         self.requirements = requirements
         self._paths = paths
+        self._defaults = dict(defaults or {})
 
     @classmethod
     def compile(cls, text: str | None, strategy: Strategy, namespaced: bool) -> FieldSelector:
@@ -244,14 +255,14 @@ class FieldSelector:
             if path is None:
                 raise unsupported_field_label(req.field, strategy)
             paths[req.field] = path
-        return cls(requirements, paths)
+        return cls(requirements, paths, strategy.field_label_defaults())
 
     def is_empty(self) -> bool:
         return not self.requirements
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         for req in self.requirements:
-            actual = lookup_path(obj, self._paths[req.field])
+            actual = lookup_path(obj, self._paths[req.field]) or self._defaults.get(req.field, "")
             if (actual == req.value) != (req.operator == "="):
                 return False
         return True

@@ -106,6 +106,13 @@ def default_claim_spec(spec: Any) -> None:
         _canonical_amounts(resources.get("limits"))
 
 
+def _default_phase(obj: JsonDict) -> None:
+    """A status without a phase is Pending (``SetDefaults_PersistentVolume(Claim)``)."""
+    status = obj.get("status")
+    if isinstance(status, dict) and not status.get("phase"):
+        status["phase"] = "Pending"
+
+
 def _add_finalizer(obj: JsonDict, finalizer: str) -> None:
     meta = obj.setdefault("metadata", {})
     finalizers = meta.get("finalizers") or []
@@ -156,9 +163,7 @@ class PersistentVolumeClaimStrategy(BuiltinStrategy):
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         _decoding(rtype, lambda: default_claim_spec(obj.setdefault("spec", {})))
-        status = obj.get("status")
-        if isinstance(status, dict) and not status.get("phase"):
-            status["phase"] = "Pending"
+        _default_phase(obj)
         return obj
 
     def initial_status(self, obj: JsonDict) -> Any:
@@ -233,9 +238,7 @@ class PersistentVolumeStrategy(BuiltinStrategy):
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         _decoding(rtype, lambda: default_volume(obj))
-        status = obj.get("status")
-        if isinstance(status, dict) and not status.get("phase"):
-            status["phase"] = "Pending"
+        _default_phase(obj)
         return obj
 
     def initial_status(self, obj: JsonDict) -> Any:

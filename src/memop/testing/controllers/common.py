@@ -27,12 +27,16 @@ import logging
 import time
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memop.runtime.util.clock import Clock
 from memop.runtime.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
 from memop.runtime.workqueue.workqueue import ShutDown, WorkQueue
 from memop.testing.errors import ApiError
+
+if TYPE_CHECKING:
+    from memop.testing.resources import ResourceType
+    from memop.testing.store import Store, StoreEvent
 
 K = TypeVar("K", bound=Hashable)
 Obj = dict[str, Any]
@@ -320,3 +324,30 @@ def status_body(obj: Mapping[str, Any], status: Obj, **metadata: Any) -> Obj:
         "metadata": metadata_for_write(obj, **metadata),
         "status": status,
     }
+
+
+def owner_key(event: StoreEvent, owner: tuple[str, str], owned: tuple[str, str]) -> tuple[str, str] | None:
+    """The (namespace, name) of the ``owner`` (group, kind) object a change concerns, for its
+    controller's queue: the object itself unless it was deleted, or the controller (by its
+    controllerRef) of an ``owned`` (group, kind) object; None when it concerns no such object."""
+    rtype, m = event.rtype, meta(event.obj)
+    if (rtype.group, rtype.kind) == owner:
+        return None if event.type == "DELETED" else (m.get("namespace", ""), m.get("name", ""))
+    if (rtype.group, rtype.kind) == owned:
+        ref = controller_ref(event.obj)
+        if ref is not None and ref.get("kind") == owner[1]:
+            return (m.get("namespace", ""), ref.get("name", ""))
+    return None
+
+
+def delete_if_present(store: Store, rtype: ResourceType, obj: Mapping[str, Any]) -> bool:
+    """Delete ``obj`` if it is still the object read (its uid); False when it was already gone
+    or replaced (404, 409), which a controller's next sync sees anyway."""
+    m = meta(obj)
+    try:
+        store.delete(rtype, m.get("namespace"), m["name"], preconditions={"uid": m["uid"]})
+    except ApiError as err:
+        if err.code not in (404, 409):
+            raise
+        return False
+    return True

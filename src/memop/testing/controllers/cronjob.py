@@ -26,10 +26,10 @@ from memop.testing.controllers.common import (
     Obj,
     WorkLoop,
     being_deleted,
-    controller_ref,
     is_controlled_by,
     meta,
     new_controller_ref,
+    owner_key,
     parse_rfc3339,
     rfc3339,
     status_body,
@@ -80,15 +80,9 @@ class CronJobController:
         self.loop: WorkLoop[Key] = WorkLoop("cronjob", self._sync, clock=clock, workers=1)
 
     def on_event(self, event: StoreEvent) -> None:
-        rtype = event.rtype
-        if rtype.group == "batch" and rtype.kind == "CronJob":
-            if event.type != "DELETED":
-                m = meta(event.obj)
-                self.loop.add((m.get("namespace", ""), m.get("name", "")))
-        elif rtype.group == "batch" and rtype.kind == "Job":
-            ref = controller_ref(event.obj)
-            if ref is not None and ref.get("kind") == "CronJob":
-                self.loop.add((meta(event.obj).get("namespace", ""), ref.get("name", "")))
+        key = owner_key(event, ("batch", "CronJob"), ("batch", "Job"))
+        if key is not None:
+            self.loop.add(key)
 
     def _sync(self, key: Key) -> float | None:
         ns, name = key

@@ -21,14 +21,14 @@ from memop.testing.controllers.common import (
     WorkLoop,
     being_deleted,
     condition,
-    controller_ref,
+    delete_if_present,
     is_controlled_by,
     meta,
     new_controller_ref,
+    owner_key,
     status_body,
 )
 from memop.testing.controllers.statefulset import REVISION_LABEL, revision
-from memop.testing.errors import ApiError
 from memop.testing.store import Store, StoreEvent
 from memop.testing.workloads import TEMPLATE_GENERATION
 
@@ -59,15 +59,9 @@ class DaemonSetController:
         self.loop: WorkLoop[Key] = WorkLoop("daemonset", self._sync, clock=clock, workers=1)
 
     def on_event(self, event: StoreEvent) -> None:
-        rtype = event.rtype
-        if rtype.group == "apps" and rtype.kind == "DaemonSet":
-            if event.type != "DELETED":
-                m = meta(event.obj)
-                self.loop.add((m.get("namespace", ""), m.get("name", "")))
-        elif rtype.group == "" and rtype.kind == "Pod":
-            ref = controller_ref(event.obj)
-            if ref is not None and ref.get("kind") == "DaemonSet":
-                self.loop.add((meta(event.obj).get("namespace", ""), ref.get("name", "")))
+        key = owner_key(event, ("apps", "DaemonSet"), ("", "Pod"))
+        if key is not None:
+            self.loop.add(key)
 
     def _sync(self, key: Key) -> float | None:
         ns, name = key
@@ -83,7 +77,7 @@ class DaemonSetController:
         ]
         if not being_deleted(ds):
             for pod in [p for p in pods if meta(p).get("labels", {}).get(REVISION_LABEL) != update]:
-                self._delete(pod)
+                delete_if_present(self._store, self._pods, pod)
                 pods.remove(pod)
             placed = {self._node_of(p) for p in pods}
             for node in self.nodes:
@@ -145,11 +139,3 @@ class DaemonSetController:
             m["namespace"],
             {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec},
         )
-
-    def _delete(self, pod: Obj) -> None:
-        m = meta(pod)
-        try:
-            self._store.delete(self._pods, m["namespace"], m["name"], preconditions={"uid": m["uid"]})
-        except ApiError as err:
-            if err.code not in (404, 409):
-                raise

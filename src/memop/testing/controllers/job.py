@@ -25,10 +25,10 @@ from memop.testing.controllers.common import (
     Obj,
     WorkLoop,
     being_deleted,
-    controller_ref,
     is_controlled_by,
     meta,
     new_controller_ref,
+    owner_key,
     rfc3339,
     status_body,
 )
@@ -82,15 +82,9 @@ class JobController:
         self.loop: WorkLoop[Key] = WorkLoop("job", self._sync, clock=clock, workers=1)
 
     def on_event(self, event: StoreEvent) -> None:
-        rtype = event.rtype
-        if rtype.group == "batch" and rtype.kind == "Job":
-            if event.type != "DELETED":
-                m = meta(event.obj)
-                self.loop.add((m.get("namespace", ""), m.get("name", "")))
-        elif rtype.group == "" and rtype.kind == "Pod":
-            ref = controller_ref(event.obj)
-            if ref is not None and ref.get("kind") == "Job":
-                self.loop.add((meta(event.obj).get("namespace", ""), ref.get("name", "")))
+        key = owner_key(event, ("batch", "Job"), ("", "Pod"))
+        if key is not None:
+            self.loop.add(key)
 
     def _sync(self, key: Key) -> float | None:
         ns, name = key

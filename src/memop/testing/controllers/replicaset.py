@@ -29,15 +29,15 @@ from memop.testing.controllers.common import (
     WorkLoop,
     being_deleted,
     condition,
-    controller_ref,
+    delete_if_present,
     is_controlled_by,
     meta,
     new_controller_ref,
+    owner_key,
     parse_rfc3339,
     status_body,
 )
 from memop.testing.controllers.rollout import desired_replicas
-from memop.testing.errors import ApiError
 from memop.testing.store import Store, StoreEvent
 
 Key = tuple[str, str]  # (namespace, name)
@@ -96,15 +96,9 @@ class ReplicaSetController:
 
     def on_event(self, event: StoreEvent) -> None:
         """Queue the ReplicaSet a change concerns (itself, or the controller of a pod)."""
-        rtype = event.rtype
-        if rtype.group == "apps" and rtype.kind == "ReplicaSet":
-            if event.type != "DELETED":
-                m = meta(event.obj)
-                self.loop.add((m.get("namespace", ""), m.get("name", "")))
-        elif rtype.group == "" and rtype.kind == "Pod":
-            ref = controller_ref(event.obj)
-            if ref is not None and ref.get("kind") == "ReplicaSet":
-                self.loop.add((meta(event.obj).get("namespace", ""), ref.get("name", "")))
+        key = owner_key(event, ("apps", "ReplicaSet"), ("", "Pod"))
+        if key is not None:
+            self.loop.add(key)
 
     def _sync(self, key: Key) -> float | None:
         ns, name = key
@@ -163,13 +157,8 @@ class ReplicaSetController:
 
     def _delete_pods(self, pods: list[Obj]) -> None:
         for pod in pods:
-            m = meta(pod)
-            try:
-                self._store.delete(self._pods, m["namespace"], m["name"], preconditions={"uid": m["uid"]})
+            if delete_if_present(self._store, self._pods, pod):
                 self.loop.record_event()  # SuccessfulDelete
-            except ApiError as err:
-                if err.code not in (404, 409):
-                    raise
 
     def _status(self, rs: Obj, active: list[Obj]) -> tuple[Obj, float | None]:
         """The ReplicaSet status for these active pods, and when a ready pod becomes available."""

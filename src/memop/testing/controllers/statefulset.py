@@ -29,10 +29,11 @@ from memop.testing.controllers.common import (
     WorkLoop,
     being_deleted,
     condition,
-    controller_ref,
+    delete_if_present,
     is_controlled_by,
     meta,
     new_controller_ref,
+    owner_key,
     status_body,
 )
 from memop.testing.errors import ApiError
@@ -69,15 +70,9 @@ class StatefulSetController:
         self.loop: WorkLoop[Key] = WorkLoop("statefulset", self._sync, clock=clock, workers=1)
 
     def on_event(self, event: StoreEvent) -> None:
-        rtype = event.rtype
-        if rtype.group == "apps" and rtype.kind == "StatefulSet":
-            if event.type != "DELETED":
-                m = meta(event.obj)
-                self.loop.add((m.get("namespace", ""), m.get("name", "")))
-        elif rtype.group == "" and rtype.kind == "Pod":
-            ref = controller_ref(event.obj)
-            if ref is not None and ref.get("kind") == "StatefulSet":
-                self.loop.add((meta(event.obj).get("namespace", ""), ref.get("name", "")))
+        key = owner_key(event, ("apps", "StatefulSet"), ("", "Pod"))
+        if key is not None:
+            self.loop.add(key)
 
     def _sync(self, key: Key) -> float | None:
         ns, name = key
@@ -198,10 +193,5 @@ class StatefulSetController:
                 raise
 
     def _delete(self, pod: Obj) -> None:
-        m = meta(pod)
-        try:
-            self._store.delete(self._pods, m["namespace"], m["name"], preconditions={"uid": m["uid"]})
+        if delete_if_present(self._store, self._pods, pod):
             self.loop.record_event()  # SuccessfulDelete
-        except ApiError as err:
-            if err.code not in (404, 409):
-                raise

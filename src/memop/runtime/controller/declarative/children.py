@@ -7,7 +7,6 @@ Pure functions and small value types; the reconciler does the I/O.
 
 from __future__ import annotations
 
-import copy
 import datetime
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -39,7 +38,8 @@ def to_object(child: Any) -> Obj:
     ``attribute_map``: camelCase), a Pydantic model (by alias, without None), or anything with a
     ``to_dict()`` that returns the JSON form (memop's CustomResource). ChildError otherwise."""
     if isinstance(child, Mapping):
-        return copy.deepcopy(dict(child))
+        copied: Obj = _copy(child)  # stamped in place after: the caller's object stays as it was
+        return copied
     if hasattr(child, "openapi_types") and hasattr(child, "attribute_map"):
         converted = _kubernetes_model(child)
     elif hasattr(child, "to_dict"):
@@ -51,6 +51,25 @@ def to_object(child: Any) -> Obj:
     if not isinstance(converted, dict):
         raise ChildError("InvalidChild", f"a {type(child).__name__} converted to {type(converted).__name__}")
     return converted
+
+
+def _copy(value: Any) -> Any:
+    """A JSON value copied container by container (a fraction of copy.deepcopy's cost)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [_copy(item) for item in value]
+    return value
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _kubernetes_model(value: Any) -> Any:
