@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import memcached
+from waiting import ready
+
 from memop.runtime import DEPLOYMENTS, Client
 from memop.testing.plugin import InstallCrds, RunOperator
-from waiting import ready
 
 MEMCACHEDS = memcached.Memcached.resource()
 

@@ -7,9 +7,10 @@ from typing import Any
 
 import project
 import pytest
+from waiting import gone, ready
+
 from memop.runtime import NAMESPACES, NETWORK_POLICIES, SERVICE_ACCOUNTS, Client
 from memop.testing.plugin import InstallCrds, RunOperator
-from waiting import gone, ready
 
 PROJECTS = project.Project.resource()
 

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 import webapp
+from waiting import ready
+
 from memop.runtime import DEPLOYMENTS, INGRESSES, POD_DISRUPTION_BUDGETS, SERVICES, Client, InvalidObject
 from memop.testing import wait_for
 from memop.testing.plugin import InstallCrds, RunOperator
-from waiting import ready
 
 WEBAPPS = webapp.WebApp.resource()
 
@@ -51,7 +52,11 @@ async def test_a_webapp_gets_its_children_becomes_ready_and_is_repaired(
         for resource in (DEPLOYMENTS, SERVICES, INGRESSES, POD_DISRUPTION_BUDGETS):
             child = await client.get(resource, "hello", namespace)
             [owner] = child["metadata"]["ownerReferences"]
-            assert (owner["kind"], owner["uid"], owner["controller"]) == ("WebApp", app["metadata"]["uid"], True)
+            assert (owner["kind"], owner["uid"], owner["controller"]) == (
+                "WebApp",
+                app["metadata"]["uid"],
+                True,
+            )
         ingress = await client.get(INGRESSES, "hello", namespace)
         assert ingress["spec"]["rules"][0]["host"] == "hello.example.com"
 

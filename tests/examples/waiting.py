@@ -16,7 +16,9 @@ def condition(obj: dict[str, Any], kind: str) -> str | None:
     return next((c["status"] for c in status.get("conditions") or [] if c["type"] == kind), None)
 
 
-async def ready(client: Client, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+async def ready(
+    client: Client, resource: Resource, name: str, namespace: str | None = None
+) -> dict[str, Any]:
     """The object once its Ready condition is True for its generation."""
     found: dict[str, Any] = {}
 
