@@ -231,9 +231,40 @@ def test_the_memop_requirement_allows_this_version_up_to_the_next_that_may_break
 # --- memop create api ---------------------------------------------------------------------------
 
 
-def test_create_api_writes_the_controller_package_and_registers_it(project: Path) -> None:
+def test_create_api_writes_the_declared_kind_and_registers_it(project: Path) -> None:
     before = tree(project)
     assert create_api(project) == 0
+    after = tree(project)
+    added = set(after) - set(before)
+    assert added == {
+        "src/widget_operator/widget/__init__.py",
+        "src/widget_operator/widget/api.py",
+        "src/widget_operator/widget/controller.py",
+        "tests/test_widget.py",
+        "tests/test_widget_e2e.py",
+    }
+    changed = {name for name in before if before[name] != after[name]}
+    assert changed == {"src/widget_operator/project.py"}
+    project_py = after["src/widget_operator/project.py"]
+    assert "import widget_operator.widget\n" in project_py
+    assert "    widget_operator.widget.DEFINITION,\n    # +memop:scaffold:controllers\n" in project_py
+    api = after["src/widget_operator/widget/api.py"]
+    assert "class WidgetSpec(Model):" in api
+    assert 'group="cache.example.com",\n    version="v1alpha1",\n    plural="widgets",' in api
+    assert "WIDGETS = Widget.resource()" in api
+    assert "namespaced=False" not in api
+    controller = after["src/widget_operator/widget/controller.py"]
+    assert "def children(owner: Widget) -> list[dict[str, Any]]:" in controller
+    assert "DEFINITION = declarative_controller(" in controller
+    for name, text in after.items():
+        if name.endswith(".py"):
+            ast.parse(text, name)
+        assert "{{" not in text, name
+
+
+def test_create_api_imperative_writes_the_reconciler_package_and_registers_it(project: Path) -> None:
+    before = tree(project)
+    assert create_api(project, "--imperative") == 0
     after = tree(project)
     added = set(after) - set(before)
     assert added == {
@@ -263,7 +294,9 @@ def test_create_api_writes_the_controller_package_and_registers_it(project: Path
 
 def test_the_generated_code_imports_only_memops_public_names(project: Path) -> None:
     assert create_api(project) == 0
-    assert create_api(project, "--cluster-scoped", kind="Gadget") == 0
+    assert create_api(project, "--cluster-scoped", kind="Gizmo") == 0
+    assert create_api(project, "--imperative", kind="Cart") == 0
+    assert create_api(project, "--imperative", "--cluster-scoped", kind="Gadget") == 0
     allowed = {"memop", "memop.runtime", "memop.testing.plugin"}
     for path in [*project.joinpath("src").rglob("*.py"), *project.joinpath("tests").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
@@ -277,8 +310,17 @@ def test_the_generated_code_imports_only_memops_public_names(project: Path) -> N
                     assert module in allowed, f"{path}: imports {module}"
 
 
-def test_a_cluster_scoped_kind(project: Path) -> None:
+def test_a_cluster_scoped_declared_kind(project: Path) -> None:
     assert create_api(project, "--cluster-scoped", "--plural", "gizmos", kind="Gizmo") == 0
+    api = (project / "src/widget_operator/gizmo/api.py").read_text()
+    assert 'plural="gizmos",\n    namespaced=False,' in api
+    assert "target_namespace: DNS1123Label" in api
+    controller = (project / "src/widget_operator/gizmo/controller.py").read_text()
+    assert '"namespace": owner.spec.target_namespace' in controller
+
+
+def test_a_cluster_scoped_imperative_kind(project: Path) -> None:
+    assert create_api(project, "--imperative", "--cluster-scoped", "--plural", "gizmos", kind="Gizmo") == 0
     api = (project / "src/widget_operator/gizmo/api.py").read_text()
     assert "GIZMOS = Resource(GROUP, VERSION, PLURAL, KIND, namespaced=False)" in api
     assert 'definition["spec"]["scope"] = "Cluster"' in api
@@ -292,8 +334,10 @@ def test_long_names_still_make_ruff_clean_code(tmp_path: Path) -> None:
     # Kubernetes' own kinds reach 32 characters (ValidatingAdmissionPolicyBinding): 40 here.
     package = "p" * 40
     assert run(tmp_path, "init", "--project", package) == 0
-    for kind, scope in (("K" + "x" * 39, "--namespaced"), ("C" + "x" * 39, "--cluster-scoped")):
+    kinds = (("K" + "x" * 39, "--namespaced"), ("C" + "x" * 39, "--cluster-scoped"))
+    for kind, scope in kinds:
         assert create_api(tmp_path, scope, kind=kind) == 0
+        assert create_api(tmp_path, scope, "--imperative", kind=kind.replace("x", "y")) == 0
     done = subprocess.run(
         [Path(sys.executable).parent / "ruff", "check", "--no-cache", "src", "tests"],
         cwd=tmp_path,

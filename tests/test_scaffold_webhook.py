@@ -25,11 +25,12 @@ BIN = Path(sys.executable).parent
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """``memop init`` and two kinds: Widget (namespaced, v1alpha1), Gadget (cluster-scoped, v1)."""
+    """``memop init`` and two kinds with hand-written reconcilers (``--imperative``: memop create
+    webhook writes webhooks for those): Widget (namespaced, v1alpha1), Gadget (cluster-scoped, v1)."""
     root = tmp_path / PACKAGE
     root.mkdir()
     assert run(root, "init") == 0
-    api = ("create", "api", "--no-manifests")
+    api = ("create", "api", "--no-manifests", "--imperative")
     assert run(root, *api, "--group", "cache", "--version", "v1alpha1", "--kind", "Widget") == 0
     assert run(root, *api, "--group", "infra", "--version", "v1", "--kind", "Gadget", "--cluster-scoped") == 0
     return root
@@ -224,3 +225,22 @@ def test_wire_refuses_a_definition_it_cannot_find_its_lines_in() -> None:
 )
 def test_without_spoke_version_the_next_version_is_served(version: str, following: str) -> None:
     assert names.next_version(version) == following
+
+
+def test_a_declared_kind_is_refused_naming_where_its_webhook_is(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        run(
+            project, "create", "api", "--no-manifests", "--group", "shop", "--version", "v1", "--kind", "Cart"
+        )
+        == 0
+    )
+    capsys.readouterr()
+    before = sorted(str(path) for path in project.rglob("*"))
+    assert create_webhook(project, "--validation", kind="Cart") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "its validate function in src/" in err
+    assert "cart/controller.py" in err
+    assert sorted(str(path) for path in project.rglob("*")) == before

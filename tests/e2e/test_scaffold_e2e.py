@@ -1,5 +1,6 @@
-"""A scaffolded project, as its author gets it: ``memop init`` and two ``memop create api`` (a
-namespaced kind and a cluster-scoped one) in a fresh folder, then what the author runs.
+"""A scaffolded project, as its author gets it: ``memop init`` and three ``memop create api`` (a
+namespaced kind and a cluster-scoped one with declared children, and a namespaced one with a
+hand-written reconciler, ``--imperative``) in a fresh folder, then what the author runs.
 
 - The project's own checks pass as generated: ``ruff check``, ``mypy`` (strict, its
   pyproject's settings) and its tests (``pytest``: unit tests, and end-to-end tests on memop's
@@ -59,6 +60,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     memop(
         root, "create", "api", "--group", "infra", "--version", "v1", "--kind", "Gadget", "--cluster-scoped"
     )
+    memop(root, "create", "api", "--group", "cache", "--version", "v1", "--kind", "Cart", "--imperative")
     return root
 
 
@@ -109,6 +111,8 @@ def test_the_projects_tests_pass_as_generated(project: Path) -> None:
         "test_widget_e2e.py",
         "test_gadget.py",
         "test_gadget_e2e.py",
+        "test_cart.py",
+        "test_cart_e2e.py",
         "test_project.py",
     ):
         assert (project / "tests" / name).exists()
