@@ -141,7 +141,11 @@ class Session:
         # Padded so a traceback's line numbers are the document's.
         source = "\n" * (snippet.line - 1) + snippet.text
         try:
-            code = compile(source, str(snippet.path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+            # dont_inherit: this module's `from __future__ import annotations` must not turn the
+            # reader's annotations into strings (Pydantic resolves those in the module it imports).
+            code = compile(
+                source, str(snippet.path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
+            )
             result = eval(code, self.namespace)  # the document's own code, run as its reader would
             if inspect.iscoroutine(result):
                 await asyncio.wait_for(result, snippet.timeout)
