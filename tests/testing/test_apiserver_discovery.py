@@ -418,6 +418,12 @@ def served_manifest(key: str, namespace: str, name: str) -> dict[str, Any]:
                 "metadata": meta,
                 "spec": {"defaultBackend": {"service": {"name": name, "port": {"number": 80}}}},
             },
+            "networking.k8s.io/v1/ingressclasses": {
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "IngressClass",
+                "metadata": {"name": name},
+                "spec": {"controller": "memop.test/ingress"},
+            },
             "networking.k8s.io/v1/networkpolicies": {
                 "apiVersion": "networking.k8s.io/v1",
                 "kind": "NetworkPolicy",

@@ -5,6 +5,7 @@ tables ``kubectl get`` prints."""
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -372,3 +373,55 @@ async def test_a_network_policy_table_shows_the_pod_selector(http: Http, namespa
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Pod-Selector", "Age"]
     rows = {row["cells"][0]: row["cells"][1] for row in table["rows"]}
     assert rows == {"sel": "app=web,tier", "all": "<none>"}
+
+
+# --- IngressClass ---
+
+CLASSES = f"{NETWORKING}/ingressclasses"
+
+
+def ingress_class(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "IngressClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+async def test_an_ingress_class_has_a_domain_prefixed_controller_that_never_changes(http: Http) -> None:
+    name = f"memop-test-{uuid.uuid4().hex[:8]}"
+    params = {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "external-lb"}
+    created = await http.post(
+        CLASSES, ingress_class(name, controller="example.com/ingress", parameters=params)
+    )
+    assert created.status == 201, created.body
+    try:
+        assert created.body["spec"]["parameters"]["scope"] == "Cluster"  # SetDefaults_IngressClass
+        assert created.body["metadata"]["generation"] == 1
+        table = (await http.get(f"{CLASSES}/{name}", accept=TABLE)).body
+        assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Controller", "Parameters", "Age"]
+        assert table["rows"][0]["cells"][:3] == [
+            name,
+            "example.com/ingress",
+            "IngressParameters.k8s.example.com/external-lb",
+        ]
+        moved = await http.patch(f"{CLASSES}/{name}", {"spec": {"controller": "example.com/other"}})
+        assert moved.status == 422
+        assert moved.body["message"] == (
+            f'IngressClass.networking.k8s.io "{name}" is invalid: spec.controller: Invalid value: '
+            '"example.com/other": field is immutable'
+        )
+    finally:
+        await http.delete(f"{CLASSES}/{name}")
+    bad = ingress_class(
+        f"{name}-bad", controller="nginx", parameters={"kind": "P", "name": "p", "scope": "Namespace"}
+    )
+    reply = await http.post(CLASSES, bad)
+    assert reply.status == 422
+    assert reply.body["message"] == invalid(
+        "IngressClass",
+        f"{name}-bad",
+        'spec.controller: Invalid value: "nginx": must be a domain-prefixed path (such as "acme.io/foo")',
+        "spec.parameters.namespace: Required value: `parameters.scope` is set to 'Namespace'",
+    )

@@ -61,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--simulate-controllers",
         action="store_true",
         help="run simulated kube-controller-manager controllers and kubelets "
-        "(Deployments get ReplicaSets and running pods, garbage collection, "
-        "namespace deletion)",
+        "(Deployments get ReplicaSets and running pods, StatefulSets ordinal pods, DaemonSets a pod "
+        "per node, Jobs pods that succeed, CronJobs Jobs on schedule, claims bound volumes, quotas "
+        "their usage; garbage collection, namespace deletion)",
     )
     serve.add_argument(
         "--pod-ready-delay",

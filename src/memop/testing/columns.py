@@ -377,6 +377,12 @@ INGRESSES: tuple[Column, ...] = (
     column("Ports", "Ports of TLS configurations that open"),
     column("Age", CREATION_TIMESTAMP),
 )
+INGRESSCLASSES: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column("Controller", "Controller that is responsible for handling this class"),
+    column("Parameters", "A reference to a resource with additional parameters"),
+    column("Age", CREATION_TIMESTAMP),
+)
 NETWORKPOLICIES: tuple[Column, ...] = (
     column("Name", NAME, format="name"),
     column(

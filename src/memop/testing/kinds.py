@@ -3,8 +3,9 @@
 Each kind's module describes its kinds as :class:`~memop.testing.strategy.Kind` values (a
 ``ResourceType`` and a strategy); this module gathers kube-apiserver's built-in ones
 (:data:`BUILTIN_KINDS`) and the store installs them, then any extra kinds a test or
-``python -m memop.testing serve --extra-kinds`` adds. The store imports only this registry, not
-the kinds' modules, and no kind's module imports the store (type annotations aside).
+``python -m memop.testing serve --extra-kinds`` adds. The store takes its kinds from here (of
+the kinds' modules it imports only builtins, for the Namespace lifecycle), and no kind's module
+imports the store (type annotations aside).
 
 Adding a kind the server lacks (an aggregated API such as ``metrics.k8s.io``, a built-in memop
 does not serve yet)::

@@ -71,6 +71,7 @@ _ZERO_VALUES: dict[tuple[str, str], dict[str, Any]] = {
     ("policy", "PodDisruptionBudget"): {"spec": {}, "status": {}},
     ("networking.k8s.io", "Ingress"): {"spec": {}, "status": {"loadBalancer": {}}},
     ("networking.k8s.io", "NetworkPolicy"): {"spec": {"podSelector": {}}},
+    ("networking.k8s.io", "IngressClass"): {"spec": {}},
     ("apps", "StatefulSet"): {
         "spec": {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
         "status": {},

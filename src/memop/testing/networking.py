@@ -12,7 +12,13 @@ NetworkPolicy: ``SetDefaults_NetworkPolicy`` (``policyTypes`` from the presence 
 and ``SetDefaults_NetworkPolicyPort`` (protocol TCP), no status (v1.36 has none), and
 ``ValidateNetworkPolicySpec``: selectors, ports, peers, ip blocks and policy types.
 
-Neither kind has selectable fields beyond metadata.name and metadata.namespace.
+IngressClass (cluster-scoped): ``SetDefaults_IngressClass`` (a parameters reference is
+Cluster-scoped unless it says otherwise), generation on spec changes, and
+``ValidateIngressClass``: a domain-prefixed ``controller`` that never changes, and a parameters
+reference with a kind, a name and a scope matching its namespace. The DefaultIngressClass
+admission plugin (a default class written into Ingresses without one) is not simulated.
+
+None of them has selectable fields beyond metadata.name and metadata.namespace.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from memop.testing.objects import (
     invalid,
     not_supported,
     required,
+    too_long,
     validate_label_selector,
 )
 from memop.testing.resources import ResourceType
@@ -43,6 +50,7 @@ from memop.testing.strategy import Kind
 
 GROUP = "networking.k8s.io"
 INGRESSES = ResourceType(GROUP, "v1", "ingresses", "Ingress", True, "ingress", ("ing",), has_status=True)
+INGRESS_CLASSES = ResourceType(GROUP, "v1", "ingressclasses", "IngressClass", False, "ingressclass")
 NETWORK_POLICIES = ResourceType(
     GROUP, "v1", "networkpolicies", "NetworkPolicy", True, "networkpolicy", ("netpol",)
 )
@@ -466,8 +474,88 @@ class NetworkPolicyStrategy(BuiltinStrategy):
         return _network_policy_spec_errors(_map(new.get("spec")), _known_cidrs(old_spec))
 
 
+# --- IngressClass ----------------------------------------------------------------------------------
+
+_HTTP_PATH_FMT = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+
+
+def domain_prefixed_path_errors(value: str, path: str) -> list[FieldError]:
+    """``IsDomainPrefixedPath``: ``acme.io/ingress-controller``."""
+    if not value:
+        return [required(path)]
+    host, sep, rest = value.partition("/")
+    if not sep or not host or not rest:
+        return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    errs = [invalid(path, host, m) for m in dns1123_subdomain_errors(host)]
+    if not re.fullmatch(_HTTP_PATH_FMT, rest):
+        errs.append(invalid(path, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
+    return errs
+
+
+def _parameters_errors(params: Mapping[str, Any], path: str) -> list[FieldError]:
+    """``validateIngressClassParametersReference``."""
+    errs: list[FieldError] = []
+    group = params.get("apiGroup")
+    if group is not None:
+        errs.extend(invalid(f"{path}.apiGroup", group, m) for m in dns1123_subdomain_errors(str(group)))
+    for key in ("kind", "name"):
+        value = str(params.get(key) or "")
+        if not value:
+            errs.append(required(f"{path}.{key}"))
+        else:
+            errs.extend(invalid(f"{path}.{key}", value, m) for m in path_segment_name_errors(value))
+    scope, namespace = params.get("scope"), params.get("namespace")
+    if scope is None:
+        errs.append(required(f"{path}.scope"))
+    elif scope not in ("Cluster", "Namespace"):
+        errs.append(not_supported(f"{path}.scope", scope, ["Cluster", "Namespace"]))
+    elif scope == "Namespace" and namespace is None:
+        errs.append(required(f"{path}.namespace", "`parameters.scope` is set to 'Namespace'"))
+    elif scope == "Cluster" and namespace is not None:
+        errs.append(forbidden(f"{path}.namespace", "`parameters.scope` is set to 'Cluster'"))
+    return errs
+
+
+def _ingress_class_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    spec = _map(obj.get("spec"))
+    controller = str(spec.get("controller") or "")
+    errs: list[FieldError] = []
+    if not controller:
+        errs.append(required("spec.controller"))
+    else:
+        if len(controller) > 250:
+            errs.append(too_long("spec.controller", 250))
+        errs.extend(domain_prefixed_path_errors(controller, "spec.controller"))
+    if spec.get("parameters") is not None:
+        errs.extend(_parameters_errors(_map(spec["parameters"]), "spec.parameters"))
+    return errs
+
+
+class IngressClassStrategy(BuiltinStrategy):
+    unconditional_update = True
+    strategic_merge = True
+
+    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        spec = obj.setdefault("spec", {})
+        params = spec.get("parameters") if isinstance(spec, dict) else None
+        if isinstance(params, dict) and params.get("scope") is None:
+            params["scope"] = "Cluster"
+        return obj
+
+    def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        return _ingress_class_errors(obj)
+
+    def validate_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        errs = _ingress_class_errors(new)
+        controller = _map(new.get("spec")).get("controller")
+        if controller != _map(old.get("spec")).get("controller"):
+            errs.insert(0, invalid("spec.controller", controller, "field is immutable"))
+        return errs
+
+
 # The kinds this module serves, for memop.testing.kinds.
 KINDS: tuple[Kind, ...] = (
     Kind(INGRESSES, IngressStrategy()),
+    Kind(INGRESS_CLASSES, IngressClassStrategy()),
     Kind(NETWORK_POLICIES, NetworkPolicyStrategy()),
 )

@@ -315,6 +315,21 @@ def _ingress(obj: Mapping[str, Any], now: float) -> Row:
     }
 
 
+def _ingress_class(obj: Mapping[str, Any], now: float) -> Row:
+    """``printIngressClass``: the parameters as ``Kind[.group]/name``."""
+    spec = _map(obj.get("spec"))
+    params = spec.get("parameters")
+    shown = "<none>"
+    if isinstance(params, Mapping):
+        group = params.get("apiGroup")
+        shown = (
+            _str(params.get("kind"))
+            + (f".{group}" if group is not None else "")
+            + f"/{_str(params.get('name'))}"
+        )
+    return {"cells": [_name(obj), _str(spec.get("controller")), shown, _age(obj, now)]}
+
+
 def _network_policy(obj: Mapping[str, Any], now: float) -> Row:
     """``printNetworkPolicy``: the pod selector as ``metav1.FormatLabelSelector`` shows it."""
     selector = _selector(_map(obj.get("spec")).get("podSelector") or {})
@@ -738,6 +753,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("policy", "poddisruptionbudgets"): Printer(columns.PODDISRUPTIONBUDGETS, _pod_disruption_budget),
     ("networking.k8s.io", "ingresses"): Printer(columns.INGRESSES, _ingress),
     ("networking.k8s.io", "networkpolicies"): Printer(columns.NETWORKPOLICIES, _network_policy),
+    ("networking.k8s.io", "ingressclasses"): Printer(columns.INGRESSCLASSES, _ingress_class),
     ("apps", "statefulsets"): Printer(columns.STATEFULSETS, _stateful_set),
     ("apps", "daemonsets"): Printer(columns.DAEMONSETS, _daemon_set),
     ("batch", "jobs"): Printer(columns.JOBS, _job),
