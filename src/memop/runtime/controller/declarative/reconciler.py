@@ -314,8 +314,8 @@ class DeclarativeReconciler:
         its conditions do not already report."""
         meta = owner["metadata"]
         generation = int(meta.get("generation") or 0)
-        current = owner.get("status") if isinstance(owner.get("status"), dict) else {}
-        assert isinstance(current, dict)
+        stored = owner.get("status")
+        current: dict[str, Any] = stored if isinstance(stored, dict) else {}
         if problem is not None and not degraded_as(current.get("conditions"), problem, generation):
             self._event(owner, WARNING, problem.reason, problem.message)
         children = list(observed)
