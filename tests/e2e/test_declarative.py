@@ -8,6 +8,7 @@ A WebApp (namespaced) has a Deployment, a Service and a ConfigMap, and a second 
 from __future__ import annotations
 
 import contextlib
+import copy
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -305,10 +306,20 @@ async def test_a_child_no_longer_desired_is_pruned_with_only_the_derived_rbac(
         assert ("", "configmaps", verb) in sent
 
 
+def with_open_spec(crd: dict[str, Any]) -> dict[str, Any]:
+    """``crd`` as an older, looser version of it was: spec kept as it is, unchecked."""
+    crd = copy.deepcopy(crd)
+    for version in crd["spec"]["versions"]:
+        properties = version["schema"]["openAPIV3Schema"]["properties"]
+        properties["spec"] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return crd
+
+
 async def test_an_invalid_stored_owner_is_reported_once_and_left_alone(
-    kube: Kube, client: Client, namespace: str, operator: RunningOperator
+    kube: Kube, client: Client, namespace: str, operator: RunningOperator, install_crds: InstallCrds
 ) -> None:
-    # The CRD keeps spec as it is: the API server stores what the type refuses.
+    # Stored while the CRD's schema was looser (or the webhook off): the type refuses it.
+    await install_crds(with_open_spec(WebApp.crd()))
     await client.create(WEBAPPS, webapp("bad", replicas="three"), namespace)
 
     app = await wait_degraded(client, "bad", namespace, "InvalidSpec")

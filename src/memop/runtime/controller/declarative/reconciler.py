@@ -169,15 +169,17 @@ class DeclarativeReconciler:
                 self.client, self.owner_resource, owner, self.finalizer, cache=self.cache
             )
         try:
-            wanted = await self._wanted(owner, typed)
-        except ChildError as error:
-            await self._report(owner, Problem(error.reason, str(error)), (), typed)
-            return None
+            returned = list(self.desired(typed))
         except Exception as error:
             # A bug in desired(): said on the object, and raised for the traceback and a retry.
             problem = Problem("DesiredFailed", f"desired() raised {type(error).__name__}: {error}")
             await self._report(owner, problem, (), typed)
             raise
+        try:
+            wanted = await self._wanted(owner, returned)
+        except ChildError as error:
+            await self._report(owner, Problem(error.reason, str(error)), (), typed)
+            return None
         observed: list[ObservedChild] = []
         try:
             for resource, child in wanted:
@@ -199,12 +201,13 @@ class DeclarativeReconciler:
         await self._report(owner, None, observed, typed)
         return None
 
-    async def _wanted(self, owner: Obj, typed: Any) -> list[tuple[Resource, Obj]]:
-        """``desired``'s children as (resource, stamped configuration), each kind watched."""
+    async def _wanted(self, owner: Obj, returned: Iterable[Any]) -> list[tuple[Resource, Obj]]:
+        """The children ``desired`` ``returned`` as (resource, stamped configuration), each kind
+        watched."""
         labels = {CONTROLLER_LABEL: self.name, **self.cache.shard_labels(owner)}
         wanted: list[tuple[Resource, Obj]] = []
         seen: set[tuple[Resource, str, str]] = set()
-        for child in self.desired(typed):
+        for child in returned:
             obj = to_object(child)
             api_version, kind, _ = identity(obj)
             try:
@@ -311,8 +314,8 @@ class DeclarativeReconciler:
         its conditions do not already report."""
         meta = owner["metadata"]
         generation = int(meta.get("generation") or 0)
-        current = owner.get("status") if isinstance(owner.get("status"), dict) else {}
-        assert isinstance(current, dict)
+        stored = owner.get("status")
+        current: dict[str, Any] = stored if isinstance(stored, dict) else {}
         if problem is not None and not degraded_as(current.get("conditions"), problem, generation):
             self._event(owner, WARNING, problem.reason, problem.message)
         children = list(observed)
