@@ -616,6 +616,25 @@ def test_a_child_binding_adds_bind_on_its_named_role() -> None:
     assert ("rbac.authorization.k8s.io", "clusterroles", "bind") in {r.triple for r in rules}
 
 
+def test_rules_on_cluster_scoped_kinds_are_granted_cluster_wide() -> None:
+    # A namespaced install's Roles cannot grant a cluster-scoped resource: the Namespace child,
+    # the cluster-scoped owner's own kind and a ClusterRole's bind go to its ClusterRole.
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "roleRef": {"kind": "ClusterRole", "name": "admin"},
+    }
+    rules = declarative_rules(
+        PROJECTS_RESOURCE, [NAMESPACES, ROLE_BINDINGS], finalizer=True, child_objects=[binding]
+    )
+    scopes = {(r.group, r.resource): r.scope for r in rules}
+    assert scopes[("", "namespaces")] is Scope.CLUSTER
+    assert scopes[(PROJECTS_RESOURCE.group, PROJECTS_RESOURCE.plural)] is Scope.CLUSTER
+    assert scopes[(PROJECTS_RESOURCE.group, f"{PROJECTS_RESOURCE.plural}/status")] is Scope.CLUSTER
+    assert scopes[("rbac.authorization.k8s.io", "clusterroles")] is Scope.CLUSTER
+    assert scopes[("rbac.authorization.k8s.io", "rolebindings")] is Scope.WATCHED
+
+
 # --- kinds -------------------------------------------------------------------------------------
 
 

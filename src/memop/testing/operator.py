@@ -354,7 +354,14 @@ class RunningOperator:
                     self.manager.add_webhooks(definition.webhooks, definition.conversions)
                 recorder = self.manager.event_recorder(f"{definition.name}-controller", host=self.user_agent)
                 controller = definition.setup(
-                    SetupContext(self.manager.cache, self.client, recorder, self.max_concurrent_reconciles)
+                    SetupContext(
+                        self.manager.cache,
+                        self.client,
+                        recorder,
+                        self.max_concurrent_reconciles,
+                        # The project's name, as memop run names the writer of what is applied.
+                        field_manager=self.project.name if self.project is not None else "",
+                    )
                 )
                 self.controllers[definition.name] = controller
                 self.manager.add(controller)

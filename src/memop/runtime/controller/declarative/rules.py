@@ -19,6 +19,7 @@ creator may ``bind`` it), on that role's name only. Events are the manager's rul
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from memop.runtime.api.permissions import Rule, Scope, own_kind
@@ -29,31 +30,27 @@ _BINDINGS = frozenset(("RoleBinding", "ClusterRoleBinding"))
 _ROLE_PLURALS = {"Role": "roles", "ClusterRole": "clusterroles"}
 
 
+def scope_of(resource: Resource) -> Scope:
+    """Where a rule on ``resource`` is granted: where the controllers watch for a namespaced
+    kind; cluster-wide for a cluster-scoped one, which no namespaced install's Role can grant."""
+    return Scope.WATCHED if resource.namespaced else Scope.CLUSTER
+
+
 def child_rules(resource: Resource) -> tuple[Rule, ...]:
     """What reconciling children of ``resource`` sends (see the module docstring)."""
-    group, plural = resource.group, resource.plural
+    group, plural, scope = resource.group, resource.plural, scope_of(resource)
     return (
-        Rule(
-            group,
-            plural,
-            "list",
-            Scope.WATCHED,
-            "declarative controller: cache of its children (list then watch)",
-        ),
-        Rule(group, plural, "watch", Scope.WATCHED, "declarative controller: cache of its children"),
-        Rule(
-            group, plural, "patch", Scope.WATCHED, "declarative controller: server-side apply of each child"
-        ),
+        Rule(group, plural, "list", scope, "declarative controller: cache of its children (list then watch)"),
+        Rule(group, plural, "watch", scope, "declarative controller: cache of its children"),
+        Rule(group, plural, "patch", scope, "declarative controller: server-side apply of each child"),
         Rule(
             group,
             plural,
             "create",
-            Scope.WATCHED,
+            scope,
             "declarative controller: a server-side apply that creates the child is authorized as a create",
         ),
-        Rule(
-            group, plural, "delete", Scope.WATCHED, "declarative controller: prune children no longer desired"
-        ),
+        Rule(group, plural, "delete", scope, "declarative controller: prune children no longer desired"),
     )
 
 
@@ -76,7 +73,7 @@ def bind_rules(children: Iterable[Mapping[str, Any]]) -> tuple[Rule, ...]:
             RBAC_GROUP,
             plural,
             "bind",
-            Scope.WATCHED,
+            Scope.WATCHED if plural == "roles" else Scope.CLUSTER,
             "declarative controller: its RoleBindings grant these roles (RBAC's escalation check)",
             resource_names=tuple(sorted(found)),
         )
@@ -95,8 +92,9 @@ def declarative_rules(
     """Every rule of a declarative controller: its own kind's, each child kind's, ``bind`` for
     the roles ``child_objects`` (children seen at definition time) bind, then ``extra`` (what
     the user's own code sends besides); each (group, resource, verb, names) once."""
+    own = own_kind(owner.group, owner.plural, finalizers=finalizer, owner_references=True)
     rules = [
-        *own_kind(owner.group, owner.plural, finalizers=finalizer, owner_references=True),
+        *(replace(rule, scope=scope_of(owner)) for rule in own),
         *(rule for child in children for rule in child_rules(child)),
         *bind_rules(child_objects),
         *extra,
