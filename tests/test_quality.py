@@ -28,13 +28,19 @@ def _passes(tool: str, *args: str, timeout: float | None = None) -> None:
 
 
 def test_ruff_is_clean() -> None:
-    _passes("ruff", "check", "src", "tests", "bench")
+    _passes("ruff", "check", "src", "tests", "bench", "examples")
 
 
 def test_ruff_format_leaves_every_file_as_it_is() -> None:
     # ruff is pinned to one minor version (setup.cfg): its formatting style changes between them.
-    _passes("ruff", "format", "--check", "src", "tests", "bench")
+    _passes("ruff", "format", "--check", "src", "tests", "bench", "examples")
 
 
 def test_mypy_strict_is_clean_on_src() -> None:
     _passes("mypy", "--strict", "src", timeout=300)
+
+
+def test_mypy_strict_is_clean_on_the_examples() -> None:
+    # What a user writes on memop's public surface type-checks as strictly as memop itself.
+    examples = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "examples").glob("*/*.py"))
+    _passes("mypy", "--strict", *examples, timeout=300)

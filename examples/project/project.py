@@ -67,7 +67,7 @@ class Project(
 def children(project: Project) -> list[dict[str, Any]]:
     """The Namespace, its NetworkPolicy and its ServiceAccount."""
     spec = project.spec
-    allowed = [{"podSelector": {}}]  # the namespace's own pods
+    allowed: list[dict[str, Any]] = [{"podSelector": {}}]  # the namespace's own pods
     allowed += [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
         for name in spec.allow_from
