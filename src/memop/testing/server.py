@@ -45,6 +45,8 @@ from multidict import CIMultiDict
 from memop.runtime.util.clock import Clock, RealClock
 from memop.testing import discovery, featuregates, openapi, protobuf, tables
 from memop.testing.admissionwebhooks import Admission, AdmissionPending, Attributes, Webhooks
+from memop.testing.auth.authn import ADMIN_TOKEN, UserInfo
+from memop.testing.auth.filters import USER_KEY, Auth
 from memop.testing.controllers.common import ControllerLimits
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
 from memop.testing.conversionwebhooks import ConversionPending, conversion_of
@@ -73,14 +75,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
-TOKEN = "memop-test-token"
+TOKEN = ADMIN_TOKEN  # the test client's: an administrator (memop.testing.auth.authn)
 _JSON = "application/json"
 _T = TypeVar("_T")
-# The user a request without a token of Reviews.add_token is taken for (admission's userInfo).
-DEFAULT_USER: dict[str, Any] = {
-    "username": "memop-test",
-    "groups": ["system:masters", "system:authenticated"],
-}
 _MAX_PASSES = 16  # store runs of one request (each resolves an admission point or a conversion)
 
 
@@ -151,7 +148,9 @@ class ApiServer:
         self._clock: Clock = clock or RealClock()
         self.store = Store(history_size=history_size, clock=self._clock)
         self.faults = Faults()
-        self.reviews = Reviews()
+        # Authentication, RBAC (its bootstrap policy created now) and the review APIs.
+        self.auth = Auth(self.store, self._clock)
+        self.reviews = Reviews(self.auth)
         self.log = RequestLog()
         self.audit_log = Path(audit_log) if audit_log is not None else None
         self._audit: AuditLogWriter | None = None
@@ -186,6 +185,7 @@ class ApiServer:
             raise RuntimeError("the server is already started")
         if self.audit_log is not None and self._audit is None:
             self._audit = AuditLogWriter(self.audit_log)
+        await self.auth.start()
         if self.publish_root_ca:
             # Before listening: the namespaces that exist have their kube-root-ca.crt by the
             # first request.
@@ -208,6 +208,7 @@ class ApiServer:
 
     async def stop(self) -> None:
         """Close every connection and stop every task the server started."""
+        await self.auth.stop()
         if self.root_ca is not None:
             await self.root_ca.stop()
             self.root_ca = None
@@ -381,14 +382,13 @@ class ApiServer:
         for key in ("fieldManager", "fieldValidation"):
             if query.get(key):
                 options[key] = query[key]
-        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        user = self.reviews.tokens.get(token) or DEFAULT_USER
+        user: UserInfo = request[USER_KEY]
         attrs = Attributes(
             operation="",
             subresource=info.subresource,
             namespace=namespace or "",
             name=info.name,
-            user=dict(user),
+            user=user.to_json(),
             dry_run=dry_run,
             options=options,
         )
@@ -448,13 +448,18 @@ class ApiServer:
             if failure is not None:
                 status = failure.code
                 return _json_response(_dumps(failure.status()), failure.code, failure.headers or None)
+            user = request[USER_KEY] = self.auth.authenticate(request.headers.get("Authorization", ""))
+            self.auth.authorize(user, info, request.query)
             if not info.resource_request:
                 response = self._non_resource(request)
             elif info.verb == "watch":
                 logged = True
                 return await self._watch(request, info, user_agent, started)
             elif (info.group, info.resource) in REVIEW_RESOURCES and info.verb == "create":
-                answer = self.reviews.answer(info.group, await self._body(request))
+                answer = self.reviews.answer(info, await self._body(request), user)
+                response = _json_response(_dumps(answer), 201)
+            elif (info.resource, info.subresource, info.verb) == ("serviceaccounts", "token", "create"):
+                answer = self.auth.token_request(info, await self._body(request))
                 response = _json_response(_dumps(answer), 201)
             else:
                 response = await self._resource(request, info, user_agent)
@@ -578,6 +583,7 @@ class ApiServer:
             body = await self._body(request)
             admission = self._admission(request, info, namespace, dry_run)
             copies = admission is not None or served.webhook_conversion
+            guarded = self.auth.guard(request[USER_KEY], info, admission)
 
             def create() -> Entry:
                 warnings.clear()
@@ -589,7 +595,7 @@ class ApiServer:
                     dry_run=dry_run,
                     field_validation=validation,
                     warnings=warnings,
-                    admission=admission,
+                    admission=guarded,
                 )
 
             entry = await self._run(create, admission)
@@ -598,6 +604,7 @@ class ApiServer:
             body = await self._body(request)
             admission = self._admission(request, info, namespace, dry_run)
             copies = admission is not None or served.webhook_conversion
+            guarded = self.auth.guard(request[USER_KEY], info, admission)
 
             def update() -> Entry:
                 warnings.clear()
@@ -611,7 +618,7 @@ class ApiServer:
                     dry_run=dry_run,
                     field_validation=validation,
                     warnings=warnings,
-                    admission=admission,
+                    admission=guarded,
                 )
 
             entry = await self._run(update, admission)
@@ -622,6 +629,7 @@ class ApiServer:
             store.check_patch_type(served, patch_type)
             raw = await request.read()
             admission = self._admission(request, info, namespace, dry_run)
+            guarded = self.auth.guard(request[USER_KEY], info, admission)
             if patch_type == APPLY_PATCH:
 
                 def apply() -> tuple[Entry, bool]:
@@ -637,7 +645,7 @@ class ApiServer:
                         dry_run=dry_run,
                         field_validation=validation,
                         warnings=warnings,
-                        admission=admission,
+                        admission=guarded,
                     )
 
                 entry, created = await self._run(apply, admission)
@@ -659,7 +667,7 @@ class ApiServer:
                     dry_run=dry_run,
                     field_validation=validation,
                     warnings=warnings,
-                    admission=admission,
+                    admission=guarded,
                 )
 
             entry = await self._run(patch, admission)

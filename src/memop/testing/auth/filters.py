@@ -1,0 +1,173 @@
+"""Authentication and authorization in the in-memory server's request path, as kube-apiserver's
+``endpoints/filters`` run them: who sent the request (401 when its token names nobody), whether
+they may (403 with kube-apiserver's message), and the RBAC escalation check on role and binding
+writes. :class:`Auth` is all the server holds; its parts are in this package's other modules.
+
+The 403 (``responsewriters.Forbidden``; ``staging/src/k8s.io/apiserver/pkg/endpoints/handlers/
+responsewriters/errors.go``), with the authorizer's reason after ``: `` when it gave one:
+
+- ``deployments.apps "web" is forbidden: User "u" cannot get resource "deployments" in API group
+  "apps" in the namespace "ns"``;
+- ``nodes is forbidden: User "u" cannot list resource "nodes" in API group "" at the cluster
+  scope`` (no name: a list, a watch, a create);
+- ``deployments.apps "web" is forbidden: User "u" cannot update resource "deployments/scale" in
+  API group "apps" in the namespace "ns"`` (a subresource);
+- ``forbidden: User "u" cannot get path "/metrics"`` (a non-resource request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memop.runtime.util.clock import Clock
+from memop.testing.auth import bootstrap
+from memop.testing.auth.aggregation import AggregationController
+from memop.testing.auth.authn import MASTERS_GROUP, Authenticator, UserInfo, bearer_token
+from memop.testing.auth.escalation import BINDING_RESOURCES, ROLE_RESOURCES, EscalationCheck, GuardedWrite
+from memop.testing.auth.rbac import (
+    RBAC_GROUP,
+    Attributes,
+    Authorizer,
+    GroupResource,
+    RbacAuthorizer,
+    RuleResolver,
+)
+from memop.testing.errors import ApiError, forbidden, not_found
+from memop.testing.objects import rfc3339
+from memop.testing.requestlog import RequestInfo
+from memop.testing.schema import go_quote
+from memop.testing.store import AdmissionHook, Store
+
+USER_KEY = "memop.user"  # where the server keeps a request's UserInfo (aiohttp's request mapping)
+_SERVICE_ACCOUNTS = GroupResource("", "serviceaccounts")
+_MAX_EXPIRATION = 2**32  # seconds: kube-apiserver caps what a TokenRequest may ask
+
+
+def forbidden_request(attrs: Attributes, reason: str) -> ApiError:
+    """The 403 kube-apiserver answers a request the authorizer did not allow (module docstring)."""
+    user = go_quote(attrs.user.name)
+    if not attrs.resource_request:
+        message = f"User {user} cannot {attrs.verb} path {go_quote(attrs.path)}"
+    else:
+        resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
+        where = f"in the namespace {go_quote(attrs.namespace)}" if attrs.namespace else "at the cluster scope"
+        message = (
+            f"User {user} cannot {attrs.verb} resource {go_quote(resource)} in API group "
+            f"{go_quote(attrs.group)} {where}"
+        )
+    if reason:
+        message = f"{message}: {reason}"
+    if not attrs.group and not attrs.resource:
+        return ApiError(403, "Forbidden", f"forbidden: {message}", {})
+    return forbidden(GroupResource(attrs.group, attrs.resource), attrs.name, message)
+
+
+def request_attributes(user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> Attributes:
+    """What the authorizer is asked for a request (``GetAuthorizerAttributes``): a list or watch
+    narrowed by the field selector ``metadata.name=x`` names ``x``, as kube-apiserver's
+    RequestInfoFactory does."""
+    if not info.resource_request:
+        return Attributes(user, info.verb, resource_request=False, path=info.path)
+    name = info.name
+    if not name and info.verb in ("list", "watch"):
+        selector = query.get("fieldSelector") or ""
+        for term in selector.split(","):
+            key, sep, value = term.partition("=")
+            if sep and key.strip() == "metadata.name" and "," not in selector:
+                name = value.lstrip("=").strip()
+    return Attributes(
+        user,
+        info.verb,
+        group=info.group,
+        resource=info.resource,
+        subresource=info.subresource,
+        namespace=info.namespace,
+        name=name,
+    )
+
+
+class Auth:
+    """The server's authentication and authorization (see the module docstring).
+
+    Creating it installs the bootstrap policy (:mod:`memop.testing.auth.bootstrap`) in
+    ``store``; :meth:`start` runs the ClusterRole aggregation controller, :meth:`stop` ends it.
+    """
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+        self.authenticator = Authenticator(self._service_account_uid, clock.time)
+        self.resolver = RuleResolver(store)
+        self.authorizer = Authorizer(RbacAuthorizer(self.resolver))
+        self.escalation = EscalationCheck(self.authorizer, self.resolver)
+        self.aggregation = AggregationController(store, clock=clock)
+        bootstrap.install(store)
+
+    async def start(self) -> None:
+        await self.aggregation.start()
+
+    async def stop(self) -> None:
+        await self.aggregation.stop()
+
+    def _service_account_uid(self, namespace: str, name: str) -> str | None:
+        storage = self._store.storage_for("", "serviceaccounts")
+        entry = storage.get(namespace, name) if storage is not None else None
+        return None if entry is None else str(entry.obj["metadata"].get("uid") or "")
+
+    def authenticate(self, authorization: str) -> UserInfo:
+        """The user of a request's ``Authorization`` header (ApiError 401 when it names nobody)."""
+        return self.authenticator.authenticate(bearer_token(authorization))
+
+    def authorize(self, user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> None:
+        """Raise the 403 kube-apiserver answers when ``user`` may not make this request."""
+        attrs = request_attributes(user, info, query)
+        decision = self.authorizer.authorize(attrs)
+        if not decision.allowed:
+            raise forbidden_request(attrs, decision.reason)
+
+    def guard(
+        self, user: UserInfo, info: RequestInfo, admission: AdmissionHook | None
+    ) -> AdmissionHook | None:
+        """The admission hook to give the store for this request: ``admission`` with the RBAC
+        escalation check (:mod:`memop.testing.auth.escalation`) when the request writes a role
+        or a binding and the user is not in ``system:masters``; ``admission`` itself otherwise."""
+        if (
+            info.group != RBAC_GROUP
+            or info.resource not in ROLE_RESOURCES | BINDING_RESOURCES
+            or MASTERS_GROUP in user.groups
+        ):
+            return admission
+        return GuardedWrite(admission, self.escalation, user, info)
+
+    def token_request(self, info: RequestInfo, body: Any) -> dict[str, Any]:
+        """The TokenRequest the ``serviceaccounts/<name>/token`` subresource answers with: a
+        token of that ServiceAccount (404 when it does not exist), for ``spec.audiences``
+        (default: the API server's) and ``spec.expirationSeconds`` (default 3600)."""
+        uid = self._service_account_uid(info.namespace, info.name)
+        if uid is None:
+            raise not_found(_SERVICE_ACCOUNTS, info.name)
+        spec = dict(body.get("spec") or {}) if isinstance(body, dict) else {}
+        audiences = tuple(str(a) for a in spec.get("audiences") or ())
+        try:
+            expiration = int(spec.get("expirationSeconds") or 3600)
+        except (TypeError, ValueError):
+            expiration = 3600
+        expiration = max(1, min(expiration, _MAX_EXPIRATION))
+        minted = self.authenticator.mint(
+            info.namespace, info.name, uid, audiences=audiences, expiration=expiration
+        )
+        spec["audiences"] = list(audiences or minted.audiences)
+        spec["expirationSeconds"] = expiration
+        spec.setdefault("boundObjectRef", None)
+        return {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {
+                "name": info.name,
+                "namespace": info.namespace,
+                "creationTimestamp": rfc3339(self._clock.time()),
+            },
+            "spec": spec,
+            "status": {"token": minted.token, "expirationTimestamp": rfc3339(minted.expires)},
+        }
