@@ -149,7 +149,7 @@ class ApiServer:
         self.store = Store(history_size=history_size, clock=self._clock)
         self.faults = Faults()
         # Authentication, RBAC (its bootstrap policy created now) and the review APIs.
-        self.auth = Auth(self.store, self._clock)
+        self.auth = Auth(self.store, self._clock, insecure=not tls)
         self.reviews = Reviews(self.auth)
         self.log = RequestLog()
         self.audit_log = Path(audit_log) if audit_log is not None else None

@@ -17,7 +17,10 @@ As kube-apiserver authenticates (``staging/src/k8s.io/apiserver/pkg/authenticati
 - A request that presents no token is ``system:anonymous`` in ``system:unauthenticated``: a
   kubeadm cluster runs with ``--anonymous-auth=true`` (the default), so such a request is not
   refused here but by the authorizer (403, except what ``system:public-info-viewer`` grants
-  everyone: GET ``/healthz``, ``/livez``, ``/readyz``, ``/version``).
+  everyone: GET ``/healthz``, ``/livez``, ``/readyz``, ``/version``). On a server without TLS
+  (``Authenticator(insecure=True)``) it is the administrator instead, as on kube-apiserver's
+  former insecure port, which checked no one: kubectl and client-go send no bearer token over
+  plain HTTP, and memop's plain-HTTP servers are for tools that talk to them that way.
 - A token that names nobody (unknown, badly signed, expired, its ServiceAccount gone) is 401
   ``Unauthorized``, anonymous auth or not.
 """
@@ -112,12 +115,19 @@ class Authenticator:
     """Bearer token → :class:`UserInfo` (see the module docstring).
 
     ``service_account_uid(namespace, name)`` says the uid of a ServiceAccount that exists (None
-    when it does not); ``now`` is the server's clock."""
+    when it does not); ``now`` is the server's clock; ``insecure``: the server speaks plain
+    HTTP, where a request without a credential is the administrator's."""
 
     def __init__(
-        self, service_account_uid: Callable[[str, str], str | None], now: Callable[[], float]
+        self,
+        service_account_uid: Callable[[str, str], str | None],
+        now: Callable[[], float],
+        *,
+        insecure: bool = False,
     ) -> None:
         self._service_account_uid = service_account_uid
+        # Who a request without a credential is (module docstring).
+        self.anonymous = ADMIN if insecure else ANONYMOUS_USER
         self._now = now
         self._key = secrets.token_bytes(32)
         # Static tokens: token -> user (the admin's always among them).
@@ -153,7 +163,7 @@ class Authenticator:
         """The user ``token`` names; anonymous for None (no credential); ApiError 401 when it
         names nobody ("" included: a credential this server cannot check)."""
         if token is None:
-            return ANONYMOUS_USER
+            return self.anonymous
         user = self.tokens.get(token) or self._service_account(token)
         if user is None:
             raise unauthorized()

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aiohttp import web
+
 from memop.runtime.util.clock import Clock
 from memop.testing.auth import bootstrap
 from memop.testing.auth.aggregation import AggregationController
@@ -39,7 +41,8 @@ from memop.testing.requestlog import RequestInfo
 from memop.testing.schema import go_quote
 from memop.testing.store import AdmissionHook, Store
 
-USER_KEY = "memop.user"  # where the server keeps a request's UserInfo (aiohttp's request mapping)
+# Where the server keeps a request's UserInfo (aiohttp's request mapping).
+USER_KEY = web.RequestKey("memop.user", UserInfo)
 _SERVICE_ACCOUNTS = GroupResource("", "serviceaccounts")
 _MAX_EXPIRATION = 2**32  # seconds: kube-apiserver caps what a TokenRequest may ask
 
@@ -92,12 +95,13 @@ class Auth:
 
     Creating it installs the bootstrap policy (:mod:`memop.testing.auth.bootstrap`) in
     ``store``; :meth:`start` runs the ClusterRole aggregation controller, :meth:`stop` ends it.
+    ``insecure``: the server speaks plain HTTP (see :mod:`memop.testing.auth.authn`).
     """
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, *, insecure: bool = False) -> None:
         self._store = store
         self._clock = clock
-        self.authenticator = Authenticator(self._service_account_uid, clock.time)
+        self.authenticator = Authenticator(self._service_account_uid, clock.time, insecure=insecure)
         self.resolver = RuleResolver(store)
         self.authorizer = Authorizer(RbacAuthorizer(self.resolver))
         self.escalation = EscalationCheck(self.authorizer, self.resolver)
