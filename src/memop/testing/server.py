@@ -335,11 +335,13 @@ class ApiServer:
     def write_kubeconfig(self, path: str | Path) -> None:
         Path(path).write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
 
-    def client_configuration(self) -> Configuration:
-        """A kubernetes_asyncio Configuration pointing at this server."""
+    def client_configuration(self, token: str = TOKEN) -> Configuration:
+        """A kubernetes_asyncio Configuration pointing at this server, authenticating with
+        ``token``: the administrator's by default, or one of :meth:`Reviews.add_token` or of a
+        ServiceAccount (:meth:`service_account_token`)."""
         configuration = Configuration()
         configuration.host = self.url
-        configuration.api_key = {"BearerToken": f"Bearer {TOKEN}"}  # what load_kube_config sets
+        configuration.api_key = {"BearerToken": f"Bearer {token}"}  # what load_kube_config sets
         if self.certificates is not None:
             if self._ca_file is None:
                 # ssl loads a CA only from a file; removed on stop.
@@ -349,6 +351,16 @@ class ApiServer:
                 self._ca_file = Path(name)
             configuration.ssl_ca_cert = str(self._ca_file)
         return configuration
+
+    def service_account_token(self, namespace: str, name: str, *, expiration: int = 3600) -> str:
+        """A token of the ServiceAccount ``namespace/name`` (which must exist: KeyError
+        otherwise), as its ``token`` subresource issues, valid ``expiration`` seconds."""
+        storage = self.store.storage_for("", "serviceaccounts")
+        entry = storage.get(namespace, name) if storage is not None else None
+        if entry is None:
+            raise KeyError(f"no ServiceAccount {namespace}/{name}")
+        uid = str(entry.obj["metadata"]["uid"])
+        return self.auth.authenticator.mint(namespace, name, uid, expiration=expiration).token
 
     # --- webhooks -------------------------------------------------------------------------------------
 
