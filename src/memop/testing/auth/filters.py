@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
-from memop.runtime.util.clock import Clock
+from memop.runtime.util.clock import Clock, RealClock
 from memop.testing.auth import bootstrap
 from memop.testing.auth.aggregation import AggregationController
 from memop.testing.auth.authn import MASTERS_GROUP, Authenticator, UserInfo, bearer_token
@@ -105,7 +105,8 @@ class Auth:
         self.resolver = RuleResolver(store)
         self.authorizer = Authorizer(RbacAuthorizer(self.resolver))
         self.escalation = EscalationCheck(self.authorizer, self.resolver)
-        self.aggregation = AggregationController(store, clock=clock)
+        # Real time, as the root CA publisher: a controller's queue, not the server's notion of now.
+        self.aggregation = AggregationController(store, clock=RealClock())
         bootstrap.install(store)
 
     async def start(self) -> None:
