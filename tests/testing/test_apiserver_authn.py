@@ -228,3 +228,45 @@ async def _has(rules: Any, rule: Any) -> bool:
 
 async def _lacks(rules: Any, rule: Any) -> bool:
     return rule not in await rules()
+
+
+async def impersonating(server: ApiServer, token: str, headers: dict[str, str]) -> tuple[int, Any]:
+    assert server.certificates is not None
+    trust = ssl.create_default_context(cadata=server.certificates.ca_pem.decode())
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{server.url}{AUTHN}/selfsubjectreviews",
+            json=review,
+            headers={"Authorization": f"Bearer {token}", **headers},
+            ssl=trust,
+        ) as response,
+    ):
+        return response.status, await response.json(content_type=None)
+
+
+async def test_impersonation_needs_impersonate_and_acts_as_the_user(server: ApiServer) -> None:
+    # The administrator may impersonate anyone; a ServiceAccount's groups come with its name.
+    status, review = await impersonating(
+        server, TOKEN, {"Impersonate-User": "system:serviceaccount:team:bot"}
+    )
+    assert status == 201
+    assert review["status"]["userInfo"] == {
+        "username": "system:serviceaccount:team:bot",
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+    }
+    status, review = await impersonating(
+        server, TOKEN, {"Impersonate-User": "bob", "Impersonate-Group": "devs"}
+    )
+    assert review["status"]["userInfo"] == {"username": "bob", "groups": ["devs", "system:authenticated"]}
+    # Groups without a user: a bad request.
+    assert (await impersonating(server, TOKEN, {"Impersonate-Group": "devs"}))[0] == 400
+    # Anyone else needs impersonate on that user.
+    token = await service_account(server, "default", "robot")
+    status, body = await impersonating(server, token, {"Impersonate-User": "bob"})
+    assert (status, body["message"]) == (
+        403,
+        'users "bob" is forbidden: User "system:serviceaccount:default:robot" cannot impersonate resource '
+        '"users" in API group "" at the cluster scope',
+    )

@@ -460,7 +460,7 @@ class ApiServer:
             if failure is not None:
                 status = failure.code
                 return _json_response(_dumps(failure.status()), failure.code, failure.headers or None)
-            user = request[USER_KEY] = self.auth.authenticate(request.headers.get("Authorization", ""))
+            user = request[USER_KEY] = self.auth.authenticate(request.headers)
             self.auth.authorize(user, info, request.query)
             if not info.resource_request:
                 response = self._non_resource(request)

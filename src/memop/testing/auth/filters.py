@@ -1,18 +1,9 @@
 """Authentication and authorization in the in-memory server's request path, as kube-apiserver's
-``endpoints/filters`` run them: who sent the request (401 when its token names nobody), whether
-they may (403 with kube-apiserver's message), and the RBAC escalation check on role and binding
-writes. :class:`Auth` is all the server holds; its parts are in this package's other modules.
-
-The 403 (``responsewriters.Forbidden``; ``staging/src/k8s.io/apiserver/pkg/endpoints/handlers/
-responsewriters/errors.go``), with the authorizer's reason after ``: `` when it gave one:
-
-- ``deployments.apps "web" is forbidden: User "u" cannot get resource "deployments" in API group
-  "apps" in the namespace "ns"``;
-- ``nodes is forbidden: User "u" cannot list resource "nodes" in API group "" at the cluster
-  scope`` (no name: a list, a watch, a create);
-- ``deployments.apps "web" is forbidden: User "u" cannot update resource "deployments/scale" in
-  API group "apps" in the namespace "ns"`` (a subresource);
-- ``forbidden: User "u" cannot get path "/metrics"`` (a non-resource request).
+``endpoints/filters`` run them: who sent the request (401 when its token names nobody), whom it
+impersonates (:mod:`~memop.testing.auth.impersonation`), whether they may (403 with
+kube-apiserver's message, :mod:`~memop.testing.auth.forbidden`), and the RBAC escalation check on
+role and binding writes. :class:`Auth` is all the server holds; its parts are in this package's
+other modules.
 """
 
 from __future__ import annotations
@@ -27,6 +18,8 @@ from memop.testing.auth import bootstrap
 from memop.testing.auth.aggregation import AggregationController
 from memop.testing.auth.authn import MASTERS_GROUP, Authenticator, UserInfo, bearer_token
 from memop.testing.auth.escalation import BINDING_RESOURCES, ROLE_RESOURCES, EscalationCheck, GuardedWrite
+from memop.testing.auth.forbidden import forbidden_request
+from memop.testing.auth.impersonation import Headers, impersonated
 from memop.testing.auth.rbac import (
     RBAC_GROUP,
     Attributes,
@@ -35,35 +28,15 @@ from memop.testing.auth.rbac import (
     RbacAuthorizer,
     RuleResolver,
 )
-from memop.testing.errors import ApiError, forbidden, not_found
+from memop.testing.errors import not_found
 from memop.testing.objects import rfc3339
 from memop.testing.requestlog import RequestInfo
-from memop.testing.schema import go_quote
 from memop.testing.store import AdmissionHook, Store
 
 # Where the server keeps a request's UserInfo (aiohttp's request mapping).
 USER_KEY = web.RequestKey("memop.user", UserInfo)
 _SERVICE_ACCOUNTS = GroupResource("", "serviceaccounts")
 _MAX_EXPIRATION = 2**32  # seconds: kube-apiserver caps what a TokenRequest may ask
-
-
-def forbidden_request(attrs: Attributes, reason: str) -> ApiError:
-    """The 403 kube-apiserver answers a request the authorizer did not allow (module docstring)."""
-    user = go_quote(attrs.user.name)
-    if not attrs.resource_request:
-        message = f"User {user} cannot {attrs.verb} path {go_quote(attrs.path)}"
-    else:
-        resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-        where = f"in the namespace {go_quote(attrs.namespace)}" if attrs.namespace else "at the cluster scope"
-        message = (
-            f"User {user} cannot {attrs.verb} resource {go_quote(resource)} in API group "
-            f"{go_quote(attrs.group)} {where}"
-        )
-    if reason:
-        message = f"{message}: {reason}"
-    if not attrs.group and not attrs.resource:
-        return ApiError(403, "Forbidden", f"forbidden: {message}", {})
-    return forbidden(GroupResource(attrs.group, attrs.resource), attrs.name, message)
 
 
 def request_attributes(user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> Attributes:
@@ -120,9 +93,12 @@ class Auth:
         entry = storage.get(namespace, name) if storage is not None else None
         return None if entry is None else str(entry.obj["metadata"].get("uid") or "")
 
-    def authenticate(self, authorization: str) -> UserInfo:
-        """The user of a request's ``Authorization`` header (ApiError 401 when it names nobody)."""
-        return self.authenticator.authenticate(bearer_token(authorization))
+    def authenticate(self, headers: Headers) -> UserInfo:
+        """The user a request acts as: who its ``Authorization`` header names (ApiError 401 when
+        it names nobody), or whom it impersonates (403 when it may not)."""
+        authorization = (headers.getall("Authorization", []) or [""])[0]
+        user = self.authenticator.authenticate(bearer_token(authorization))
+        return impersonated(self.authorizer, user, headers)
 
     def authorize(self, user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> None:
         """Raise the 403 kube-apiserver answers when ``user`` may not make this request."""
