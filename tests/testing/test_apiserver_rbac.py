@@ -59,6 +59,17 @@ def ref(kind: str, name: str) -> dict[str, str]:
     return {"apiGroup": RBAC, "kind": kind, "name": name}
 
 
+async def bind(
+    client: Client, name: str, role: dict[str, str], subject: dict[str, Any], namespace: str | None = None
+) -> None:
+    """A RoleBinding in ``namespace`` (a ClusterRoleBinding without one) of ``role`` to ``subject``."""
+    body = {"metadata": {"name": name}, "roleRef": role, "subjects": [subject]}
+    if namespace is None:
+        await client.create(CLUSTER_ROLE_BINDINGS, body)
+    else:
+        await client.create(ROLE_BINDINGS, body, namespace)
+
+
 @dataclass
 class World:
     """The test namespace's subjects and how to act as them."""
@@ -105,38 +116,15 @@ async def world(kube: Kube, client: Client, namespace: str) -> AsyncIterator[Wor
         rule(["apps"], ["*/status"], ["get"]),
     ]
     await client.create(ROLES, {"metadata": {"name": "reader"}, "rules": reader}, ns)
-    await client.create(
-        ROLE_BINDINGS,
-        {
-            "metadata": {"name": "alice-reader"},
-            "roleRef": ref("Role", "reader"),
-            "subjects": [account("alice")],
-        },
-        ns,
-    )
+    await bind(client, "alice-reader", ref("Role", "reader"), account("alice"), ns)
     await client.create(
         CLUSTER_ROLES, {"metadata": {"name": names["secrets"]}, "rules": [rule([""], ["secrets"], ["*"])]}
     )
     group = {"apiGroup": RBAC, "kind": "Group", "name": f"system:serviceaccounts:{ns}"}
-    await client.create(
-        ROLE_BINDINGS,
-        {
-            "metadata": {"name": "sa-secrets"},
-            "roleRef": ref("ClusterRole", names["secrets"]),
-            "subjects": [group],
-        },
-        ns,
-    )
+    await bind(client, "sa-secrets", ref("ClusterRole", names["secrets"]), group, ns)
     paths = [{"nonResourceURLs": ["/logs/*"], "verbs": ["get"]}]
     await client.create(CLUSTER_ROLES, {"metadata": {"name": names["paths"]}, "rules": paths})
-    await client.create(
-        CLUSTER_ROLE_BINDINGS,
-        {
-            "metadata": {"name": names["paths"]},
-            "roleRef": ref("ClusterRole", names["paths"]),
-            "subjects": [account("alice", ns)],
-        },
-    )
+    await bind(client, names["paths"], ref("ClusterRole", names["paths"]), account("alice", ns))
     aggregated = {"clusterRoleSelectors": [{"matchLabels": label}]}
     await client.create(CLUSTER_ROLES, {"metadata": {"name": names["agg"]}, "aggregationRule": aggregated})
     part = {
@@ -144,20 +132,8 @@ async def world(kube: Kube, client: Client, namespace: str) -> AsyncIterator[Wor
         "rules": [rule([""], ["services"], ["list"])],
     }
     await client.create(CLUSTER_ROLES, part)
-    await client.create(
-        ROLE_BINDINGS,
-        {
-            "metadata": {"name": "alice-agg"},
-            "roleRef": ref("ClusterRole", names["agg"]),
-            "subjects": [account("alice")],
-        },
-        ns,
-    )
-    await client.create(
-        ROLE_BINDINGS,
-        {"metadata": {"name": "dangling"}, "roleRef": ref("Role", "missing"), "subjects": [account("bob")]},
-        ns,
-    )
+    await bind(client, "alice-agg", ref("ClusterRole", names["agg"]), account("alice"), ns)
+    await bind(client, "dangling", ref("Role", "missing"), account("bob"), ns)
 
     async def aggregated_rules() -> bool:
         return bool((await client.get(CLUSTER_ROLES, names["agg"])).get("rules"))
@@ -254,15 +230,7 @@ async def test_escalation_and_bind_refusals(world: World) -> None:
     roles, bindings = f"{RBAC_PATH}/namespaces/{ns}/roles", f"{RBAC_PATH}/namespaces/{ns}/rolebindings"
     writer = [rule([RBAC], ["roles", "rolebindings"], ["create", "update", "get"])]
     await admin.create(ROLES, {"metadata": {"name": "writer"}, "rules": writer}, ns)
-    await admin.create(
-        ROLE_BINDINGS,
-        {
-            "metadata": {"name": "alice-writer"},
-            "roleRef": ref("Role", "writer"),
-            "subjects": [account("alice")],
-        },
-        ns,
-    )
+    await bind(admin, "alice-writer", ref("Role", "writer"), account("alice"), ns)
     held = {"metadata": {"name": "held"}, "rules": [rule([""], ["pods"], ["get"])]}
     # alice holds get on pods here: she may grant it.
     assert (await alice.post(roles, held)).status == 201
@@ -313,15 +281,7 @@ async def test_escalation_and_bind_refusals(world: World) -> None:
     # bind on that ClusterRole by name, in this namespace: the binding passes without the permissions.
     binder = [rule([RBAC], ["clusterroles"], ["bind"], ["view"]), rule([RBAC], ["roles"], ["escalate"])]
     await admin.create(ROLES, {"metadata": {"name": "binder"}, "rules": binder}, ns)
-    await admin.create(
-        ROLE_BINDINGS,
-        {
-            "metadata": {"name": "alice-binder"},
-            "roleRef": ref("Role", "binder"),
-            "subjects": [account("alice")],
-        },
-        ns,
-    )
+    await bind(admin, "alice-binder", ref("Role", "binder"), account("alice"), ns)
     assert (await alice.post(bindings, view)).status == 201
     # escalate on roles: the role passes without the permissions.
     assert (await alice.post(roles, too_much)).status == 201
@@ -331,14 +291,7 @@ async def test_an_aggregation_rule_needs_every_permission(world: World) -> None:
     name = world.cluster_name("aggregator")
     writer = [rule([RBAC], ["clusterroles"], ["create"])]
     await world.admin.create(CLUSTER_ROLES, {"metadata": {"name": name}, "rules": writer})
-    await world.admin.create(
-        CLUSTER_ROLE_BINDINGS,
-        {
-            "metadata": {"name": name},
-            "roleRef": ref("ClusterRole", name),
-            "subjects": [account("alice", world.ns)],
-        },
-    )
+    await bind(world.admin, name, ref("ClusterRole", name), account("alice", world.ns))
     role = {
         "metadata": {"name": world.cluster_name("agg2")},
         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"memop.dev/none": "true"}}]},
