@@ -4,7 +4,9 @@ memop (through kubernetes_asyncio) and kubectl talk to it over real HTTP. It ser
 verbs, watches, discovery and health endpoints with kube-apiserver's status codes and bodies,
 logs every request (:attr:`ApiServer.log`) and lets tests inject faults (:attr:`ApiServer.faults`,
 :meth:`drop_watches`, :meth:`silence_watches`, :meth:`compact`, :meth:`expire_watches`,
-:meth:`restart`).
+:meth:`restart`). Every request is authenticated and authorized as kube-apiserver does it
+(:mod:`memop.testing.auth`, :attr:`ApiServer.auth`): the kubeconfig's token is an administrator's,
+ServiceAccount tokens and RBAC act for everyone else, with kube-apiserver's 401 and 403.
 
 Lifecycle: :meth:`start` binds (port 0 picks a free one, kept across :meth:`restart`),
 :meth:`stop` closes every connection and awaits every task the server started. The bookmark
@@ -312,8 +314,8 @@ class ApiServer:
         return count
 
     def kubeconfig(self) -> dict[str, Any]:
-        """A kubeconfig for this server (a dummy bearer token, the CA with ``tls``, current
-        context set)."""
+        """A kubeconfig for this server (the administrator's bearer token, the CA with ``tls``,
+        current context set)."""
         cluster: dict[str, str] = {"server": self.url}
         if self.certificates is not None:
             cluster["certificate-authority-data"] = base64.b64encode(self.certificates.ca_pem).decode()

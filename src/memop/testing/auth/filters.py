@@ -66,8 +66,13 @@ def request_attributes(user: UserInfo, info: RequestInfo, query: Mapping[str, st
 class Auth:
     """The server's authentication and authorization (see the module docstring).
 
-    Creating it installs the bootstrap policy (:mod:`memop.testing.auth.bootstrap`) in
-    ``store``; :meth:`start` runs the ClusterRole aggregation controller, :meth:`stop` ends it.
+    The bootstrap policy (:mod:`memop.testing.auth.bootstrap`) is created in ``store`` when it is
+    first needed: by the first RBAC decision (a request of anyone outside ``system:masters``, a
+    review, an escalation check) or the first request to the RBAC API, or by
+    :meth:`ensure_policy`. The administrator's requests never need it, and most tests make no
+    other: seventeen writes at every server's start would cost them more than anything else
+    the server does at start. Only code reading the store directly can tell the difference.
+    :meth:`start` runs the ClusterRole aggregation controller, :meth:`stop` ends it.
     ``insecure``: the server speaks plain HTTP (see :mod:`memop.testing.auth.authn`).
     """
 
@@ -75,12 +80,18 @@ class Auth:
         self._store = store
         self._clock = clock
         self.authenticator = Authenticator(self._service_account_uid, clock.time, insecure=insecure)
-        self.resolver = RuleResolver(store)
+        self._policy = False  # whether the bootstrap policy is in the store
+        self.resolver = RuleResolver(store, self.ensure_policy)
         self.authorizer = Authorizer(RbacAuthorizer(self.resolver))
         self.escalation = EscalationCheck(self.authorizer, self.resolver)
         # Real time, as the root CA publisher: a controller's queue, not the server's notion of now.
         self.aggregation = AggregationController(store, clock=RealClock())
-        bootstrap.install(store)
+
+    def ensure_policy(self) -> None:
+        """Create the bootstrap policy in the store, unless it is there already."""
+        if not self._policy:
+            self._policy = True
+            bootstrap.install(self._store)
 
     async def start(self) -> None:
         await self.aggregation.start()
@@ -102,6 +113,8 @@ class Auth:
 
     def authorize(self, user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> None:
         """Raise the 403 kube-apiserver answers when ``user`` may not make this request."""
+        if info.group == RBAC_GROUP:
+            self.ensure_policy()
         attrs = request_attributes(user, info, query)
         decision = self.authorizer.authorize(attrs)
         if not decision.allowed:

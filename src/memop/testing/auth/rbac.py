@@ -29,7 +29,7 @@ Facts from Kubernetes' source, kept here as rules (not code):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,9 +133,11 @@ def _describe_subject(subject: Mapping[str, Any], namespace: str) -> str:
 
 @dataclass
 class RuleResolver:
-    """``DefaultRuleResolver`` over the store: the rules that apply to a user in a namespace."""
+    """``DefaultRuleResolver`` over the store: the rules that apply to a user in a namespace.
+    ``prepare`` is called before each lookup (the server creates its bootstrap policy then)."""
 
     store: Store
+    prepare: Callable[[], None] = lambda: None
 
     def _objects(self, plural: str, namespace: str) -> list[dict[str, Any]]:
         storage = self.store.storage_for(RBAC_GROUP, plural)
@@ -146,6 +148,7 @@ class RuleResolver:
     def role_reference_rules(self, ref: Mapping[str, Any], namespace: str) -> list[Rule]:
         """``GetRoleReferenceRules``: the rules of a binding's role; LookupError with the
         NotFound message when there is no such role."""
+        self.prepare()
         kind, name = ref.get("kind"), str(ref.get("name") or "")
         if kind == "Role":
             plural, scope = "roles", namespace
@@ -163,6 +166,7 @@ class RuleResolver:
     def visit(self, user: UserInfo, namespace: str) -> Iterator[tuple[str, Rule | None, str]]:
         """``VisitRulesFor``: (source, rule, "") for each rule that applies, ("", None, error)
         for each binding whose role cannot be read; ClusterRoleBindings first."""
+        self.prepare()
         scopes = [("clusterrolebindings", "")]
         if namespace:
             scopes.append(("rolebindings", namespace))
