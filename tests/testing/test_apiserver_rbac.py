@@ -93,8 +93,9 @@ class World:
 async def world(kube: Kube, client: Client, namespace: str) -> AsyncIterator[World]:
     """ServiceAccounts alice and bob in the test namespace, with these grants:
 
-    - Role ``reader`` (pods get/list; the configmap ``allowed`` only; ``deployments/scale`` get;
-      ``*/status`` get) to alice, named without a namespace (the binding's is meant);
+    - Role ``reader`` (pods get/list; the configmap ``allowed`` only, get/list/watch;
+      ``deployments/scale`` get; ``*/status`` get) to alice, named without a namespace (the
+      binding's is meant);
     - the ClusterRole ``...-secrets`` (secrets, every verb) to the group of the namespace's
       ServiceAccounts, by a RoleBinding: in this namespace only;
     - the ClusterRole ``...-paths`` (GET ``/logs/*``) to alice, by a ClusterRoleBinding;
@@ -111,7 +112,7 @@ async def world(kube: Kube, client: Client, namespace: str) -> AsyncIterator[Wor
         await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": sa}}, ns)
     reader = [
         rule([""], ["pods"], ["get", "list"]),
-        rule([""], ["configmaps"], ["get"], ["allowed"]),
+        rule([""], ["configmaps"], ["get", "list", "watch"], ["allowed"]),
         rule(["apps"], ["deployments/scale"], ["get"]),
         rule(["apps"], ["*/status"], ["get"]),
     ]
@@ -305,3 +306,16 @@ async def test_an_aggregation_rule_needs_every_permission(world: World) -> None:
     finally:
         with contextlib.suppress(NotFound):
             await world.admin.delete(CLUSTER_ROLES, world.cluster_name("agg2"))
+
+
+async def test_a_list_or_watch_narrowed_to_one_name_is_authorized_by_that_name(world: World) -> None:
+    # RequestInfoFactory takes the name from a fieldSelector requiring metadata.name, so the
+    # resourceNames rule on the configmap "allowed" covers this list, and not one of another name.
+    base = f"/api/v1/namespaces/{world.ns}/configmaps"
+    check(await world.alice.get(base, query={"fieldSelector": "metadata.name=allowed"}), ALLOWED)
+    denied = await world.alice.get(base, query={"fieldSelector": "metadata.name=other"})
+    check(
+        denied,
+        f'configmaps "other" is forbidden: User "{world.user("alice")}" cannot list resource "configmaps" in '
+        f'API group "" in the namespace "{world.ns}"',
+    )

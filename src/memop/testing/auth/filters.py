@@ -41,8 +41,8 @@ _MAX_EXPIRATION = 2**32  # seconds: kube-apiserver caps what a TokenRequest may 
 
 def request_attributes(user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> Attributes:
     """What the authorizer is asked for a request (``GetAuthorizerAttributes``): a list or watch
-    narrowed by the field selector ``metadata.name=x`` names ``x``, as kube-apiserver's
-    RequestInfoFactory does."""
+    whose field selector requires ``metadata.name=x`` names ``x``, as kube-apiserver's
+    RequestInfoFactory does (so a rule with ``resourceNames: [x]`` lets one watch one object)."""
     if not info.resource_request:
         return Attributes(user, info.verb, resource_request=False, path=info.path)
     name = info.name
@@ -50,7 +50,7 @@ def request_attributes(user: UserInfo, info: RequestInfo, query: Mapping[str, st
         selector = query.get("fieldSelector") or ""
         for term in selector.split(","):
             key, sep, value = term.partition("=")
-            if sep and key.strip() == "metadata.name" and "," not in selector:
+            if sep and key.strip() == "metadata.name":  # = or ==, RequiresExactMatch
                 name = value.lstrip("=").strip()
     return Attributes(
         user,
