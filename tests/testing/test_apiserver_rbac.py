@@ -319,3 +319,25 @@ async def test_a_list_or_watch_narrowed_to_one_name_is_authorized_by_that_name(w
         f'configmaps "other" is forbidden: User "{world.user("alice")}" cannot list resource "configmaps" in '
         f'API group "" in the namespace "{world.ns}"',
     )
+
+
+async def test_an_apply_that_creates_the_object_also_needs_create(world: World) -> None:
+    ns = world.ns
+    await world.admin.create(
+        ROLES, {"metadata": {"name": "patcher"}, "rules": [rule([""], ["configmaps"], ["patch"])]}, ns
+    )
+    await bind(world.admin, "alice-patcher", ref("Role", "patcher"), account("alice"), ns)
+    path = f"/api/v1/namespaces/{ns}/configmaps/fresh"
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fresh"}, "data": {"a": "1"}}
+    apply = {"content_type": "application/apply-patch+yaml", "query": {"fieldManager": "alice"}}
+    # The handler's withAuthorization asks for create and answers NewForbidden with RBAC's reason,
+    # which is empty: the message ends with "forbidden: ".
+    check(await world.alice.patch(path, body, **apply), 'configmaps "fresh" is forbidden: ')
+    await world.admin.create(
+        ROLES, {"metadata": {"name": "creator"}, "rules": [rule([""], ["configmaps"], ["create"])]}, ns
+    )
+    await bind(world.admin, "alice-creator", ref("Role", "creator"), account("alice"), ns)
+    assert (await world.alice.patch(path, body, **apply)).status == 201
+    # Applying to it again changes it: patch alone is enough.
+    changed = {**body, "data": {"a": "2"}}
+    assert (await world.alice.patch(path, changed, **apply)).status == 200

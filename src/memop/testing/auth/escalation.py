@@ -18,7 +18,7 @@ a RoleBinding or ClusterRoleBinding only of a role whose permissions they hold o
   exist is 404 NotFound (the registry's getter error), a missing permission the 403 above.
 
 The checks run where kube-apiserver runs them: after the mutating admission webhooks and
-before validation (:class:`GuardedWrite` wraps the request's admission hook in the store).
+before validation (:class:`~memop.testing.auth.writes.GuardedWrite` runs them in the store).
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from memop.testing.auth.rbac import escalation_error as _escalation_error
 from memop.testing.errors import forbidden, not_found
 from memop.testing.requestlog import RequestInfo
 from memop.testing.resources import ResourceType
-from memop.testing.store import AdmissionHook, Served
 
 ROLE_RESOURCES = frozenset(("roles", "clusterroles"))
 BINDING_RESOURCES = frozenset(("rolebindings", "clusterrolebindings"))
@@ -139,31 +138,3 @@ class EscalationCheck:
         refusal = _escalation_error(self.resolver, user, namespace, rules)
         if refusal is not None:
             raise forbidden(rtype, name, refusal)
-
-
-class GuardedWrite:
-    """A store admission hook that runs the escalation check after the request's own admission
-    (the webhooks', when any) mutated the object: the store calls ``mutate`` once the object
-    is decoded, defaulted and patched, before it validates."""
-
-    def __init__(
-        self, inner: AdmissionHook | None, check: EscalationCheck, user: UserInfo, info: RequestInfo
-    ) -> None:
-        self._inner = inner
-        self._check = check
-        self._user = user
-        self._info = info
-
-    def mutate(
-        self, served: Served, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> dict[str, Any] | None:
-        mutated = self._inner.mutate(served, obj, old) if self._inner is not None else None
-        current = mutated if mutated is not None else obj
-        if current is not None:
-            self._check.check(self._user, self._info, served.rtype, current, old)
-        return mutated
-
-    def validate(
-        self, served: Served, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> dict[str, Any] | None:
-        return self._inner.validate(served, obj, old) if self._inner is not None else None

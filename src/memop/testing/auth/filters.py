@@ -17,7 +17,7 @@ from memop.runtime.util.clock import Clock, RealClock
 from memop.testing.auth import bootstrap
 from memop.testing.auth.aggregation import AggregationController
 from memop.testing.auth.authn import MASTERS_GROUP, Authenticator, UserInfo, bearer_token
-from memop.testing.auth.escalation import BINDING_RESOURCES, ROLE_RESOURCES, EscalationCheck, GuardedWrite
+from memop.testing.auth.escalation import BINDING_RESOURCES, ROLE_RESOURCES, EscalationCheck
 from memop.testing.auth.forbidden import forbidden_request
 from memop.testing.auth.impersonation import Headers, impersonated
 from memop.testing.auth.rbac import (
@@ -28,10 +28,11 @@ from memop.testing.auth.rbac import (
     RbacAuthorizer,
     RuleResolver,
 )
-from memop.testing.errors import not_found
+from memop.testing.auth.writes import GuardedWrite
+from memop.testing.errors import forbidden, not_found
 from memop.testing.objects import rfc3339
 from memop.testing.requestlog import RequestInfo
-from memop.testing.store import AdmissionHook, Store
+from memop.testing.store import AdmissionHook, Served, Store
 
 # Where the server keeps a request's UserInfo (aiohttp's request mapping).
 USER_KEY = web.RequestKey("memop.user", UserInfo)
@@ -123,16 +124,38 @@ class Auth:
     def guard(
         self, user: UserInfo, info: RequestInfo, admission: AdmissionHook | None
     ) -> AdmissionHook | None:
-        """The admission hook to give the store for this request: ``admission`` with the RBAC
-        escalation check (:mod:`memop.testing.auth.escalation`) when the request writes a role
-        or a binding and the user is not in ``system:masters``; ``admission`` itself otherwise."""
-        if (
-            info.group != RBAC_GROUP
-            or info.resource not in ROLE_RESOURCES | BINDING_RESOURCES
-            or MASTERS_GROUP in user.groups
-        ):
+        """The admission hook to give the store for this write (:mod:`memop.testing.auth.writes`):
+        ``admission`` with the RBAC escalation check when it writes a role or a binding, and with
+        the ``create`` authorization when a PATCH or PUT may create the object; ``admission``
+        itself for ``system:masters``, who is never checked."""
+        if MASTERS_GROUP in user.groups:
             return admission
-        return GuardedWrite(admission, self.escalation, user, info)
+        escalation = None
+        if info.group == RBAC_GROUP and info.resource in ROLE_RESOURCES | BINDING_RESOURCES:
+
+            def escalation(served: Served, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+                self.escalation.check(user, info, served.rtype, obj, old)
+
+        on_create = None
+        if info.verb in ("patch", "update"):
+            create = Attributes(
+                user,
+                "create",
+                group=info.group,
+                resource=info.resource,
+                subresource=info.subresource,
+                namespace=info.namespace,
+                name=info.name,
+            )
+
+            def on_create(served: Served, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+                decision = self.authorizer.authorize(create)
+                if not decision.allowed:
+                    raise forbidden(GroupResource(info.group, info.resource), info.name, decision.reason)
+
+        if escalation is None and on_create is None:
+            return admission
+        return GuardedWrite(admission, after_mutation=escalation, on_create=on_create)
 
     def token_request(self, info: RequestInfo, body: Any) -> dict[str, Any]:
         """The TokenRequest the ``serviceaccounts/<name>/token`` subresource answers with: a
