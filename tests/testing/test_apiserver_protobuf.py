@@ -482,6 +482,18 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         },
         "status": {"allowed": False, "reason": "no"},
     },
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): {
+        "metadata": META,
+        "spec": {"namespace": "team"},
+        "status": {
+            "resourceRules": [
+                {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["p"]}
+            ],
+            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/metrics"]}],
+            "incomplete": False,
+            "evaluationError": "e",
+        },
+    },
 }
 
 

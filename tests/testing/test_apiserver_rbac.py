@@ -341,3 +341,20 @@ async def test_an_apply_that_creates_the_object_also_needs_create(world: World) 
     # Applying to it again changes it: patch alone is enough.
     changed = {**body, "data": {"a": "2"}}
     assert (await world.alice.patch(path, changed, **apply)).status == 200
+
+
+async def test_a_rules_review_lists_the_rules_that_apply_in_a_namespace(world: World) -> None:
+    # kubectl auth can-i --list: the cluster's bindings and the namespace's, split by kind.
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview"}
+    path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+    reply = await world.alice.post(path, {**review, "spec": {"namespace": world.ns}})
+    assert reply.status == 201, reply.body
+    status = reply.body["status"]
+    assert {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]} in status["resourceRules"]
+    assert {"verbs": ["get"], "nonResourceURLs": ["/logs/*"]} in status["nonResourceRules"]
+    assert status["incomplete"] is False
+    assert "evaluationError" not in status
+    # bob's binding of a missing Role: what RBAC could not read.
+    reply = await world.bob.post(path, {**review, "spec": {"namespace": world.ns}})
+    assert reply.body["status"]["evaluationError"] == 'role.rbac.authorization.k8s.io "missing" not found'
+    assert (await world.alice.post(path, {**review, "spec": {}})).status == 400

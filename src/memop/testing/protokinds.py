@@ -666,7 +666,7 @@ POD_DISRUPTION_BUDGET = message(
 )
 
 # --- k8s.io/api/authentication/v1 and authorization/v1: what kubectl create token, auth whoami
-# and auth can-i send ----------------------------------------------------------------------------
+# and auth can-i (--list) send ----------------------------------------------------------------------------
 
 TOKEN_REQUEST = message(
     "TokenRequest",
@@ -753,6 +753,43 @@ SELF_SUBJECT_ACCESS_REVIEW = message(
     F(3, "status", _ACCESS_REVIEW_STATUS),
 )
 
+SELF_SUBJECT_RULES_REVIEW = message(
+    "SelfSubjectRulesReview",
+    F(1, "metadata", OBJECT_META),
+    F(2, "spec", message("SelfSubjectRulesReviewSpec", F(1, "namespace", STRING)), ALWAYS),
+    F(
+        3,
+        "status",
+        message(
+            "SubjectRulesReviewStatus",
+            F(
+                1,
+                "resourceRules",
+                message(
+                    "ResourceRule",
+                    F(1, "verbs", STRING, LIST | ALWAYS),
+                    F(2, "apiGroups", STRING, LIST),
+                    F(3, "resources", STRING, LIST),
+                    F(4, "resourceNames", STRING, LIST),
+                ),
+                LIST | ALWAYS,
+            ),
+            F(
+                2,
+                "nonResourceRules",
+                message(
+                    "NonResourceRule",
+                    F(1, "verbs", STRING, LIST | ALWAYS),
+                    F(2, "nonResourceURLs", STRING, LIST),
+                ),
+                LIST | ALWAYS,
+            ),
+            F(3, "incomplete", BOOL, ALWAYS),
+            F(4, "evaluationError", STRING),
+        ),
+    ),
+)
+
 RBAC = "rbac.authorization.k8s.io/v1"
 KINDS: Mapping[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
@@ -769,4 +806,5 @@ KINDS: Mapping[tuple[str, str], Message] = {
     ("authentication.k8s.io/v1", "TokenRequest"): TOKEN_REQUEST,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): SELF_SUBJECT_REVIEW,
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
 }

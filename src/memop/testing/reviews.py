@@ -12,6 +12,10 @@ All are create-only and never stored, as on a real server (the answer is the req
   server's authorizer (``system:masters``, RBAC, then the test's grants of :meth:`Reviews.allow`)
   with its reason; ``LocalSubjectAccessReview`` the same, in the request's namespace.
 - ``SelfSubjectAccessReview`` (authorization.k8s.io/v1): the same for the requester.
+- ``SelfSubjectRulesReview`` (authorization.k8s.io/v1, ``kubectl auth can-i --list``): the
+  requester's RBAC rules in ``spec.namespace`` (the cluster's and that namespace's bindings),
+  each split into a resource rule and a non-resource rule, with the roles RBAC could not read as
+  ``evaluationError``; no namespace is a 400.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 from memop.testing.auth.authn import UserInfo
 from memop.testing.auth.filters import Auth
-from memop.testing.auth.rbac import Attributes
+from memop.testing.auth.rbac import Attributes, aggregate
 from memop.testing.errors import bad_request
 from memop.testing.requestlog import RequestInfo
 
@@ -33,6 +37,7 @@ REVIEW_RESOURCES = {
     (ACCESS_REVIEW_GROUP, "subjectaccessreviews"),
     (ACCESS_REVIEW_GROUP, "localsubjectaccessreviews"),
     (ACCESS_REVIEW_GROUP, "selfsubjectaccessreviews"),
+    (ACCESS_REVIEW_GROUP, "selfsubjectrulesreviews"),
 }
 
 
@@ -66,6 +71,8 @@ class Reviews:
             raise bad_request("the review has no spec")
         if info.resource == "tokenreviews":
             answer["status"] = self._token_review(spec)
+        elif info.resource == "selfsubjectrulesreviews":
+            answer["status"] = self._rules_review(requester, str(spec.get("namespace") or ""))
         elif info.resource == "selfsubjectaccessreviews":
             answer["status"] = self._access_review(requester, spec, "")
         else:
@@ -82,6 +89,31 @@ class Reviews:
         if user is None:
             return {"user": {}, "error": "[invalid bearer token, token lookup failed]"}
         return {"authenticated": True, "user": user.to_json(), "audiences": spec.get("audiences") or []}
+
+    def _rules_review(self, user: UserInfo, namespace: str) -> dict[str, Any]:
+        if not namespace:
+            raise bad_request("no namespace on request")
+        rules, errors = self._auth.resolver.rules_for(user, namespace)
+        resource_rules: list[dict[str, Any]] = []
+        non_resource_rules: list[dict[str, Any]] = []
+        for rule in rules:
+            verbs = list(rule.get("verbs") or [])
+            if rule.get("resources"):
+                out: dict[str, Any] = {"verbs": verbs}
+                for key in ("apiGroups", "resources", "resourceNames"):
+                    if rule.get(key):
+                        out[key] = list(rule[key])
+                resource_rules.append(out)
+            if rule.get("nonResourceURLs"):
+                non_resource_rules.append({"verbs": verbs, "nonResourceURLs": list(rule["nonResourceURLs"])})
+        status: dict[str, Any] = {
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource_rules,
+            "incomplete": False,
+        }
+        if errors:
+            status["evaluationError"] = aggregate(errors)
+        return status
 
     def _access_review(self, user: UserInfo, spec: dict[str, Any], namespace: str) -> dict[str, Any]:
         non_resource = spec.get("nonResourceAttributes")
