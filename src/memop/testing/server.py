@@ -150,7 +150,7 @@ class ApiServer:
         self._clock: Clock = clock or RealClock()
         self.store = Store(history_size=history_size, clock=self._clock)
         self.faults = Faults()
-        # Authentication, RBAC (its bootstrap policy created now) and the review APIs.
+        # Authentication, RBAC and the review APIs (memop.testing.auth).
         self.auth = Auth(self.store, self._clock, insecure=not tls)
         self.reviews = Reviews(self.auth)
         self.log = RequestLog()
