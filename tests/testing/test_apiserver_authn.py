@@ -145,6 +145,17 @@ async def test_a_service_account_token_names_it_until_it_expires_or_the_account_
     assert (await call(server, "GET", "/apis", fresh))[0] == 401
 
 
+async def test_a_token_request_for_under_ten_minutes_is_invalid(server: ApiServer) -> None:
+    await service_account(server, "default", "brief")
+    path = "/api/v1/namespaces/default/serviceaccounts/brief/token"
+    status, body = await call(server, "POST", path, TOKEN, {"spec": {"expirationSeconds": 60}})
+    assert (status, body["message"]) == (
+        422,
+        'TokenRequest.authentication.k8s.io "brief" is invalid: spec.expirationSeconds: Invalid value: 60: '
+        "may not specify a duration less than 10 minutes",
+    )
+
+
 async def test_a_token_request_for_a_missing_account_is_404(server: ApiServer) -> None:
     status, body = await call(
         server, "POST", "/api/v1/namespaces/default/serviceaccounts/ghost/token", TOKEN, {"spec": {}}

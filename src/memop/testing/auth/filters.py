@@ -29,7 +29,8 @@ from memop.testing.auth.rbac import (
     RuleResolver,
 )
 from memop.testing.auth.writes import GuardedWrite
-from memop.testing.errors import forbidden, not_found
+from memop.testing.errors import bad_request, forbidden, invalid, not_found
+from memop.testing.objects import invalid as field_invalid
 from memop.testing.objects import rfc3339
 from memop.testing.requestlog import RequestInfo
 from memop.testing.store import AdmissionHook, Served, Store
@@ -37,7 +38,8 @@ from memop.testing.store import AdmissionHook, Served, Store
 # Where the server keeps a request's UserInfo (aiohttp's request mapping).
 USER_KEY = web.RequestKey("memop.user", UserInfo)
 _SERVICE_ACCOUNTS = GroupResource("", "serviceaccounts")
-_MAX_EXPIRATION = 2**32  # seconds: kube-apiserver caps what a TokenRequest may ask
+# What ValidateTokenRequest accepts as spec.expirationSeconds.
+_MIN_EXPIRATION, _MAX_EXPIRATION = 600, 2**32
 
 
 def request_attributes(user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> Attributes:
@@ -160,17 +162,22 @@ class Auth:
     def token_request(self, info: RequestInfo, body: Any) -> dict[str, Any]:
         """The TokenRequest the ``serviceaccounts/<name>/token`` subresource answers with: a
         token of that ServiceAccount (404 when it does not exist), for ``spec.audiences``
-        (default: the API server's) and ``spec.expirationSeconds`` (default 3600)."""
+        (default: the API server's) and ``spec.expirationSeconds`` (default 3600; less than 10
+        minutes or more than 2^32 seconds is 422, as ``ValidateTokenRequest`` says)."""
         uid = self._service_account_uid(info.namespace, info.name)
         if uid is None:
             raise not_found(_SERVICE_ACCOUNTS, info.name)
         spec = dict(body.get("spec") or {}) if isinstance(body, dict) else {}
         audiences = tuple(str(a) for a in spec.get("audiences") or ())
-        try:
-            expiration = int(spec.get("expirationSeconds") or 3600)
-        except (TypeError, ValueError):
+        expiration = spec.get("expirationSeconds")
+        if expiration is None:
             expiration = 3600
-        expiration = max(1, min(expiration, _MAX_EXPIRATION))
+        if not isinstance(expiration, int) or isinstance(expiration, bool):
+            raise bad_request(f"spec.expirationSeconds: expected an integer, not {expiration!r}")
+        if expiration < _MIN_EXPIRATION or expiration > _MAX_EXPIRATION:
+            which = "less than 10 minutes" if expiration < _MIN_EXPIRATION else "larger than 2^32 seconds"
+            error = field_invalid("spec.expirationSeconds", expiration, f"may not specify a duration {which}")
+            raise invalid("authentication.k8s.io", "TokenRequest", info.name, [error])
         minted = self.authenticator.mint(
             info.namespace, info.name, uid, audiences=audiences, expiration=expiration
         )
