@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -19,6 +20,7 @@ from memop.cli.options import parse_run_args
 from memop.project import Project
 from memop.runtime import CONFIGMAPS, ControllerBuilder, ControllerDefinition
 from memop.runtime.webhook.declarations import AdmissionWebhook
+from memop.scaffold.command import build_parser as build_scaffold_parser
 from memop.testing.process import free_port
 from memop.testing.server import ApiServer
 from memop.testing.tls import ServingCertificates
@@ -37,6 +39,29 @@ def test_help_flag_describes_the_operator() -> None:
         [sys.executable, "-m", "memop", "--help"], capture_output=True, text=True, check=True
     )
     assert "Memcached" in out.stdout
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = "memop") -> list[str]:
+    """Every leaf command of ``parser``'s subcommands: ``memop init``, ``memop create api``..."""
+    found: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _commands(sub, f"{prefix} {name}") or [f"{prefix} {name}"]
+    return found
+
+
+def test_help_lists_every_subcommand() -> None:
+    # argparse wraps the description: compare with its lines joined.
+    text = " ".join(
+        subprocess.run(
+            [sys.executable, "-m", "memop", "--help"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    scaffolding = _commands(build_scaffold_parser())
+    assert {"memop init", "memop create api", "memop create webhook"} <= set(scaffolding)
+    for command in [*scaffolding, "memop manifests", "memop demo"]:
+        assert f"'{command}'" in text, command
 
 
 # The webhook flags reach the manager (memop.cli.app): a project of the test's own whose one

@@ -1,7 +1,8 @@
 """The Dockerfile, checked by parsing it (no container engine here): two stages on
 python:3.11-slim, a runtime stage that installs memop the way the README does and nothing to
-build with, a non-root numeric user, the exact entrypoint, OCI labels from setup.cfg, and a
-.dockerignore that keeps the build context to what the build reads."""
+build with, a non-root numeric user, the exact entrypoint, OCI labels from setup.cfg, a
+.dockerignore that keeps the build context to what the build reads, and pip's index settings
+for the build stage only, credentials as secrets (the same for the scaffold's Dockerfile)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 import memop
+from memop.scaffold.origin import MemopOrigin, origin_from_direct_url
+from memop.scaffold.render import render_template
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
@@ -80,8 +83,9 @@ def arg_defaults(items: list[Instruction]) -> dict[str, str]:
     return defaults
 
 
-def stages() -> list[Stage]:
-    items = instructions(DOCKERFILE.read_text())
+def stages(text: str | None = None) -> list[Stage]:
+    """The stages of ``text``, memop's Dockerfile by default."""
+    items = instructions(DOCKERFILE.read_text() if text is None else text)
     global_args = arg_defaults(items[: next(i for i, x in enumerate(items) if x.keyword == "FROM")])
     result: list[Stage] = []
     for item in items:
@@ -93,6 +97,23 @@ def stages() -> list[Stage]:
         elif result:
             result[-1].instructions.append(item)
     return result
+
+
+def scaffold_dockerfile(origin: MemopOrigin | None = None) -> str:
+    """The Dockerfile ``memop init`` writes, for a project called widget-operator, depending on
+    memop from ``origin`` (a package index by default)."""
+    origin = origin or origin_from_direct_url(None)
+    values = {
+        "name": "widget-operator",
+        "package": "widget_operator",
+        "memop_where": origin.where,
+        "memop_requirement_shell": shlex.quote(origin.requirement),
+    }
+    return render_template("init/Dockerfile", values, {"memop_from_index": origin.from_index})
+
+
+# memop from a clone: the image takes memop's wheel from the project's wheels/.
+FROM_A_CLONE = MemopOrigin("directory", "memop @ file:///src/memop", "the directory /src/memop")
 
 
 def final() -> Stage:
@@ -360,3 +381,120 @@ def test_the_ignore_matcher_follows_docker_rules() -> None:
     assert _pattern_regex("**/*.go").match("c.go")
     assert _pattern_regex("temp?").match("temp1")
     assert not _pattern_regex("temp?").match("temp12")
+
+
+# --- pip's configuration: a private index, an intercepting proxy's CA ---------------------------
+
+DOCKERFILES = {
+    "memop": DOCKERFILE.read_text,
+    "scaffold": scaffold_dockerfile,
+    "scaffold-from-a-clone": lambda: scaffold_dockerfile(FROM_A_CLONE),
+}
+INDEX_ARGS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST")
+# What tells pip where to download from or whom to trust; PIP_DISABLE_PIP_VERSION_CHECK is not.
+_SOURCES = r"PIP_(INDEX_URL|EXTRA_INDEX_URL|TRUSTED_HOST|FIND_LINKS|CERT|CLIENT_CERT|CONFIG_FILE)"
+PIP_SOURCE_SETTINGS = re.compile(rf"^{_SOURCES}$")
+PIP_SOURCE_IN_TEXT = re.compile(rf"\b{_SOURCES}\b")
+CREDENTIALS_IN_URL = re.compile(r"://[^/\s@]+@")
+SECRET_NAMES = re.compile(r"TOKEN|PASSWORD|SECRET|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def mounts(item: Instruction) -> list[dict[str, str]]:
+    """The ``--mount=...`` options of a RUN, each as its key=value pairs."""
+    return [
+        dict(part.split("=", 1) for part in flag.removeprefix("--mount=").split(","))
+        for flag in item.flags
+        if flag.startswith("--mount=")
+    ]
+
+
+def pip_wheel_run(stage: Stage) -> Instruction:
+    [run] = [item for item in stage.all("RUN") if re.search(r"\bpip wheel\b", item.args)]
+    return run
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_the_build_stage_takes_an_index_as_build_arguments_with_no_defaults(dockerfile: str) -> None:
+    [build_stage, _] = stages(DOCKERFILES[dockerfile]())
+    declared = {item.args.partition("=")[0]: item.args for item in build_stage.all("ARG")}
+    for name in INDEX_ARGS:
+        # Declared in the build stage (a global ARG would not reach RUN without it), no value
+        # of its own: unset, pip keeps its defaults or the pipconf secret's.
+        assert declared.get(name) == name, f"{dockerfile}: ARG {name} missing or with a default"
+    run = pip_wheel_run(build_stage)
+    assert build_stage.instructions.index(run) > max(
+        build_stage.instructions.index(item) for item in build_stage.all("ARG")
+    ), "the ARGs must come before the RUN that uses them"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_a_pip_conf_and_a_ca_bundle_are_secrets_mounted_for_the_pip_run_only(dockerfile: str) -> None:
+    [build_stage, runtime] = stages(DOCKERFILES[dockerfile]())
+    run = pip_wheel_run(build_stage)
+    secrets = {m["id"]: m for m in mounts(run) if m.get("type") == "secret"}
+    assert set(secrets) == {"pipconf", "pipca"}
+    # pip reads /etc/pip.conf wherever it runs (site-wide configuration): nothing to set.
+    assert secrets["pipconf"]["target"] == "/etc/pip.conf"
+    # Optional secrets (not required=true): a build without them works as before.
+    assert all(m.get("required", "false") == "false" for m in secrets.values())
+    ca = secrets["pipca"]["target"]
+    # PIP_CERT names the bundle only when one is mounted (-s: an engine may mount an empty file
+    # for a secret not given): pip fails on a PIP_CERT naming no bundle.
+    assert f"if [ -s {ca} ]; then export PIP_CERT={ca}; fi" in run.args
+    # Nothing copies a pip configuration or a CA into a layer of either stage.
+    for stage in (build_stage, runtime):
+        for item in stage.all("COPY") + stage.all("ADD"):
+            assert not re.search(r"pip\.conf|\.pem|\.crt", item.args), f"{dockerfile}: {item.args}"
+
+
+def _assignments(stage_items: list[Instruction]) -> dict[str, str]:
+    """Every ARG default and ENV value of ``stage_items``, by name (``ARG`` alone: empty)."""
+    found: dict[str, str] = {}
+    for item in stage_items:
+        if item.keyword == "ARG":
+            name, _, value = item.args.partition("=")
+            found[name] = value
+        elif item.keyword == "ENV":
+            for pair in shlex.split(item.args):
+                name, _, value = pair.partition("=")
+                found[name] = value
+    return found
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_no_secret_or_index_is_baked_into_an_arg_default_or_env(dockerfile: str) -> None:
+    text = DOCKERFILES[dockerfile]()
+    items = instructions(text)
+    for name, value in _assignments(items).items():
+        assert not CREDENTIALS_IN_URL.search(value), f"{dockerfile}: {name} has credentials in a URL"
+        assert not SECRET_NAMES.search(name), f"{dockerfile}: {name} looks like a secret in a build argument"
+        if PIP_SOURCE_SETTINGS.match(name):
+            assert value == "", f"{dockerfile}: {name}={value} is baked in (pip's sources are the builder's)"
+    for stage in stages(text):
+        assert not [k for k in env(stage) if PIP_SOURCE_SETTINGS.match(k)], f"{dockerfile}: {stage.name}"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_the_runtime_stage_has_no_pip_configuration(dockerfile: str) -> None:
+    """It installs the build stage's wheels and nothing from an index, so it takes no index,
+    no credentials and no CA: none can end up in the image's config or history."""
+    [_, runtime] = stages(DOCKERFILES[dockerfile]())
+    assert not [name for name in _assignments(runtime.instructions) if name.startswith("PIP_")]
+    for item in runtime.all("RUN"):
+        assert not [m for m in mounts(item) if m.get("type") == "secret"], f"{dockerfile}: {item.args}"
+        assert not PIP_SOURCE_IN_TEXT.search(item.args), f"{dockerfile}: {item.args}"
+    [install] = [c for c in pip_commands(runtime) if c[0] == "install"]
+    assert "--no-index" in install
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_the_header_says_how_to_use_each_setting(dockerfile: str) -> None:
+    text = DOCKERFILES[dockerfile]()
+    header = text[: text.index("\nARG ")]
+    for usage in [
+        *(f"--build-arg {name}=" for name in INDEX_ARGS),
+        "--secret id=pipconf,",
+        "--secret id=pipca,",
+    ]:
+        assert usage in header, f"{dockerfile}: the header does not show {usage}"
+    assert "never put a password" in header

@@ -26,7 +26,7 @@ from tests.project_cachely import PROJECT as CACHELY
 from tests.test_manifests import GENERATED, container, memop_manifests, needs_kubectl, one
 from tests.test_manifests_apply import CERT_MANAGER_CRDS
 
-MODULE = "tests.project_cachely"
+MODULE = "tests.project_cachely:PROJECT"
 THEIRS = Target(CACHELY, f"--controller-module {MODULE}")
 COMMAND = f"memop manifests --controller-module {MODULE}"
 NAMESPACE = "cachely-operators"

@@ -57,7 +57,7 @@ OLM_CRDS = Path(__file__).parent / "olm"
 CSVS = Resource("operators.coreos.com", "v1alpha1", "clusterserviceversions", "ClusterServiceVersion")
 OPERATOR_GROUPS = Resource("operators.coreos.com", "v1", "operatorgroups", "OperatorGroup")
 NAMESPACE = rbac.NAMESPACE
-CACHELY_MODULE = "tests.project_cachely"
+CACHELY_MODULE = "tests.project_cachely:PROJECT"
 THEIRS = Target(CACHELY, f"--controller-module {CACHELY_MODULE}")
 
 

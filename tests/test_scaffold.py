@@ -21,7 +21,7 @@ from memop.cli.main import main as memop_main
 from memop.scaffold import main
 from memop.scaffold.names import ScaffoldError, constant_name, default_plural
 from memop.scaffold.newapi import CONTROLLERS_MARKER, IMPORTS_MARKER, register
-from memop.scaffold.newproject import memop_requirement
+from memop.scaffold.origin import index_requirement, memop_origin
 from memop.scaffold.render import TemplateError, from_import, render, tidy_python
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,10 +92,12 @@ def test_init_writes_a_project_named_after_its_folder(project: Path) -> None:
         "src/widget_operator/project.py",
         "src/widget_operator/py.typed",
         "tests/test_project.py",
+        # memop from a clone or a wheel (this repository's venv: editable): its wheel for the image.
+        *(() if memop_origin().from_index else ("wheels/README.md",)),
     }
     pyproject = tomllib.loads(files["pyproject.toml"])
     assert pyproject["project"]["name"] == "widget-operator"
-    assert pyproject["project"]["dependencies"] == [memop_requirement()]
+    assert pyproject["project"]["dependencies"] == [memop_origin().requirement]
     assert pyproject["project"]["entry-points"]["memop.controllers"] == {
         "widget-operator": "widget_operator.project:PROJECT"
     }
@@ -219,11 +221,11 @@ def test_a_folder_name_that_makes_no_project_name_asks_for_one(
 
 
 def test_the_memop_requirement_allows_this_version_up_to_the_next_that_may_break() -> None:
-    assert memop_requirement("0.1.0") == "memop>=0.1.0,<0.2"
-    assert memop_requirement("0.3.2") == "memop>=0.3.2,<0.4"
-    assert memop_requirement("1.4.0") == "memop>=1.4.0,<2"
-    assert memop_requirement("2.0") == "memop>=2.0.0,<3"
-    assert memop_requirement().startswith(f"memop>={__version__}")
+    assert index_requirement("0.1.0") == "memop>=0.1.0,<0.2"
+    assert index_requirement("0.3.2") == "memop>=0.3.2,<0.4"
+    assert index_requirement("1.4.0") == "memop>=1.4.0,<2"
+    assert index_requirement("2.0") == "memop>=2.0.0,<3"
+    assert index_requirement().startswith(f"memop>={__version__}")
 
 
 # --- memop create api ---------------------------------------------------------------------------

@@ -204,14 +204,45 @@ def load_module(spec: str, origin: str | None = None) -> Project:
     raise ProjectError(f"{origin}: module {module_name} has no {' / '.join(names)}")
 
 
-def installed_projects() -> dict[str, Project]:
-    """Every project installed through the ``memop.controllers`` entry-point group, by name."""
+def module_attribute(spec: str) -> str:
+    """``MODULE:ATTRIBUTE`` of a ``--controller-module`` spec that :func:`load_module` loaded:
+    the attribute it took when the spec names none (``pkg.project`` -> ``pkg.project:PROJECT``),
+    so the two spellings of one project are one string."""
+    module_name, _, attribute = spec.strip().partition(":")
+    if not attribute:
+        module = sys.modules.get(module_name)
+        attribute = next((name for name in _DEFAULT_ATTRIBUTES if hasattr(module, name)), "")
+    return f"{module_name}:{attribute}" if attribute else module_name
+
+
+def installed_module(name: str) -> str:
+    """``MODULE:ATTRIBUTE`` of the one entry point that installs the project called ``name``
+    (a scaffolded project's ``NAME = "PACKAGE.project:PROJECT"``), or "" when no installed
+    distribution exposes it through a single entry point."""
+    for dist, entry_points in _entry_points_by_distribution().items():
+        if len(entry_points) != 1:
+            continue
+        try:
+            project = _distribution_project(dist, entry_points)
+        except ProjectError:  # another distribution's problem, not this project's
+            continue
+        if project.name == name:
+            return entry_points[0].value.replace(" ", "")
+    return ""
+
+
+def _entry_points_by_distribution() -> dict[str, list[metadata.EntryPoint]]:
     by_distribution: dict[str, list[metadata.EntryPoint]] = {}
     for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = entry_point.dist.name if entry_point.dist is not None else entry_point.module
         by_distribution.setdefault(dist, []).append(entry_point)
+    return by_distribution
+
+
+def installed_projects() -> dict[str, Project]:
+    """Every project installed through the ``memop.controllers`` entry-point group, by name."""
     projects: dict[str, Project] = {}
-    for dist, entry_points in by_distribution.items():
+    for dist, entry_points in _entry_points_by_distribution().items():
         project = _distribution_project(dist, entry_points)
         if project.name in projects:
             raise ProjectError(

@@ -10,9 +10,9 @@ import pytest
 
 from memop.manifests import rbac
 from memop.runtime.client.client import Client
-from memop.runtime.manager.authn import tls_context
 from memop.testing.envtest import Kube
 from memop.testing.process import MemopProcess, MemopProcesses
+from memop.testing.tls import ServingCertificates
 from memop.testing.wait import wait_for
 
 READER = "system:serviceaccount:monitoring:prometheus"
@@ -40,12 +40,15 @@ async def test_metrics_need_an_authorised_token_over_https(
     kube: Kube, memops: MemopProcesses, tmp_path: Path
 ) -> None:
     certs = tmp_path / "certs"
-    tls_context(None, scratch_dir=certs)  # writes tls.crt and tls.key, as cert-manager would mount them
+    certs.mkdir()
+    certificates = ServingCertificates.generate("memop-metrics")  # as cert-manager would mount them
+    (certs / "tls.crt").write_bytes(certificates.cert_pem)
+    (certs / "tls.key").write_bytes(certificates.key_pem)
     memop = await memops.start("--metrics-secure", "--metrics-cert-dir", str(certs))
     await memop.wait_ready()
     address = await wait_for(lambda: memop.address("/metrics"), timeout=30)
     url = f"https://{address}/metrics"
-    trust = ssl.create_default_context(cafile=str(certs / "tls.crt"))
+    trust = ssl.create_default_context(cadata=certificates.ca_pem.decode())
     trust.check_hostname = False
     assert await scrape(url, trust) == 401
     assert await scrape(url, trust, "not-a-token") == 401

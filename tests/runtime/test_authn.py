@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import pytest
+from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
 from memop.runtime.client.client import Client
@@ -15,6 +17,7 @@ from memop.runtime.manager.authn import MetricsAuthorizer, tls_context
 from memop.runtime.manager.server import Address, ProbeServer
 from memop.runtime.util.clock import FakeClock
 from memop.testing.server import ApiServer
+from memop.testing.tls import ServingCertificates
 
 
 @pytest.fixture
@@ -62,17 +65,25 @@ async def test_reviews_failing_is_a_500_and_not_cached(server: ApiServer, client
     assert (await authorizer.decide("Bearer prometheus-token", "/metrics")).status == 200
 
 
+def serving_pair(directory: Path, certificates: ServingCertificates) -> Path:
+    """``directory`` with tls.crt and tls.key, as a mounted kubernetes.io/tls Secret."""
+    (directory / "tls.crt").write_bytes(certificates.cert_pem)
+    (directory / "tls.key").write_bytes(certificates.key_pem)
+    return directory
+
+
 async def test_metrics_over_https_need_an_authorised_token(
     server: ApiServer, client: Client, tmp_path: Path
 ) -> None:
+    certificates = ServingCertificates.generate("memop-metrics")
     probe = ProbeServer(
         probe_address=Address("127.0.0.1", 0),
         metrics_address=Address("127.0.0.1", 0),
-        metrics_tls=tls_context(None, scratch_dir=tmp_path),
+        metrics_tls=tls_context(serving_pair(tmp_path, certificates)),
         metrics_authorizer=MetricsAuthorizer(client),
     )
     await probe.start()
-    trust = ssl.create_default_context(cafile=str(tmp_path / "tls.crt"))
+    trust = ssl.create_default_context(cadata=certificates.ca_pem.decode())
     trust.check_hostname = False
     try:
         url = f"https://{probe.bound['/metrics']}/metrics"
@@ -94,9 +105,26 @@ async def test_metrics_over_https_need_an_authorised_token(
         await probe.stop()
 
 
-async def test_secure_metrics_cannot_share_the_probe_address(tmp_path: Path) -> None:
+async def test_without_a_cert_dir_the_certificate_is_self_signed() -> None:
+    probe = ProbeServer(
+        probe_address=Address("127.0.0.1", 0),
+        metrics_address=Address("127.0.0.1", 0),
+        metrics_tls=tls_context(None),
+    )
+    await probe.start()
+    try:
+        bound = probe.bound["/metrics"]
+        served = await asyncio.to_thread(ssl.get_server_certificate, (bound.host, bound.port))
+    finally:
+        await probe.stop()
+    certificate = x509.load_pem_x509_certificate(served.encode())
+    assert certificate.subject == certificate.issuer
+    assert certificate.subject.rfc4514_string() == "CN=memop-metrics"
+
+
+async def test_secure_metrics_cannot_share_the_probe_address() -> None:
     address = Address("127.0.0.1", 8443)
-    tls = tls_context(None, scratch_dir=tmp_path)
+    tls = tls_context(None)
     probe = ProbeServer(probe_address=address, metrics_address=address, metrics_tls=tls)
     with pytest.raises(ValueError, match="own address"):
         await probe.start()

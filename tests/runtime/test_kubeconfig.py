@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,90 @@ async def test_a_broken_service_account_is_one_line(tmp_path: Path) -> None:
     (sa / "ca.crt").unlink()
     with pytest.raises(KubeConfigError, match=r"^cannot use the in-cluster service account: "):
         await load_configuration(None, environ=IN_CLUSTER, service_account_dir=sa)
+
+
+# --- inline certificates: memory files, nothing written ------------------------------------------
+
+
+def inline_kubeconfig(path: Path, **user: str) -> Path:
+    """A kubeconfig with an inline CA (and ``user``'s fields), and a second context whose
+    cluster's CA is inline too but unused."""
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {"name": "c", "cluster": {"server": "https://127.0.0.1:6443", **encoded(b"the CA")}},
+                    {"name": "other", "cluster": {"server": "https://10.0.0.2", **encoded(b"another CA")}},
+                ],
+                "users": [{"name": "u", "user": {"token": "t", **user}}],
+                "contexts": [
+                    {"name": "x", "context": {"cluster": "c", "user": "u"}},
+                    {"name": "y", "context": {"cluster": "other", "user": "u"}},
+                ],
+                "current-context": "x",
+            }
+        )
+    )
+    return path
+
+
+def encoded(ca: bytes) -> dict[str, str]:
+    return {"certificate-authority-data": base64.b64encode(ca).decode()}
+
+
+async def test_inline_certificates_are_memory_files_and_nothing_is_written(tmp_path: Path) -> None:
+    path = inline_kubeconfig(
+        tmp_path / "kc",
+        **{
+            "client-certificate-data": base64.b64encode(b"the certificate").decode(),
+            "client-key-data": base64.b64encode(b"the key").decode(),
+        },
+    )
+    before = path.read_text()
+    configuration = await load_configuration(str(path))
+    files = {
+        "ca": configuration.ssl_ca_cert,
+        "cert": configuration.cert_file,
+        "key": configuration.key_file,
+    }
+    assert {name: Path(file).read_bytes() for name, file in files.items()} == {
+        "ca": b"the CA",
+        "cert": b"the certificate",
+        "key": b"the key",
+    }
+    for file in files.values():
+        assert os.readlink(file).startswith("/memfd:kubeconfig-"), file  # in memory, on no filesystem
+    assert sorted(tmp_path.iterdir()) == [path]
+    assert path.read_text() == before  # the file is read, never rewritten
+    # Loading it again reuses the same memory files.
+    again = await load_configuration(str(path))
+    assert again.ssl_ca_cert == configuration.ssl_ca_cert
+
+
+async def test_inline_data_wins_over_a_file_and_a_relative_file_is_the_kubeconfigs(tmp_path: Path) -> None:
+    (tmp_path / "user.crt").write_bytes(b"from the file")
+    (tmp_path / "user.key").write_bytes(b"the key's file")
+    path = inline_kubeconfig(
+        tmp_path / "kc",
+        **{
+            "client-certificate": "user.crt",
+            "client-certificate-data": base64.b64encode(b"from the data").decode(),
+            "client-key": "user.key",
+        },
+    )
+    configuration = await load_configuration(str(path))
+    assert Path(configuration.cert_file).read_bytes() == b"from the data"
+    assert configuration.key_file == str(tmp_path / "user.key")
+    # Empty data means no certificate, as kubernetes_asyncio has it: the file is not used then.
+    path = inline_kubeconfig(
+        tmp_path / "kc2", **{"client-certificate": "user.crt", "client-certificate-data": ""}
+    )
+    assert (await load_configuration(str(path))).cert_file is None
+
+
+async def test_bad_inline_data_is_one_line(tmp_path: Path) -> None:
+    path = inline_kubeconfig(tmp_path / "kc", **{"client-key-data": "not base64!"})
+    message = await failure(str(path), tmp_path)
+    assert message.startswith(f"cannot use kubeconfig {path} (from --kubeconfig): ")

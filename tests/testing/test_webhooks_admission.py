@@ -10,11 +10,14 @@ its own namespace (namespaceSelector), so they run on a real cluster too
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from aiohttp import web
 
 from memop.testing.tls import ServingCertificates
 from tests.testing.webhooks import Webhook, allowed, json_patch
@@ -61,6 +64,27 @@ async def _configure(http: Http, kind: str, hooks: list[dict[str, Any]]) -> str:
     reply = await http.post(f"{ARV1}/{plural}", body)
     assert reply.status == 201, reply.body
     return f"{ARV1}/{plural}/{name}"
+
+
+async def _configure_one(http: Http, kind: str, name: str, namespace: str, webhook: Webhook) -> str:
+    """One webhook, ``<name>.memop.test`` called at ``/<name>``, for ``namespace``'s ConfigMaps."""
+    return await _configure(
+        http, kind, [_hook(f"{name}.memop.test", namespace, webhook.client_config(f"/{name}"))]
+    )
+
+
+def _case_hooks(namespace: str, webhook: Webhook, cases: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A webhook per case, ``<case>.memop.test`` at ``/<case>``, judging the ConfigMaps labelled
+    ``case: <case>`` only."""
+    return [
+        _hook(
+            f"{case}.memop.test",
+            namespace,
+            webhook.client_config(f"/{case}"),
+            objectSelector={"matchLabels": {"case": case}},
+        )
+        for case in cases
+    ]
 
 
 @pytest.fixture
@@ -174,16 +198,8 @@ async def test_a_mutating_patch_is_applied_and_the_review_is_v1_36s(
         else allowed(review)
     )
     webhook.handlers["/allow"] = allowed
-    configured.append(
-        await _configure(
-            http, "Mutating", [_hook("patch.memop.test", namespace, webhook.client_config("/patch"))]
-        )
-    )
-    configured.append(
-        await _configure(
-            http, "Validating", [_hook("allow.memop.test", namespace, webhook.client_config("/allow"))]
-        )
-    )
+    configured.append(await _configure_one(http, "Mutating", "patch", namespace, webhook))
+    configured.append(await _configure_one(http, "Validating", "allow", namespace, webhook))
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     reply = await http.post(path, _cm("m", case="patch"), query={"fieldManager": "fm"})
     assert reply.status == 201, reply.body
@@ -203,6 +219,20 @@ async def test_a_mutating_patch_is_applied_and_the_review_is_v1_36s(
     }
     assert (request["name"], request["namespace"], request["operation"]) == ("m", namespace, "CREATE")
     assert request["oldObject"] is None
+    # kube-apiserver v1.36.2 (measured): the object carries the request's managedFields entry,
+    # [(manager, "Update")]: create.go records the write before admission.
+    owned = {"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:case": {}}}}
+    (entry,) = request["object"]["metadata"]["managedFields"]
+    assert entry["time"]
+    assert {k: v for k, v in entry.items() if k != "time"} == {
+        "manager": "fm",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": owned,
+    }
+    # From the source: nothing records the webhook's change afterwards, so its label is nobody's.
+    assert [e["fieldsV1"] for e in reply.body["metadata"]["managedFields"]] == [owned]
     assert request["dryRun"] is False
     assert request["options"] == {
         "kind": "CreateOptions",
@@ -251,15 +281,7 @@ async def test_denials_keep_the_webhooks_status_with_the_real_servers_message(
     webhook.handlers["/reason"] = lambda review: allowed(
         review, allowed=False, status={"code": 200, "reason": "NotAcceptable"}
     )
-    hooks = [
-        _hook(
-            f"{case}.memop.test",
-            namespace,
-            webhook.client_config(f"/{case}"),
-            objectSelector={"matchLabels": {"case": case}},
-        )
-        for case in ("deny", "bare", "reason")
-    ]
+    hooks = _case_hooks(namespace, webhook, ("deny", "bare", "reason"))
     configured.append(await _configure(http, "Validating", hooks))
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     reply = await http.post(path, _cm("d", case="deny"))
@@ -281,17 +303,161 @@ async def test_warnings_reach_the_client_as_warning_headers(
     http: Http, namespace: str, webhook: Webhook, configured: list[str]
 ) -> None:
     webhook.handlers["/warn"] = lambda review: allowed(review, warnings=["be careful", 'quote " here'])
-    configured.append(
-        await _configure(
-            http, "Mutating", [_hook("warn.memop.test", namespace, webhook.client_config("/warn"))]
-        )
-    )
+    configured.append(await _configure_one(http, "Mutating", "warn", namespace, webhook))
     response = await http._send("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=_cm("w"))
     try:
         assert response.status == 201
         assert response.headers.getall("Warning") == ['299 - "be careful"', '299 - "quote \\" here"']
     finally:
         response.release()
+
+
+async def _warnings_of(
+    http: Http, path: str, body: dict[str, Any] | None, method: str = "POST"
+) -> tuple[int, list[str]]:
+    """The status and every Warning header of the answer to ``method path`` with ``body``."""
+    response = await http._send(method, path, body=body)
+    try:
+        await response.read()
+        return response.status, response.headers.getall("Warning", [])
+    finally:
+        response.release()
+
+
+async def test_a_warning_with_a_newline_is_dropped_and_the_request_answered(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    # kube-apiserver v1.36.2 (measured): the warning is dropped (NewWarningHeader refuses control
+    # characters), the others are sent and the create answers 201; the in-memory server used to
+    # store the object and close the connection without an answer.
+    webhook.handlers["/warn"] = lambda review: allowed(
+        review, warnings=["first\nsecond", "tab\there", "kept"]
+    )
+    configured.append(await _configure_one(http, "Mutating", "warn", namespace, webhook))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert await _warnings_of(http, path, _cm("newline")) == (201, ['299 - "kept"'])
+    assert (await http.get(f"{path}/newline")).status == 200
+    # A delete's answer carries its webhooks' warnings too (one recorder per request).
+    assert await _warnings_of(http, f"{path}/newline", None, "DELETE") == (200, ['299 - "kept"'])
+
+
+async def test_warnings_are_escaped_sent_once_and_cut_as_kube_apiserver_does(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    long = "x" * 5000
+    webhook.handlers["/one"] = lambda review: allowed(review, warnings=['says "quoted" \\ back', "same"])
+    webhook.handlers["/two"] = lambda review: allowed(review, warnings=["same"])
+    webhook.handlers["/long"] = lambda review: allowed(review, warnings=[long])
+    hooks = [
+        _hook(f"{name}.memop.test", namespace, webhook.client_config(f"/{name}"), objectSelector=selector)
+        for name, selector in (
+            ("one", {"matchLabels": {"case": "short"}}),
+            ("two", {"matchLabels": {"case": "short"}}),
+            ("long", {"matchLabels": {"case": "long"}}),
+        )
+    ]
+    configured.append(await _configure(http, "Validating", hooks))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    status, warnings = await _warnings_of(http, path, _cm("short", case="short"))
+    assert status == 201
+    # kube-apiserver v1.36.2 (measured): `"` and `\` escaped; the same text from two webhooks
+    # is one header.
+    assert sorted(warnings) == ['299 - "same"', '299 - "says \\"quoted\\" \\\\ back"']
+    # kube-apiserver v1.36.2 (measured): a 5,000-character warning is cut to 256 characters
+    # (warning.go: past 4,096 runes in all, each text is cut to its first 256 runes, no ellipsis).
+    assert await _warnings_of(http, path, _cm("long", case="long")) == (201, [f'299 - "{"x" * 256}"'])
+
+
+async def test_warnings_are_sent_with_a_denial(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/warn"] = lambda review: allowed(review, warnings=["from the mutating one"])
+    webhook.handlers["/deny"] = lambda review: allowed(
+        review, allowed=False, warnings=["from the denying one"], status={"message": "no"}
+    )
+    configured.append(await _configure_one(http, "Mutating", "warn", namespace, webhook))
+    configured.append(await _configure_one(http, "Validating", "deny", namespace, webhook))
+    # kube-apiserver v1.36.2 (measured): the 400 carries the warnings as Warning headers.
+    status, warnings = await _warnings_of(http, f"/api/v1/namespaces/{namespace}/configmaps", _cm("d"))
+    assert (status, warnings) == (400, ['299 - "from the mutating one"', '299 - "from the denying one"'])
+
+
+async def test_a_namespace_is_its_own_request_namespace(
+    http: Http, webhook: Webhook, configured: list[str]
+) -> None:
+    name = f"memop-ns-{uuid.uuid4().hex[:8]}"
+    webhook.handlers["/allow"] = allowed
+    hook = _hook("ns.memop.test", name, webhook.client_config("/allow"))
+    hook["rules"][0]["resources"] = ["namespaces"]
+    configured.append(await _configure(http, "Validating", [hook]))
+    reply = await http.post("/api/v1/namespaces", {"metadata": {"name": name}})
+    assert reply.status == 201, reply.body
+    labelled = {"metadata": {"labels": {"a": "b"}}}
+    assert (await http.patch(f"/api/v1/namespaces/{name}", labelled)).status == 200
+    assert (await http.delete(f"/api/v1/namespaces/{name}")).status == 200
+    reviews = [review["request"] for review in webhook.reviews("/allow")]
+    # kube-apiserver v1.36.2 (measured for the create): request.namespace is the Namespace's own
+    # name (create.go sets it; for an update or delete, RequestInfo reads /namespaces/NAME so).
+    assert [(r["operation"], r["name"], r["namespace"]) for r in reviews] == [
+        ("CREATE", name, name),
+        ("UPDATE", name, name),
+        ("DELETE", name, name),
+    ]
+
+
+async def test_a_deletecollections_reviews_name_no_object(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/allow"] = lambda review: allowed(review, warnings=["deleting"])
+    hook = _hook(
+        "dc.memop.test",
+        namespace,
+        webhook.client_config("/allow"),
+        objectSelector={"matchLabels": {"case": "dc"}},
+    )
+    hook["rules"][0]["operations"] = ["DELETE"]
+    configured.append(await _configure(http, "Validating", [hook]))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("dc1", "dc2"):
+        assert (await http.post(path, _cm(name, case="dc"))).status == 201
+    response = await http._send("DELETE", path, query={"labelSelector": "case=dc"})
+    try:
+        assert response.status == 200, await response.text()
+        # One warning recorder for the request: the same text of two deletes is one header.
+        assert response.headers.getall("Warning", []) == ['299 - "deleting"']
+    finally:
+        response.release()
+    reviews = [review["request"] for review in webhook.reviews("/allow")]
+    # kube-apiserver v1.36.2 (measured): each object's DELETE review has no request.name (the
+    # request's attributes, delete.go's DeleteCollection), the request's namespace, the object.
+    assert sorted((r["oldObject"]["metadata"]["name"], r["namespace"], "name" in r) for r in reviews) == [
+        ("dc1", namespace, False),
+        ("dc2", namespace, False),
+    ]
+
+
+async def test_a_denied_delete_ends_a_deletecollection(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/deny"] = lambda review: allowed(
+        review, allowed=review["request"]["oldObject"]["metadata"]["name"] != "dc2", status={"message": "no"}
+    )
+    hook = _hook("deny.memop.test", namespace, webhook.client_config("/deny"))
+    hook["rules"][0]["operations"] = ["DELETE"]
+    configured.append(await _configure(http, "Validating", [hook]))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("dc1", "dc2", "dc3"):
+        assert (await http.post(path, _cm(name, case="dc"))).status == 201
+    reply = await http.delete(path, query={"labelSelector": "case=dc"})
+    # From the source (registry Store.DeleteCollection with kube-apiserver's one worker): the
+    # objects are deleted in list order until one fails; that failure is the answer, and the
+    # objects after it stay.
+    assert (reply.status, reply.body["message"]) == (
+        400,
+        'admission webhook "deny.memop.test" denied the request: no',
+    )
+    remaining = (await http.get(path, query={"labelSelector": "case=dc"})).body["items"]
+    assert [item["metadata"]["name"] for item in remaining] == ["dc2", "dc3"]
 
 
 async def test_failed_calls_fail_the_request_or_are_ignored_by_failure_policy(
@@ -373,6 +539,84 @@ async def test_failed_calls_fail_the_request_or_are_ignored_by_failure_policy(
         f'{prefix} "vpatch.memop.test": received invalid webhook response: validating webhook may not return '
         "response.patch"
     )
+
+
+async def test_a_failed_answer_and_a_bad_patch_are_worded_as_kube_apiserver_words_them(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    async def answer(status: int, body: str, content_type: str) -> web.Response:
+        return web.Response(status=status, body=body.encode(), headers={"Content-Type": content_type})
+
+    failed_status = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "m"})
+    webhook.handlers["/json500"] = lambda review: answer(500, '{"error": "boom"}', "application/json")
+    webhook.handlers["/text500"] = lambda review: answer(500, 'it "broke"\n', "text/plain")
+    webhook.handlers["/status500"] = lambda review: answer(500, failed_status, "application/json")
+    webhook.handlers["/text403"] = lambda review: answer(403, "go away", "text/plain")
+    webhook.handlers["/base64"] = lambda review: allowed(review, patchType="JSONPatch", patch="not base64")
+    webhook.handlers["/notlist"] = lambda review: allowed(
+        review, patchType="JSONPatch", patch=base64.b64encode(b'{"op": "add"}').decode()
+    )
+    cases = ("json500", "text500", "status500", "text403", "base64", "notlist")
+    hooks = _case_hooks(namespace, webhook, cases)
+    configured.append(await _configure(http, "Mutating", hooks))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    messages = {}
+    for case in cases:
+        reply = await http.post(path, _cm(case, case=case))
+        assert (reply.status, reply.body["reason"]) == (500, "InternalError"), reply.body
+        prefix = f'Internal error occurred: failed calling webhook "{case}.memop.test": '
+        assert reply.body["message"].startswith(prefix)
+        messages[case] = reply.body["message"].removeprefix(prefix)
+    # kube-apiserver v1.36.2 (measured): a 500 with a JSON body that is no Status is "unknown"
+    # (client-go quotes the body only of a textual answer, %q).
+    assert messages["json500"] == (
+        'failed to call webhook: an error on the server ("unknown") has prevented the request from succeeding'
+    )
+    assert messages["text500"] == (
+        "failed to call webhook: an error on the server "
+        '("it \\"broke\\"") has prevented the request from succeeding'
+    )
+    # From client-go's source: a failed Status is its message; a 403 keeps the server's text.
+    assert messages["status500"] == "failed to call webhook: m"
+    assert messages["text403"] == "failed to call webhook: go away"
+    # kube-apiserver v1.36.2 (measured): the patch is a []byte of the review, base64-decoded as
+    # the answer is (Go's error, at Go's byte offset), so the call fails.
+    assert messages["base64"] == "failed to call webhook: illegal base64 data at input byte 3"
+    # From the source: jsonpatch.DecodePatch's json.Unmarshal error.
+    assert messages["notlist"] == (
+        "received undecodable patch in webhook response: "
+        "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+    )
+
+
+async def test_managed_fields_a_webhook_breaks_are_put_back_with_a_warning(
+    http: Http, namespace: str, webhook: Webhook, configured: list[str]
+) -> None:
+    webhook.handlers["/break"] = lambda review: json_patch(
+        review,
+        [
+            {"op": "replace", "path": "/metadata/managedFields/0/operation", "value": "Bogus"},
+            {"op": "add", "path": "/metadata/labels", "value": {"added": "yes"}},
+        ],
+    )
+    configured.append(await _configure_one(http, "Mutating", "break", namespace, webhook))
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    response = await http._send("POST", path, body=_cm("broken"), query={"fieldManager": "fm"})
+    try:
+        body = await response.json()
+        assert response.status == 201, body
+        warnings = response.headers.getall("Warning", [])
+    finally:
+        response.release()
+    # From the source (managedFieldsValidatingAdmissionController): the entries before admission
+    # come back, and the request is warned with DecodeManagedFields' error.
+    assert [(e["manager"], e["operation"]) for e in body["metadata"]["managedFields"]] == [("fm", "Update")]
+    assert body["metadata"]["labels"] == {"added": "yes"}
+    assert warnings == [
+        '299 - ".metadata.managedFields was in an invalid state after admission; this could be caused by '
+        "an outdated mutating admission controller; please fix your requests: operation must be `Apply` or "
+        '`Update`"'
+    ]
 
 
 async def test_mutating_webhooks_run_in_order_and_if_needed_ones_again(

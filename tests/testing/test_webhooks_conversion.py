@@ -8,14 +8,17 @@ webhook converts between them.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from aiohttp import web
 
 from memop.testing.tls import ServingCertificates
+from memop.testing.wait import wait_for
 from tests.testing.webhooks import Webhook
 
 if TYPE_CHECKING:
@@ -43,7 +46,7 @@ async def webhook(certificates: ServingCertificates) -> AsyncIterator[Webhook]:
 def _to(obj: dict[str, Any], api_version: str) -> dict[str, Any]:
     out = {**obj, "apiVersion": api_version, "spec": dict(obj.get("spec") or {})}
     spec = out["spec"]
-    if api_version.endswith("/v2") and "size" in spec:
+    if not api_version.endswith("/v1") and "size" in spec:
         spec["replicas"] = spec.pop("size")
     if api_version.endswith("/v1") and "replicas" in spec:
         spec["size"] = spec.pop("replicas")
@@ -64,7 +67,7 @@ def convert(review: dict[str, Any], **changes: Any) -> dict[str, Any]:
     }
 
 
-def _crd(plural: str, webhook: Webhook) -> dict[str, Any]:
+def _crd(plural: str, webhook: Webhook, versions: tuple[str, ...] = ("v1", "v2")) -> dict[str, Any]:
     def version(name: str, field: str) -> dict[str, Any]:
         spec = {"type": "object", "properties": {field: {"type": "integer"}}}
         schema = {"type": "object", "properties": {"spec": spec}}
@@ -78,7 +81,7 @@ def _crd(plural: str, webhook: Webhook) -> dict[str, Any]:
             "group": GROUP,
             "names": {"plural": plural, "singular": plural[:-1], "kind": "Gadget", "listKind": "GadgetList"},
             "scope": "Namespaced",
-            "versions": [version("v1", "size"), version("v2", "replicas")],
+            "versions": [version(name, "size" if name == "v1" else "replicas") for name in versions],
             "conversion": {
                 "strategy": "Webhook",
                 "webhook": {
@@ -126,18 +129,80 @@ async def test_objects_change_version_through_the_webhook(
     assert (await http.get(_path("v1", namespace, gadgets, "a"))).body["spec"] == {"size": 4}
 
 
-async def test_a_list_is_converted_in_one_review(
+def _gadget(version: str, name: str, **spec: int) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{version}", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}
+
+
+async def _reviews(webhook: Webhook, count: int) -> list[dict[str, Any]]:
+    """The ConversionReviews received, once there are ``count`` (the watch caches' come in the
+    background)."""
+    await wait_for(lambda: len(webhook.reviews("/convert")) == count, message=f"{count} reviews")
+    return webhook.reviews("/convert")
+
+
+def _desired(reviews: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """Each review's desired version and the versions of the objects it sends."""
+    return [
+        (
+            r["request"]["desiredAPIVersion"].rpartition("/")[2],
+            [o["apiVersion"].rpartition("/")[2] for o in r["request"]["objects"]],
+        )
+        for r in reviews
+    ]
+
+
+async def test_a_create_in_the_storage_version_is_converted_into_every_other_in_the_background(
+    http: Http, namespace: str, webhook: Webhook
+) -> None:
+    plural = f"g{uuid.uuid4().hex[:8]}s"
+    crd = _crd(plural, webhook, versions=("v1", "v2", "v3"))
+    reply = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert reply.status == 201, reply.body
+    release = asyncio.Event()
+
+    async def held(review: dict[str, Any]) -> web.Response:
+        await release.wait()
+        return web.json_response(convert(review))
+
+    webhook.handlers["/convert"] = held  # type: ignore[assignment]
+    try:
+        # Answered while the reviews wait for the webhook: they are the watch caches' business.
+        assert (await http.post(_path("v1", namespace, plural), _gadget("v1", "s", size=1))).status == 201
+        # kube-apiserver v1.36.2 (measured): one ConversionReview to every other served version,
+        # at once, in the background (each version's watch cache decodes the new object).
+        assert sorted(_desired(await _reviews(webhook, 2))) == [("v2", ["v1"]), ("v3", ["v1"])]
+        release.set()
+        # Served from the watch caches: no review of its own.
+        for version in ("v2", "v3"):
+            listed = await http.get(_path(version, namespace, plural))
+            assert [item["spec"] for item in listed.body["items"]] == [{"replicas": 1}]
+        assert len(webhook.reviews("/convert")) == 2
+    finally:
+        release.set()
+        await http.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{GROUP}")
+
+
+async def test_a_create_in_another_version_is_converted_to_storage_then_twice_back(
+    http: Http, namespace: str, gadgets: str, webhook: Webhook
+) -> None:
+    assert (await http.post(_path("v2", namespace, gadgets), _gadget("v2", "b", replicas=2))).status == 201
+    # kube-apiserver v1.36.2 (measured): to the storage version, then two back to the request's
+    # (the answer decoded from storage, and v2's watch cache).
+    reviews = await _reviews(webhook, 3)
+    assert (await http.get(_path("v2", namespace, gadgets))).status == 200  # waits for the cache
+    assert _desired(reviews) == [("v1", ["v2"]), ("v2", ["v1"]), ("v2", ["v1"])]
+    assert len(webhook.reviews("/convert")) == 3
+
+
+async def test_a_list_in_another_version_is_served_from_its_watch_cache(
     http: Http, namespace: str, gadgets: str, webhook: Webhook
 ) -> None:
     for i in range(3):
-        body = {
-            "apiVersion": f"{GROUP}/v1",
-            "kind": "Gadget",
-            "metadata": {"name": f"g{i}"},
-            "spec": {"size": i},
-        }
-        assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
-    assert webhook.received == []  # written and stored in v1: nothing to convert
+        assert (
+            await http.post(_path("v1", namespace, gadgets), _gadget("v1", f"g{i}", size=i))
+        ).status == 201
+    # Each change is converted into v2's watch cache as it is committed: one review each.
+    assert _desired(await _reviews(webhook, 3)) == [("v2", ["v1"])] * 3
     reply = await http.get(_path("v2", namespace, gadgets))
     assert reply.status == 200, reply.body
     assert [item["spec"] for item in reply.body["items"]] == [
@@ -146,8 +211,25 @@ async def test_a_list_is_converted_in_one_review(
         {"replicas": 2},
     ]
     assert [item["apiVersion"] for item in reply.body["items"]] == [f"{GROUP}/v2"] * 3
-    (review,) = webhook.reviews("/convert")
-    assert len(review["request"]["objects"]) == 3
+    # kube-apiserver v1.36.2 (measured): the list itself sends no ConversionReview.
+    assert len(webhook.reviews("/convert")) == 3
+
+
+async def test_a_get_in_another_version_asks_the_webhook_each_time(
+    http: Http, namespace: str, gadgets: str, webhook: Webhook
+) -> None:
+    assert (await http.post(_path("v1", namespace, gadgets), _gadget("v1", "r", size=5))).status == 201
+    await _reviews(webhook, 1)  # the watch cache's
+    for _ in range(2):
+        got = await http.get(_path("v2", namespace, gadgets, "r"))
+        assert (got.status, got.body["spec"]) == (200, {"replicas": 5})
+    # From the source (CacheDelegator.Get): without a resourceVersion a get reads storage, past
+    # the watch cache, and decoding it into v2 asks the webhook: one review per get.
+    assert len(webhook.reviews("/convert")) == 3
+    # With one, it is served from v2's watch cache: no review.
+    got = await http.get(_path("v2", namespace, gadgets, "r"), query={"resourceVersion": "0"})
+    assert (got.status, got.body["spec"]) == (200, {"replicas": 5})
+    assert len(webhook.reviews("/convert")) == 3
 
 
 async def test_a_watch_in_another_version_gets_converted_events(
@@ -176,6 +258,7 @@ async def test_bad_conversion_responses_fail_the_request(  # noqa: PLR0917 - fix
 ) -> None:
     body = {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "c"}, "spec": {"size": 1}}
     assert (await http.post(_path("v1", namespace, gadgets), body)).status == 201
+    await _reviews(webhook, 1)  # the watch cache's, answered before the webhook turns bad
 
     def bad(review: dict[str, Any]) -> dict[str, Any]:
         if changes == "rename":

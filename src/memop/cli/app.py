@@ -20,7 +20,6 @@ import signal
 import socket
 import ssl
 import sys
-import tempfile
 from pathlib import Path
 
 from kubernetes_asyncio.client import ApiClient
@@ -265,10 +264,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
     metrics_tls = None
     if config.metrics_secure and config.metrics_address is not None:
         try:
-            metrics_tls = tls_context(
-                Path(config.metrics_cert_dir) if config.metrics_cert_dir else None,
-                scratch_dir=Path(tempfile.gettempdir()) / f"{project.name}-metrics-cert",
-            )
+            metrics_tls = tls_context(Path(config.metrics_cert_dir) if config.metrics_cert_dir else None)
         except (OSError, ssl.SSLError) as error:
             log.error("cannot serve metrics over HTTPS: %s", error)
             return EXIT_FAILED

@@ -29,7 +29,7 @@ from memop.cli.controllers import parse_controllers
 from memop.project import BUILTIN, Project, ProjectError, select_project
 from memop.runtime.api.validation import is_dns1123_label, is_dns1123_subdomain
 from memop.runtime.manager.server import Address
-from memop.runtime.webhook.server import DEFAULT_CERT_DIR, DEFAULT_PORT
+from memop.runtime.webhook.server import DEFAULT_PORT, default_cert_dir
 
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -150,7 +150,7 @@ class RunConfig:
     enable_webhooks: bool = True
     webhook_host: str = ""
     webhook_port: int = DEFAULT_PORT
-    webhook_cert_dir: str = str(DEFAULT_CERT_DIR)
+    webhook_cert_dir: str = field(default_factory=lambda: str(default_cert_dir()))
     # --webhook-certs: "files" (the certificate is mounted into the cert dir: cert-manager, OLM)
     # or "self-managed" (memop makes a CA and serving certificate, keeps them in a Secret and
     # sets the caBundles: memop.runtime.webhook.selfmanaged). Empty names mean the project's
@@ -201,8 +201,9 @@ def _description(project: Project, selectable: bool) -> str:
     if selectable:
         text += (
             f" {PROJECT_FLAG} and {MODULE_FLAG} choose another project's controllers. Subcommands: "
-            "'memop manifests' writes the project's manifests, 'memop init' and 'memop create api' "
-            "scaffold a project of one's own, 'memop demo' runs memop on an in-memory API server."
+            "'memop manifests' writes the project's manifests, 'memop init', 'memop create api' and "
+            "'memop create webhook' scaffold a project of one's own, 'memop demo' runs memop on an "
+            "in-memory API server."
         )
     return text
 
@@ -338,7 +339,7 @@ def build_parser(
     flag(
         "--webhook-cert-dir",
         "directory with the webhook server's tls.crt and tls.key, re-read when they change",
-        default=str(DEFAULT_CERT_DIR),
+        default=str(default_cert_dir()),
     )
     flag(
         "--webhook-certs",

@@ -267,10 +267,7 @@ def _self_managed_role(target: Target) -> str:
             source="memop.runtime.webhook.selfmanaged.self_managed_certificate_rules",
             notes=[
                 "Why each permission:",
-                *(
-                    f"  {rule.verb} {rule.resource} ({rule.group or 'core'}): {rule.why}"
-                    for rule in webhook_certs_rules(target)
-                ),
+                *(f"  {rule.describe()}: {rule.why}" for rule in webhook_certs_rules(target)),
             ],
         ),
     )

@@ -5,7 +5,8 @@ The project is the one ``memop`` would run (:func:`memop.project.select_project`
 else the only installed project that is not memop's, else memop's own.
 
 - ``memop manifests`` writes every file of the project's ``manifests/`` (``--dir``), as
-  :mod:`memop.manifests.layout` lists them, each file's header naming the command that wrote it;
+  :mod:`memop.manifests.layout` lists them, each file's header naming the project's command
+  (the same whichever form selected the project: :func:`memop.manifests.target.selection`);
   a file already holding its text is left alone. memop's own ``manifests/`` is this output (a
   test keeps them equal).
 - ``memop manifests crd`` writes only ``manifests/crd`` (``--dir``: that directory); ``--print``
@@ -18,7 +19,8 @@ else the only installed project that is not memop's, else memop's own.
   :mod:`memop.manifests.olm`. Nothing is read from the current directory.
 
 Bad input (an unknown project or module, a flag the target does not take, an invalid
-namespace, version or channel) is one line on stderr and exit status 2.
+namespace, version or channel, a controller's RBAC rule that Kubernetes would refuse or ignore:
+see :func:`memop.runtime.api.permissions.rule_problem`) is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -99,6 +101,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except ProjectError as error:
         return _usage_error(str(error))
     target = Target(project, selection(project, module))
+    try:
+        target.rules  # noqa: B018 - merging checks every rule: refuse a bad one before writing anything
+    except rbac.RuleError as error:
+        return _usage_error(str(error))
     if name == "bundle":
         return _bundle(target, args, out)
     if name == "rbac":

@@ -131,8 +131,8 @@ spec:
           seccompProfile:
             type: RuntimeDefault
         volumeMounts:
-        # The only writable path (HOME=/tmp in the image): kubernetes_asyncio writes the
-        # certificates of a kubeconfig with inline data to temporary files.
+        # The only writable path (HOME=/tmp in the image). memop itself writes nothing; this
+        # is room for a reconciler or a library that wants a temporary file.
         - name: tmp
           mountPath: /tmp
       volumes:

@@ -22,9 +22,10 @@ written twice, so it cannot disagree with the plain manifests:
   of the operator's own namespace (the Lease). OLM grants them as a Role in the operator's
   namespace, copies that Role into each target namespace, and makes them a ClusterRole for an
   AllNamespaces group: exactly manifests/namespaced, namespaced/multi and default.
-  ``clusterPermissions`` holds what the operator needs cluster-wide whatever the group, which
-  without ``--metrics-secure`` is nothing: the key is left out rather than granting the watched
-  rules everywhere;
+  ``clusterPermissions`` holds what the operator needs cluster-wide whatever the group: the
+  controllers' :data:`Scope.CLUSTER <memop.runtime.api.permissions.Scope>` rules (non-resource
+  URLs among them), as manifests/rbac's ``cluster_role.yaml``. Without any the key is left out
+  rather than granting the watched rules everywhere;
 - ``owned`` lists every CRD of every controller of the project, with a spec or status
   descriptor for each field of its schema, and ``alm-examples`` holds their samples (the
   objects of manifests/samples);
@@ -249,6 +250,14 @@ def permissions(target: Target, service_account: str) -> list[dict[str, Any]]:
     return [{"serviceAccountName": service_account, "rules": rules}]
 
 
+def cluster_permissions(target: Target, service_account: str) -> dict[str, Any]:
+    """``{"clusterPermissions": ...}`` with the cluster-scope rules, or {} when there are none."""
+    rules = rbac.policy_rules(Scope.CLUSTER, target.rules)
+    if not rules:
+        return {}
+    return {"clusterPermissions": [{"serviceAccountName": service_account, "rules": rules}]}
+
+
 def display_name(field: str) -> str:
     """``memoryLimitMiB`` -> ``Memory Limit MiB``: split before a capital that starts a word."""
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z][a-z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", field)
@@ -356,7 +365,11 @@ def cluster_service_version(target: Target, options: BundleOptions) -> dict[str,
         "installModes": install_modes(target),
         "install": {
             "strategy": "deployment",
-            "spec": {"deployments": [deployment], "permissions": permissions(target, account)},
+            "spec": {
+                "deployments": [deployment],
+                "permissions": permissions(target, account),
+                **cluster_permissions(target, account),
+            },
         },
         "customresourcedefinitions": {"owned": owned_crds(target)},
     }

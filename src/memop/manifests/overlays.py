@@ -43,6 +43,7 @@ from memop.manifests.rbac import (
     METRICS_READER_ROLE,
     MULTI_EXAMPLE_NAMESPACES,
     PROMETHEUS_ACCOUNT,
+    base_file_names,
 )
 from memop.manifests.target import COMMAND, DEPLOYMENT, Target, header, image_repository, to_yaml
 
@@ -104,19 +105,16 @@ def _env_patch(target: Target, deployment: str, env: str, comment: str) -> str:
 
 
 def _rbac(target: Target) -> str:
-    return header(
-        target,
-        f"{target.name}'s ServiceAccount and permissions, for an install that watches every namespace,"
-        " made from its controllers' rules (memop.manifests.rbac); "
-        f"`{COMMAND} rbac {target.select}` prints them."
-        f" Names get the overlays' namePrefix ({target.prefix}) and namespace ({target.namespace}).",
-    ) + (
-        "resources:\n"
-        "- service_account.yaml\n"
-        "- role.yaml\n"
-        "- role_binding.yaml\n"
-        "- leader_election_role.yaml\n"
-        "- leader_election_role_binding.yaml\n"
+    return (
+        header(
+            target,
+            f"{target.name}'s ServiceAccount and permissions, for an install that watches every namespace,"
+            " made from its controllers' rules (memop.manifests.rbac); "
+            f"`{COMMAND} rbac {target.select}` prints them."
+            f" Names get the overlays' namePrefix ({target.prefix}) and namespace ({target.namespace}).",
+        )
+        + "resources:\n"
+        + "".join(f"- {name}\n" for name in base_file_names(target))
     )
 
 

@@ -21,11 +21,22 @@ Invariants:
   operator's own namespace (the leader-election Lease, or ``--sharding``'s Leases);
   :data:`Scope.METRICS_AUTH` rules (cluster-scoped reviews) only by the secure-metrics install,
   whose operator runs with ``--metrics-secure``: an install without it must not hold them;
-- no role names a resourceName: create cannot be limited by name, and the Lease's name is a
-  flag (``--leader-election-id``) the install must not have to repeat. One exception: the
-  self-managed webhook certificates' cluster-scoped grants
+- a rule is one a Kubernetes PolicyRule can hold (:func:`memop.runtime.api.permissions.rule_problem`
+  is empty): :func:`merged_rules` raises :class:`RuleError` naming the controller and the rule
+  otherwise, which ``memop manifests`` prints as its one error line;
+- a PolicyRule is made of the rules of one scope with the same group, resource, resourceNames
+  and nonResourceURLs (controller-gen's grouping, one resource per PolicyRule so each reads on
+  its own), their verbs in :data:`VERB_ORDER` (``*`` alone when one of them is ``*``), in the
+  order the rules were first declared;
+- :data:`Scope.CLUSTER` rules (non-resource URLs, or what a controller needs cluster-wide
+  whatever it watches) are a ClusterRole of their own in rbac/ (``cluster_role.yaml``, only
+  when there are some), which every install keeps, and the OLM bundle's ``clusterPermissions``;
+- memop's own roles name no resourceName: create cannot be limited by name, and the Lease's
+  name is a flag (``--leader-election-id``) the install must not have to repeat. A project's
+  rules may (``Rule.resource_names``: ``bind`` on the ClusterRole its RoleBindings refer to),
+  and so do the self-managed webhook certificates' cluster-scoped grants
   (:func:`memop.runtime.webhook.selfmanaged.self_managed_certificate_rules`, made into a
-  ClusterRole by :mod:`memop.manifests.certmanager`) name the install's own webhook
+  ClusterRole by :mod:`memop.manifests.certmanager`), which name the install's own webhook
   configurations and CRDs, which the manifests name themselves; a grant on every webhook
   configuration would let the operator intercept any request in the cluster.
 
@@ -42,7 +53,14 @@ from typing import Any
 
 from memop.builtin import PROJECT as BUILTIN
 from memop.manifests.target import COMMAND, SERVICE_ACCOUNT, Target, header, to_yaml
-from memop.runtime.api.permissions import Rule, Scope
+from memop.runtime.api.permissions import (
+    NON_RESOURCE_VERBS,
+    RESOURCE_VERBS,
+    Rule,
+    Scope,
+    non_resource,
+    rule_problem,
+)
 from memop.runtime.controller.definition import ControllerDefinition
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
@@ -52,6 +70,9 @@ MANAGER_ROLE = "manager-role"
 MANAGER_ROLE_BINDING = "manager-rolebinding"
 LEADER_ELECTION_ROLE = "leader-election-role"
 LEADER_ELECTION_ROLE_BINDING = "leader-election-rolebinding"
+# The Scope.CLUSTER rules' ClusterRole, which every install keeps (rbac/cluster_role.yaml).
+MANAGER_CLUSTER_ROLE = "manager-cluster-role"
+MANAGER_CLUSTER_ROLE_BINDING = "manager-cluster-rolebinding"
 # The namespaces manifests/namespaced/multi watches, as an example to copy.
 MULTI_EXAMPLE_NAMESPACES = ("team-a", "team-b")
 # manifests/secure-metrics and manifests/prometheus-secure (overlays on an install whose
@@ -78,11 +99,12 @@ PROMETHEUS_ACCOUNT = ("monitoring", "prometheus-k8s")
 NAMESPACE = BUILTIN.namespace
 PREFIX = f"{BUILTIN.name}-"
 
-# The order verbs are written in: read, then write, as kubectl describe lists them.
-VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+# The order verbs are written in: read, then write, as kubectl describe lists them, then the
+# special verbs; a non-resource rule's HTTP methods in NON_RESOURCE_VERBS's order.
+VERB_ORDER = RESOURCE_VERBS
 
 
-_W, _O, _M = Scope.WATCHED, Scope.OPERATOR, Scope.METRICS_AUTH
+_W, _O, _M, _C = Scope.WATCHED, Scope.OPERATOR, Scope.METRICS_AUTH, Scope.CLUSTER
 
 # The manager's own permissions, whichever controllers run.
 MANAGER_RULES: tuple[Rule, ...] = (
@@ -196,16 +218,25 @@ def sharding_children_rules(rules: Iterable[Rule]) -> tuple[Rule, ...]:
 
 # What a scraper needs when the operator runs with --metrics-secure (the metrics-reader
 # ClusterRole, bound to Prometheus's ServiceAccount): the SubjectAccessReview asks exactly this.
-METRICS_READER_RULES = ({"nonResourceURLs": ["/metrics"], "verbs": ["get"]},)
+METRICS_READER_RULES = non_resource("/metrics", "scrape the --metrics-secure endpoint", "get")
+
+
+class RuleError(ValueError):
+    """A controller declares a rule Kubernetes would refuse or ignore: the message names both."""
 
 
 def merged_rules(definitions: Iterable[ControllerDefinition]) -> tuple[Rule, ...]:
-    """The controllers' rules and then the manager's, one per (group, resource, verb, scope):
-    a permission two controllers need is granted once, its reason naming both."""
-    merged: dict[tuple[tuple[str, str, str], Scope], Rule] = {}
+    """The controllers' rules and then the manager's, one per (:attr:`Rule.key`, scope): a
+    permission two controllers need is granted once, its reason naming both.
+
+    Raises :class:`RuleError` on the first rule :func:`rule_problem` finds wrong."""
+    merged: dict[tuple[object, Scope], Rule] = {}
     for definition in definitions:
         for rule in definition.rules:
-            key = (rule.triple, rule.scope)
+            problem = rule_problem(rule)
+            if problem:
+                raise RuleError(f"controller {definition.name!r}: rule {rule.describe()}: {problem}")
+            key = (rule.key, rule.scope)
             why = f"{definition.name}: {rule.why}"
             known = merged.get(key)
             if known is not None:
@@ -213,7 +244,7 @@ def merged_rules(definitions: Iterable[ControllerDefinition]) -> tuple[Rule, ...
             else:
                 merged[key] = replace(rule, why=why)
     for rule in MANAGER_RULES:
-        merged.setdefault((rule.triple, rule.scope), rule)
+        merged.setdefault((rule.key, rule.scope), rule)
     return tuple(merged.values())
 
 
@@ -248,18 +279,21 @@ def requested_triples(
     }
 
 
-def permitted(group: str, resource: str, verb: str, cluster: bool, rules: Iterable[Rule] = RULES) -> bool:
+def permitted(
+    group: str, resource: str, verb: str, cluster: bool, rules: Iterable[Rule] = RULES, *, name: str = ""
+) -> bool:
     """Whether the RBAC grants ``verb`` on ``resource`` (RBAC form, see :func:`rbac_resource`).
 
     ``cluster``: the request is not confined to one namespace (a list or watch across all
     namespaces, or a cluster-scoped resource), so only the ClusterRole can grant it: the
-    watched-scope rules. Otherwise the request is inside a namespace and the leader-election
-    rules count too (granted in the operator's namespace only; :func:`allowed` checks that).
-    The reviews of ``--metrics-secure`` are granted by one install only: :func:`allowed`.
+    watched-scope and cluster-scope rules. Otherwise the request is inside a namespace and the
+    leader-election rules count too (granted in the operator's namespace only; :func:`allowed`
+    checks that). The reviews of ``--metrics-secure`` are granted by one install only:
+    :func:`allowed`. ``name``: the object's, for rules limited by ``resource_names``.
     """
     return any(
-        rule.triple == (group, resource, verb)
-        and (rule.scope is Scope.WATCHED or (rule.scope is Scope.OPERATOR and not cluster))
+        rule.grants(group, resource, verb, name)
+        and (rule.scope in (Scope.WATCHED, Scope.CLUSTER) or (rule.scope is Scope.OPERATOR and not cluster))
         for rule in rules
     )
 
@@ -275,6 +309,7 @@ def allowed(
     secure_metrics: bool = False,
     sharding: bool = False,
     rules: Iterable[Rule] = RULES,
+    name: str = "",
 ) -> bool:
     """Whether an install made from the generated manifests lets the operator send this request.
 
@@ -284,7 +319,8 @@ def allowed(
     cluster-wide). Leader-election rules hold in ``operator_namespace`` only. ``secure_metrics``
     models manifests/secure-metrics on top: the cluster-scoped reviews of ``--metrics-secure``.
     ``sharding`` models manifests/sharded: :data:`SHARDING_RULES` instead of the leader-election
-    rules, and :func:`sharding_children_rules`.
+    rules, and :func:`sharding_children_rules`. Cluster-scope rules hold everywhere, in every
+    install. ``name``: the object's, for rules limited by ``resource_names``.
     """
     watched = tuple(watch_namespaces)
     if sharding:
@@ -295,8 +331,10 @@ def allowed(
             *sharding_children_rules(rules),
         )
     for rule in rules:
-        if rule.triple != (group, resource, verb):
+        if not rule.grants(group, resource, verb, name):
             continue
+        if rule.scope is Scope.CLUSTER:
+            return True
         if rule.scope is Scope.OPERATOR and namespace == operator_namespace:
             return True
         if rule.scope is Scope.WATCHED and (not watched or namespace in watched):
@@ -310,15 +348,29 @@ def allowed(
 
 
 def policy_rules(scope: Scope, rules: Iterable[Rule] = RULES) -> list[dict[str, Any]]:
-    """The PolicyRules of ``scope`` among ``rules``: one per (group, resource), in declaration order."""
-    verbs: dict[tuple[str, str], set[str]] = {}
+    """The PolicyRules of ``scope`` among ``rules``: one per (group, resource, resourceNames,
+    nonResourceURLs), in declaration order, its verbs in :data:`VERB_ORDER` (see the module's
+    invariants)."""
+    verbs: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], set[str]] = {}
     for rule in rules:
         if rule.scope is scope:
-            verbs.setdefault((rule.group, rule.resource), set()).add(rule.verb)
-    return [
-        {"apiGroups": [group], "resources": [resource], "verbs": sorted(vs, key=VERB_ORDER.index)}
-        for (group, resource), vs in verbs.items()
-    ]
+            _, _, _, names, urls = rule.key
+            verbs.setdefault((rule.group, rule.resource, names, urls), set()).add(rule.verb)
+    return [_policy_rule(*key, vs) for key, vs in verbs.items()]
+
+
+def _policy_rule(
+    group: str, resource: str, names: tuple[str, ...], urls: tuple[str, ...], verbs: set[str]
+) -> dict[str, Any]:
+    order = NON_RESOURCE_VERBS if urls else VERB_ORDER
+    written = ["*"] if "*" in verbs else sorted(verbs, key=order.index)
+    if urls:
+        return {"nonResourceURLs": list(urls), "verbs": written}
+    rule: dict[str, Any] = {"apiGroups": [group], "resources": [resource]}
+    if names:
+        rule["resourceNames"] = list(names)
+    rule["verbs"] = written
+    return rule
 
 
 def _meta(target: Target, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -408,7 +460,7 @@ def _why(rules: Iterable[Rule], scope: Scope) -> list[str]:
     lines = ["Why each permission:"]
     for rule in rules:
         if rule.scope is scope:
-            lines.append(f"  {rule.verb} {rule.resource} ({rule.group or 'core'}): {rule.why}")
+            lines.append(f"  {rule.describe()}: {rule.why}")
     return lines
 
 
@@ -440,7 +492,29 @@ def _base_files(target: Target) -> dict[str, tuple[str, list[dict[str, Any]], Sc
             [binding(target, LEADER_ELECTION_ROLE_BINDING, ns, ("Role", LEADER_ELECTION_ROLE))],
             None,
         ),
+        **_cluster_file(target),
     }
+
+
+def _cluster_file(target: Target) -> dict[str, tuple[str, list[dict[str, Any]], Scope | None]]:
+    """rbac/cluster_role.yaml when the controllers have Scope.CLUSTER rules."""
+    rules = policy_rules(_C, target.rules)
+    if not rules:
+        return {}
+    objects = [
+        role(target, MANAGER_CLUSTER_ROLE, rules),
+        binding(target, MANAGER_CLUSTER_ROLE_BINDING, None, ("ClusterRole", MANAGER_CLUSTER_ROLE)),
+    ]
+    description = (
+        f"What {target.name} needs cluster-wide in every install, whatever namespaces it watches "
+        "(non-resource URLs among them), and its binding to the operator's ServiceAccount."
+    )
+    return {"cluster_role.yaml": (description, objects, _C)}
+
+
+def base_file_names(target: Target) -> list[str]:
+    """The files of manifests/rbac (its kustomization's resources), in order."""
+    return list(_base_files(target))
 
 
 def rbac_yaml(target: Target) -> str:
@@ -450,7 +524,8 @@ def rbac_yaml(target: Target) -> str:
         header(
             target,
             f"manifests/rbac: {target.name}'s ServiceAccount, ClusterRole, leader-election Role, "
-            "their bindings.",
+            + ("cluster-scope ClusterRole, " if _cluster_file(target) else "")
+            + "their bindings.",
             command=f"{COMMAND} rbac {target.select}",
         ),
     )
@@ -512,7 +587,7 @@ def rbac_files(target: Target) -> dict[str, str]:
         ),
     )
     files["secure-metrics/metrics_reader_role.yaml"] = to_yaml(
-        [role(target, prefix + METRICS_READER_ROLE, [dict(rule) for rule in METRICS_READER_RULES])],
+        [role(target, prefix + METRICS_READER_ROLE, policy_rules(_C, METRICS_READER_RULES))],
         header(
             target,
             "What a scraper of the --metrics-secure endpoint needs: get on /metrics. Bind it to "

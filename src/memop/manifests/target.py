@@ -1,10 +1,13 @@
 """What a set of manifests is generated for: a project, and the command that writes them.
 
 Every generated file is named, labelled and placed after the project (:class:`Target`), and its
-header names the command line that writes it (``memop manifests --project NAME``, or
-``--controller-module MODULE`` for a project that is not installed), so a reader knows how to
-regenerate it. The helpers here write YAML deterministically: the committed files of memop's
-own ``manifests/`` must equal this output byte for byte (a test checks it).
+header names the command line that writes it (``memop manifests --controller-module
+MODULE:ATTRIBUTE``, or ``--project memop`` for memop's own), so a reader knows how to
+regenerate it. That command, like the manager Deployment's, is the project's, not the form that
+ran: a project selected as installed (``memop manifests``, ``--project NAME``) or by its module
+gets the same files byte for byte (:func:`selection`). The helpers here write YAML
+deterministically: the committed files of memop's own ``manifests/`` must equal this output
+byte for byte (a test checks it).
 
 Invariant: a generated YAML file never starts with a comment-only document. Its header
 comments are followed directly by the first object, and ``---`` only separates objects, so a
@@ -22,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from memop.project import Project
+from memop.project import BUILTIN, Project, installed_module, module_attribute
 from memop.runtime.api.permissions import Rule
 
 COMMAND = "memop manifests"
@@ -34,21 +37,28 @@ SERVICE_ACCOUNT = "controller-manager"
 DEPLOYMENT = "controller-manager"
 
 
+# memop's own project, wherever it is found: its manifests name it --project memop.
+BUILTIN_MODULE = "memop.builtin:PROJECT"
+
+
 def selection(project: Project, module: str | None = None) -> str:
-    """The flags that select ``project`` again: the ``--controller-module MODULE`` it was loaded
-    from, else ``--project NAME`` (what works whatever else is installed). Only the command
-    line decides, never what happens to be installed, so the same command writes the same files
-    before and after the project is installed."""
-    if module:
-        return f"--controller-module {module}"
-    return f"--project {project.name}"
+    """The flags that select ``project`` again, whichever form selected it this time:
+    ``--controller-module MODULE:ATTRIBUTE`` of the module that holds it (``module``, the
+    ``--controller-module`` that loaded it, with the attribute it took; else the entry point
+    that installs it), so ``memop manifests`` installed or by module writes the same files.
+    ``--project NAME`` for memop's own project (always installed with memop), and for an
+    installed project no single module holds (several entry points of ControllerDefinitions)."""
+    spec = module_attribute(module) if module else installed_module(project.name)
+    if not spec or (project.name == BUILTIN and spec == BUILTIN_MODULE):
+        return f"--project {project.name}"
+    return f"--controller-module {spec}"
 
 
 @dataclass(frozen=True)
 class Target:
     """A project's manifests. ``select`` is the flags that select it on the command line
-    (:func:`selection`; ``--project NAME`` by default): every file's header names ``memop
-    manifests`` with them, and the manager Deployment runs ``memop`` with them."""
+    (:func:`selection` by default): every file's header names ``memop manifests`` with them,
+    and the manager Deployment runs ``memop`` with them."""
 
     project: Project
     select: str = ""

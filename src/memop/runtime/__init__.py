@@ -60,11 +60,29 @@ Reading and writing:
 
 Describing the API and its permissions:
 
+- :class:`CustomResource`: a kind declared once as typed classes (Pydantic v2): its class
+  keywords name it (``group=``, ``version=``, ``namespaced=``, ``short_names=``,
+  ``printer_columns=`` of :class:`PrinterColumn`, ``scale=`` a :class:`Scale`...; the result is
+  its ``kube``, a :class:`KindInfo`), its ``spec`` and ``status`` are :class:`Model` classes
+  (:class:`Status` holds the :class:`Condition` list and ``observedGeneration``); it gives
+  ``resource()``, ``crd()``, ``parse(obj)`` (raising :class:`InvalidObject` in the API server's
+  words) and ``to_dict()``. :class:`ObjectMeta` is its ``metadata``. A type the CRD schema
+  cannot express (a union, a recursive model...) makes ``crd()`` raise :class:`SchemaError`
+  naming the field.
+- Field types: :class:`Quantity` (apimachinery's resource quantities, usable without Pydantic:
+  parsing, canonical form, comparison across forms; :class:`QuantityError`), ``LabelKey``,
+  ``LabelValue``, ``DNS1123Label``, ``DNS1123Subdomain``, ``IntOrString``; schema markers, in
+  ``Annotated[...]`` or on a model: :class:`Cel` (``x-kubernetes-validations``),
+  :class:`ListType`, :class:`MapType`, :class:`PreserveUnknownFields`, and :class:`Schema` to
+  merge a fragment of one's own.
 - :mod:`crdgen <memop.runtime.api.crdgen>`: :class:`CrdNames`, ``custom_resource_definition``,
   ``printer_column``, ``crd_yaml``;
 - :class:`Rule` and :class:`Scope` (:func:`watched` for several verbs at once, :func:`own_kind`
   for what a controller needs on its own kind: its cache and status, and what a finalizer or
-  children with a blocking ownerReference need): each permission the code sends, and why.
+  children with a blocking ownerReference need, :func:`non_resource` for non-resource URLs):
+  each permission the code sends, and why; any verb, ``resource_names`` and
+  ``non_resource_urls`` a Kubernetes PolicyRule takes (:func:`rule_problem` says what it would
+  refuse).
 
 Admission and conversion webhooks (a :class:`ControllerDefinition`'s ``webhooks`` and
 ``conversions``; every replica's manager serves them, see :mod:`memop.runtime.webhook`):
@@ -118,7 +136,24 @@ from memop.runtime.util.lazy import lazy_exports
 if TYPE_CHECKING:
     from memop.runtime.api import conditions, crdgen, validation
     from memop.runtime.api.crdgen import CrdNames
-    from memop.runtime.api.permissions import Rule, Scope, own_kind, watched
+    from memop.runtime.api.errors import InvalidObject
+    from memop.runtime.api.fields import (
+        Cel,
+        DNS1123Label,
+        DNS1123Subdomain,
+        IntOrString,
+        LabelKey,
+        LabelValue,
+        ListType,
+        MapType,
+        PreserveUnknownFields,
+        Schema,
+    )
+    from memop.runtime.api.kinds import KindInfo, PrinterColumn, Scale
+    from memop.runtime.api.model import Condition, CustomResource, Model, ObjectMeta, Status
+    from memop.runtime.api.permissions import Rule, Scope, non_resource, own_kind, rule_problem, watched
+    from memop.runtime.api.quantity import Quantity, QuantityError
+    from memop.runtime.api.schema import SchemaError
     from memop.runtime.cache.cache import Cache
     from memop.runtime.cache.labels import Selector
     from memop.runtime.cache.store import Obj, controller_owner_uid, controller_reference, dig
@@ -237,6 +272,28 @@ _EXPORTS: dict[str, str] = {
     "ControllerBuilder": "memop.runtime.controller.controller",
     "ControllerDefinition": "memop.runtime.controller.definition",
     "CrdNames": "memop.runtime.api.crdgen",
+    "Condition": "memop.runtime.api.model",
+    "CustomResource": "memop.runtime.api.model",
+    "InvalidObject": "memop.runtime.api.errors",
+    "KindInfo": "memop.runtime.api.kinds",
+    "Model": "memop.runtime.api.model",
+    "ObjectMeta": "memop.runtime.api.model",
+    "PrinterColumn": "memop.runtime.api.kinds",
+    "Scale": "memop.runtime.api.kinds",
+    "Status": "memop.runtime.api.model",
+    "SchemaError": "memop.runtime.api.schema",
+    "DNS1123Label": "memop.runtime.api.fields",
+    "DNS1123Subdomain": "memop.runtime.api.fields",
+    "Cel": "memop.runtime.api.fields",
+    "IntOrString": "memop.runtime.api.fields",
+    "LabelKey": "memop.runtime.api.fields",
+    "LabelValue": "memop.runtime.api.fields",
+    "ListType": "memop.runtime.api.fields",
+    "MapType": "memop.runtime.api.fields",
+    "PreserveUnknownFields": "memop.runtime.api.fields",
+    "Schema": "memop.runtime.api.fields",
+    "Quantity": "memop.runtime.api.quantity",
+    "QuantityError": "memop.runtime.api.quantity",
     "DAEMONSETS": "memop.runtime.client.resources",
     "DEPLOYMENTS": "memop.runtime.client.resources",
     "EVENTS": "memop.runtime.client.resources",
@@ -300,6 +357,8 @@ _EXPORTS: dict[str, str] = {
     "update_status": "memop.runtime.controller.status",
     "watched": "memop.runtime.api.permissions",
     "own_kind": "memop.runtime.api.permissions",
+    "non_resource": "memop.runtime.api.permissions",
+    "rule_problem": "memop.runtime.api.permissions",
     "conditions": "memop.runtime.api.conditions",
     "crdgen": "memop.runtime.api.crdgen",
     "predicates": "memop.runtime.controller.predicates",
@@ -345,38 +404,59 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Cache",
+    "Cel",
     "CertificateSource",
     "Client",
     "Clock",
+    "Condition",
     "Conflict",
     "Controller",
     "ControllerBuilder",
     "ControllerDefinition",
     "Conversion",
     "CrdNames",
+    "CustomResource",
+    "DNS1123Label",
+    "DNS1123Subdomain",
     "Defaulter",
     "EventRecorder",
     "Expectations",
     "FakeClock",
     "FieldError",
     "Forbidden",
+    "IntOrString",
     "Invalid",
+    "InvalidObject",
+    "KindInfo",
     "KubeConfigError",
+    "LabelKey",
+    "LabelValue",
     "LeaderElectionConfig",
     "LeaderForLifeConfig",
+    "ListType",
     "Manager",
     "ManagerOptions",
+    "MapType",
+    "Model",
     "NamespaceClosed",
     "NamespaceGone",
     "NamespaceTerminating",
     "NotFound",
     "Obj",
+    "ObjectMeta",
+    "PreserveUnknownFields",
+    "PrinterColumn",
+    "Quantity",
+    "QuantityError",
     "RealClock",
     "Reconciler",
     "Request",
     "Resource",
     "Result",
     "Rule",
+    "Scale",
+    "Schema",
+    "SchemaError",
     "Scope",
     "Selector",
     "SelfManagedCertificates",
@@ -384,6 +464,7 @@ __all__ = [
     "ShardKey",
     "ShardingConfig",
     "Spoke",
+    "Status",
     "TerminalError",
     "TransportError",
     "ValidationError",
@@ -403,11 +484,13 @@ __all__ = [
     "in_cluster_namespace",
     "load_configuration",
     "map_to_annotated_owner",
+    "non_resource",
     "own_kind",
     "owner_annotations",
     "predicates",
     "remove_finalizer",
     "rfc3339",
+    "rule_problem",
     "running_in_cluster",
     "tls_context",
     "update_status",

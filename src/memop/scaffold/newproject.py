@@ -6,7 +6,10 @@ entry-point group and its settings for pytest, mypy and ruff; the package ``src/
 ``project.py`` (the :class:`memop.Project`, whose controllers ``memop create api`` adds), its
 ``__main__`` (``python -m PKG`` runs the operator) and ``py.typed``; ``tests/``; a
 ``Dockerfile``; a README with the project's own run and test commands; a CI script
-(``.ci/run``) and ``.gitignore``/``.dockerignore``.
+(``.ci/run``) and ``.gitignore``/``.dockerignore``. The dependency on memop is on the memop
+that runs (:mod:`memop.scaffold.origin`): its version range when memop came from a package
+index, else a direct reference to where it came from, and then ``wheels/`` too, where the
+image takes memop's wheel from.
 
 Whatever else the folder holds (``.git``, a LICENSE, notes) is left alone: a folder that is
 already a Python project (``setup.py``, ``setup.cfg``) is refused. ``[tool.memop]`` in
@@ -17,7 +20,7 @@ Kubebuilder's PROJECT file does.
 from __future__ import annotations
 
 import json
-import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from memop.runtime.api import validation
 from memop.scaffold import names
 from memop.scaffold.files import NewFile
 from memop.scaffold.names import ScaffoldError
+from memop.scaffold.origin import MemopOrigin, index_requirement, memop_origin
 from memop.scaffold.render import render_template
 
 DEFAULT_DOMAIN = "example.com"
@@ -46,6 +50,8 @@ _FILES: tuple[tuple[str, str, bool], ...] = (
     ("package/py.typed", "src/{package}/py.typed", False),
     ("tests/test_project.py", "tests/test_project.py", False),
 )
+# Only when memop is not from a package index: the folder the image takes memop's wheel from.
+_NOT_FROM_INDEX_FILES = (("wheels-README.md", "wheels/README.md", False),)
 
 
 @dataclass(frozen=True)
@@ -101,17 +107,12 @@ def _operator(name: str) -> str:
     return name if name.endswith("operator") else f"{name} operator"
 
 
-def memop_requirement(version: str = __version__) -> str:
-    """The dependency on memop a new project declares: this version up to the next one that may
-    break it (the next minor before 1.0, the next major after)."""
-    parts = [int(p) for p in re.findall(r"\d+", version)[:3]] + [0, 0, 0]
-    major, minor, patch = parts[:3]
-    upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
-    return f"memop>={major}.{minor}.{patch},<{upper}"
-
-
-def plan(root: Path, options: InitOptions) -> tuple[ProjectNames, list[NewFile]]:
-    """The project's names and the files ``memop init`` writes under ``root`` (nothing written)."""
+def plan(
+    root: Path, options: InitOptions, origin: MemopOrigin | None = None
+) -> tuple[ProjectNames, list[NewFile]]:
+    """The project's names and the files ``memop init`` writes under ``root`` (nothing written),
+    depending on memop from ``origin`` (default: where the running memop came from)."""
+    origin = origin or memop_origin()
     for foreign in FOREIGN_PROJECT_FILES:
         if (root / foreign).exists():
             raise ScaffoldError(
@@ -126,16 +127,19 @@ def plan(root: Path, options: InitOptions) -> tuple[ProjectNames, list[NewFile]]
         "description": f"The {_operator(project.name)}, built on memop",
         # A TOML basic string: JSON's escapes are TOML's, for text without control characters.
         "owner_toml": json.dumps(project.owner, ensure_ascii=False),
-        "memop_requirement": memop_requirement(),
+        "memop_requirement_toml": json.dumps(origin.requirement),
+        "memop_requirement_shell": shlex.quote(origin.requirement),
+        "memop_index_requirement": index_requirement(),
+        "memop_where": origin.where,
         "memop_version": __version__,
     }
-    flags = {"owner": bool(project.owner)}
+    flags = {"owner": bool(project.owner), "memop_from_index": origin.from_index}
     files = [
         NewFile(
             path.format(package=project.package),
             render_template(f"init/{template}", values, flags),
             executable,
         )
-        for template, path, executable in _FILES
+        for template, path, executable in (*_FILES, *(() if origin.from_index else _NOT_FROM_INDEX_FILES))
     ]
     return project, files

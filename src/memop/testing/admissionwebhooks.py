@@ -16,7 +16,8 @@ not evaluated: a webhook that has them is called as if they were all true.
 
 The answers are handled as :mod:`k8s.io/apiserver/pkg/admission/plugin/webhook` does (texts
 measured on v1.36.2): a JSONPatch from a mutating webhook is applied (from a validating one it
-is an invalid response), warnings become ``Warning`` headers, a denial keeps the webhook's code
+is an invalid response), warnings become ``Warning`` headers (memop.testing.warningheaders; a
+denial's answer carries them too), a denial keeps the webhook's code
 (at least 400), reason and message (``admission webhook "<name>" denied the request: ...``), a
 failed call (refused, TLS, timeout, non-200, malformed, uid mismatch) is a 500 ``failed calling
 webhook "<name>": ...`` with ``failurePolicy: Fail`` and skipped with ``Ignore``. A dry-run
@@ -33,8 +34,6 @@ a changed old object calls the webhooks again). Without configurations nothing o
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 import logging
 import uuid
@@ -45,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from memop.runtime.cache.labels import InvalidSelectorError, Selector
 from memop.testing import admissionregistration as ar
 from memop.testing.errors import ApiError, bad_request, internal_error
+from memop.testing.goencoding import Base64Error, std_decode, syntax_error
 from memop.testing.objects import JsonDict, copy_json
 from memop.testing.patch import PatchError, json_patch
 from memop.testing.webhookclient import CallError, WebhookCalls
@@ -78,7 +78,9 @@ class Attributes:
 
     operation: str  # CREATE, UPDATE, DELETE (set at each admission point from the objects)
     subresource: str
-    namespace: str  # "" for cluster-scoped
+    # The request's, "" for cluster-scoped; a Namespace's own name for a request on one.
+    namespace: str
+    # The request's: the path's, a create's body's (before generateName); "" in deletecollection.
     name: str
     user: dict[str, Any]
     dry_run: bool
@@ -109,6 +111,13 @@ Converter = Callable[["Served", JsonDict, bool], Awaitable[JsonDict]]
 
 def _rv(old: JsonDict | None) -> str | None:
     return None if old is None else str(old["metadata"].get("resourceVersion"))
+
+
+def _unmanaged(obj: JsonDict | None) -> JsonDict | None:
+    """``obj`` without managedFields, whose time a run of the write after the first may move."""
+    if obj is None or "managedFields" not in obj["metadata"]:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "managedFields"}}
 
 
 def _selector_matches(selector: Any, labels: Any) -> bool:
@@ -204,7 +213,7 @@ class Admission:
         """The object after the mutating webhooks (storage form), or AdmissionPending."""
         self.attrs.set_operation(obj, old)
         done = self._mutated
-        if done is not None and done[0] == _rv(old) and done[1] == obj:
+        if done is not None and done[0] == _rv(old) and _unmanaged(done[1]) == _unmanaged(obj):
             return copy_json(done[2]) if done[2] is not None else None
         if not self._matching(ar.MUTATING, served, obj, old):
             return obj
@@ -329,15 +338,15 @@ class Admission:
         response = await self._call(hook, served, target, obj, old, mutating=True)
         if response is None:
             return False, obj
-        patch_b64 = response.get("patch")
-        if not patch_b64:
+        raw = response.get("patch")
+        if not raw:
             return False, obj
-        try:
-            patch = json.loads(base64.b64decode(patch_b64, validate=True))
-        except (binascii.Error, ValueError, TypeError) as error:
-            if self._ignores(hook, f"received undecodable patch in webhook response: {error}"):
+        problem = _patch_error(raw)
+        if problem:
+            if self._ignores(hook, f"received undecodable patch in webhook response: {problem}"):
                 return False, obj
-            raise _failed(name, f"received undecodable patch in webhook response: {error}") from None
+            raise _failed(name, f"received undecodable patch in webhook response: {problem}") from None
+        patch = json.loads(raw)
         if not patch:
             return False, obj
         if obj is None:
@@ -421,6 +430,7 @@ class Admission:
             answer = await self.webhooks.client.post(
                 "admission", name, hook.get("clientConfig") or {}, review, float(timeout)
             )
+            patch = _patch_bytes(answer)
         except CallError as error:
             if self._ignores(hook, f"failed to call webhook: {error}"):
                 return None
@@ -434,6 +444,8 @@ class Admission:
         self.warnings.extend(str(w) for w in response.get("warnings") or ())
         if not response.get("allowed"):
             raise denied(name, response.get("status"))
+        if response.get("patch"):
+            response = {**response, "patch": patch}
         return response
 
     async def _request(
@@ -460,8 +472,10 @@ class Admission:
         }
         if attrs.subresource:
             request["requestSubResource"] = attrs.subresource
-        source = obj if obj is not None else old
-        name = attrs.name or (str(source["metadata"].get("name") or "") if source is not None else "")
+        name = attrs.name
+        if not name and attrs.operation == "CREATE" and obj is not None:
+            # AdmissionToValidateObjectFunc: a generated name, once the store gave it.
+            name = str(obj["metadata"].get("name") or "")
         if name:
             request["name"] = name
         if attrs.namespace:
@@ -510,6 +524,43 @@ def _verify(answer: dict[str, Any], uid: str, version: str, *, mutating: bool) -
         if patch_type is not None:
             raise _InvalidResponse("validating webhook may not return response.patchType")
     return response
+
+
+def _patch_bytes(answer: Mapping[str, Any]) -> bytes | None:
+    """The review's ``response.patch`` as the JSON decoding of the answer gives it (a ``[]byte``
+    field: ``base64.StdEncoding``); its CallError is Go's (``illegal base64 data at input byte
+    3``), as the decoding is part of the call in client-go."""
+    response = answer.get("response")
+    patch = response.get("patch") if isinstance(response, Mapping) else None
+    if patch is None:
+        return None
+    if not isinstance(patch, str):
+        kind = {dict: "object", list: "array", bool: "bool"}.get(type(patch), "number")
+        raise CallError(
+            f"json: cannot unmarshal {kind} into Go struct field AdmissionResponse.response.patch "
+            "of type []uint8"
+        )
+    try:
+        return std_decode(patch.encode())
+    except Base64Error as error:
+        raise CallError(str(error)) from None
+
+
+def _patch_error(raw: bytes) -> str | None:
+    """What ``jsonpatch.DecodePatch`` (``json.Unmarshal`` into a list of operations) says of
+    ``raw``, None when it decodes."""
+    error = syntax_error(raw)
+    if error is not None:
+        return error
+    value = json.loads(raw)
+    if value is not None and not isinstance(value, list):
+        kind = {dict: "object", str: "string", bool: "bool"}.get(type(value), "number")
+        return f"json: cannot unmarshal {kind} into Go value of type jsonpatch.Patch"
+    for op in value or ():
+        if op is not None and not isinstance(op, dict):
+            kind = {list: "array", str: "string", bool: "bool"}.get(type(op), "number")
+            return f"json: cannot unmarshal {kind} into Go value of type jsonpatch.Operation"
+    return None
 
 
 def _failed(name: str, reason: str) -> ApiError:

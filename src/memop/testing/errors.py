@@ -48,6 +48,9 @@ class ApiError(Exception):
         self.details = details
         # Extra response headers (Retry-After for 429/503).
         self.headers: dict[str, str] = dict(headers or {})
+        # The request's warnings recorded before it failed (memop.testing.warningheaders): sent
+        # with the failure, as kube-apiserver's recorder has written them to the response.
+        self.warnings: list[str] = []
 
     def status(self) -> dict[str, Any]:
         """The ``kind: Status`` body of this failure, field for field as the real server sends it."""

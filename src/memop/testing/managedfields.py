@@ -316,6 +316,24 @@ def update_entries(
     return out
 
 
+def decode_error(entries: Any) -> str | None:
+    """Why ``DecodeManagedFields`` refuses ``entries`` (its checks of each entry's operation,
+    apiVersion and fieldsType), None when it takes them."""
+    for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("operation") not in ("Apply", "Update"):
+            return "operation must be `Apply` or `Update`"
+        if not entry.get("apiVersion"):
+            return "apiVersion must not be empty"
+        fields_type = entry.get("fieldsType") or ""
+        if not fields_type:
+            return f"missing fieldsType in managed fields entry {index}"
+        if fields_type != "FieldsV1":
+            return f'invalid fieldsType "{fields_type}" in managed fields entry {index}'
+    return None
+
+
 # --- for server-side apply (memop.testing.apply), which follows the same rules ----------------
 
 SYSTEM_METADATA = _SYSTEM_METADATA

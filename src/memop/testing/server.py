@@ -51,7 +51,7 @@ from memop.testing.auth.authn import ADMIN_TOKEN, UserInfo
 from memop.testing.auth.filters import USER_KEY, Auth
 from memop.testing.controllers.common import ControllerLimits
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
-from memop.testing.conversionwebhooks import ConversionPending, conversion_of
+from memop.testing.conversionwebhooks import ConversionPending, WatchCaches, conversion_of
 from memop.testing.errors import (
     ApiError,
     bad_request,
@@ -68,6 +68,7 @@ from memop.testing.reviews import REVIEW_RESOURCES, Reviews
 from memop.testing.routing import check_scope, is_true, parse_request
 from memop.testing.store import APPLY_PATCH, DEFAULT_MANAGER, Entry, Served, Store
 from memop.testing.tls import ServingCertificates
+from memop.testing.warningheaders import warning_headers
 from memop.testing.watch import Watcher, WatchHub, error_line
 from memop.testing.webhookclient import WebhookCalls
 
@@ -160,6 +161,8 @@ class ApiServer:
         # Every admission and conversion webhook call (memop.testing.webhookclient.WebhookCall).
         self.webhook_calls = WebhookCalls(service_ip=self._service_ip)
         self.admission_webhooks = Webhooks(self.store, self.webhook_calls, self._convert)
+        # Every served version's watch cache of webhook-converted CRDs (conversionwebhooks).
+        self.watch_caches = WatchCaches(self.store, self.webhook_calls)
         self.controllers: SimulatedControllers | None = None
         self.root_ca: RootCAPublisher | None = None
         self._runner: web.AppRunner | None = None
@@ -222,6 +225,7 @@ class ApiServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._bookmarks
             self._bookmarks = None
+        await self.watch_caches.close()
         await self._close()
         if self._ca_file is not None:
             self._ca_file.unlink(missing_ok=True)
@@ -384,11 +388,24 @@ class ApiServer:
         raise internal_error("conversion did not settle")
 
     def _admission(
-        self, request: web.Request, info: RequestInfo, namespace: str | None, dry_run: bool
+        self,
+        request: web.Request,
+        info: RequestInfo,
+        namespace: str | None,
+        dry_run: bool,
+        body: Any = None,
     ) -> Admission | None:
-        """The request's admission, None when no webhook configuration exists."""
+        """The request's admission, None when no webhook configuration exists. ``body``: a
+        create's, whose name is the request's (create.go)."""
         if not self.admission_webhooks.active:
             return None
+        name = info.name
+        if not name and isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+            name = str(body["metadata"].get("name") or "")
+        if (info.group, info.resource) == ("", "namespaces"):
+            # RequestInfo takes /namespaces/NAME as the namespace, and create.go sets a created
+            # Namespace's name as it: a webhook sees request.namespace = the Namespace's name.
+            namespace = name
         query = request.query
         options: dict[str, Any] = {}
         if dry_run:
@@ -401,7 +418,7 @@ class ApiServer:
             operation="",
             subresource=info.subresource,
             namespace=namespace or "",
-            name=info.name,
+            name=name,
             user=user.to_json(),
             dry_run=dry_run,
             options=options,
@@ -413,19 +430,25 @@ class ApiServer:
         call: Callable[[], _T],
         admission: Admission | None = None,
         batch: Callable[[], list[Mapping[str, Any]]] | None = None,
+        warnings: list[str] | None = None,
     ) -> _T:
         """Run a store call until no admission point or conversion is pending (see
         memop.testing.admissionwebhooks); ``batch``: the objects to convert together when one
-        of them needs its conversion webhook (a list's)."""
-        for _ in range(_MAX_PASSES):
-            try:
-                return call()
-            except AdmissionPending as pending:
-                assert admission is not None
-                await admission.resolve(pending)
-            except ConversionPending as pending:
-                await pending.resolve(self.webhook_calls, batch() if batch is not None else None)
-        raise internal_error("admission did not settle")
+        of them needs its conversion webhook (a list's). A failure carries the request's
+        ``warnings`` and the webhooks' recorded so far, as kube-apiserver sends them with it."""
+        try:
+            for _ in range(_MAX_PASSES):
+                try:
+                    return call()
+                except AdmissionPending as pending:
+                    assert admission is not None
+                    await admission.resolve(pending)
+                except ConversionPending as pending:
+                    await pending.resolve(self.webhook_calls, batch() if batch is not None else None)
+            raise internal_error("admission did not settle")
+        except ApiError as error:
+            error.warnings = list(_admitted(warnings or [], admission))
+            raise
 
     # --- request handling ---------------------------------------------------------------------------
 
@@ -481,7 +504,8 @@ class ApiServer:
             return response
         except ApiError as error:
             status = error.code
-            return _json_response(_dumps(error.status()), error.code, error.headers or None)
+            headers = _with_warnings(error.headers, error.warnings)
+            return _json_response(_dumps(error.status()), error.code, headers)
         except ConnectionResetError:
             # The client went away before its request's body arrived (an operator stopped
             # mid-request): nobody will read an answer, and it is no fault of the server's.
@@ -579,7 +603,12 @@ class ApiServer:
             if info.subresource == "finalize":
                 raise method_not_allowed()
             store.check_subresource(served, info.subresource or None)
-            entry = await self._run(lambda: store.read(served, namespace, info.name))
+            # Without a resourceVersion kube-apiserver reads from storage, past the watch cache.
+            if query.get("resourceVersion"):
+                read = await self.watch_caches.listed(served)
+            else:
+                read = self.watch_caches.got(served)
+            entry = await self._run(lambda: store.read(read, namespace, info.name))
             table = self._table_writer(request, served)
             if table is not None:
                 meta = {"resourceVersion": entry.obj["metadata"].get("resourceVersion")}
@@ -587,15 +616,16 @@ class ApiServer:
             return self._entry_response(entry)
         if verb == "list":
             table = self._table_writer(request, served)
+            listed = await self.watch_caches.listed(served)
             return await self._run(
-                lambda: self._list(served, namespace, query, table),
+                lambda: self._list(listed, namespace, query, table),
                 batch=lambda: [e.obj for e in self._scope_entries(served, namespace)],
             )
         if verb == "create":
             if info.subresource or (served.rtype.namespaced and not info.namespace):
                 raise method_not_allowed()
             body = await self._body(request)
-            admission = self._admission(request, info, namespace, dry_run)
+            admission = self._admission(request, info, namespace, dry_run, body)
             copies = admission is not None or served.webhook_conversion
             guarded = self.auth.guard(request[USER_KEY], info, admission)
 
@@ -612,7 +642,7 @@ class ApiServer:
                     admission=guarded,
                 )
 
-            entry = await self._run(create, admission)
+            entry = await self._run(create, admission, warnings=warnings)
             return self._entry_response(entry, 201, _admitted(warnings, admission))
         if verb == "update":
             body = await self._body(request)
@@ -635,7 +665,7 @@ class ApiServer:
                     admission=guarded,
                 )
 
-            entry = await self._run(update, admission)
+            entry = await self._run(update, admission, warnings=warnings)
             return self._entry_response(entry, 200, _admitted(warnings, admission))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
@@ -662,7 +692,7 @@ class ApiServer:
                         admission=guarded,
                     )
 
-                entry, created = await self._run(apply, admission)
+                entry, created = await self._run(apply, admission, warnings=warnings)
                 return self._entry_response(entry, 201 if created else 200, _admitted(warnings, admission))
             if "force" in query:
                 error = forbidden("force", "may not be specified for non-apply patch")
@@ -684,7 +714,7 @@ class ApiServer:
                     admission=guarded,
                 )
 
-            entry = await self._run(patch, admission)
+            entry = await self._run(patch, admission, warnings=warnings)
             return self._entry_response(entry, 200, _admitted(warnings, admission))
         if verb == "delete":
             if info.subresource:
@@ -713,8 +743,8 @@ class ApiServer:
                     "status": "Success",
                     "details": details,
                 }
-                return _json_response(_dumps(body))
-            return self._entry_response(result.entry)
+                return _json_response(_dumps(body), 200, _with_warnings(None, _admitted([], admission)))
+            return self._entry_response(result.entry, 200, _admitted([], admission))
         if verb == "deletecollection":
             return await self._delete_collection(request, served, namespace, dry_run)
         raise method_not_allowed()
@@ -751,12 +781,7 @@ class ApiServer:
     def _entry_response(
         self, entry: Entry, status: int = 200, warnings: list[str] | None = None
     ) -> web.Response:
-        headers = None
-        if warnings:
-            headers = CIMultiDict(
-                ("Warning", f'299 - "{w.replace(chr(34), chr(92) + chr(34))}"') for w in warnings
-            )
-        return _json_response(entry.json(), status, headers)
+        return _json_response(entry.json(), status, _with_warnings(None, warnings))
 
     def _scope_entries(self, served: Served, namespace: str | None) -> list[Entry]:
         """The objects a list of ``served`` in ``namespace`` (None: all) may hold."""
@@ -860,16 +885,16 @@ class ApiServer:
             # The registry's DeleteCollection lists with the request's ListOptions, shard and all.
             shard_selector=self._shard_selector(query),
         )
+        warnings: list[str] = []  # one recorder for the request: every delete's webhooks'
         for entry in result.entries:
             meta = entry.obj["metadata"]
             admission = self._admission(
                 request, RequestInfo(verb="delete", path=request.path), namespace, dry_run
             )
             if admission is not None:
-                admission.attrs.name = str(meta["name"])
-                admission.attrs.namespace = str(meta.get("namespace") or "")
+                # AdmissionToValidateObjectDeleteFunc: the request's attributes, no name.
                 admission.attrs.delete_options = _delete_options(options)
-            with contextlib.suppress(ApiError):
+            try:
                 await self._run(
                     lambda meta=meta, admission=admission: self.store.write_delete(  # type: ignore[misc]
                         served,
@@ -881,8 +906,16 @@ class ApiServer:
                     ),
                     admission,
                 )
+            except ApiError as error:
+                # Store.DeleteCollection (one worker, kube-apiserver's default): an object gone
+                # meanwhile is skipped; any other failure ends the request, the rest undeleted.
+                if error.code != 404:
+                    error.warnings = [*warnings, *error.warnings]
+                    raise
+            warnings.extend(_admitted([], admission))
         meta_out = {"resourceVersion": str(result.resource_version)}
-        return _json_response(self._list_bytes(served, result.entries, meta_out))
+        body = self._list_bytes(served, result.entries, meta_out)
+        return _json_response(body, 200, _with_warnings(None, warnings))
 
     # --- watch ---------------------------------------------------------------------------------------
 
@@ -980,14 +1013,16 @@ class ApiServer:
         """Watch lines (storage version) with their objects in ``api_version``: one
         ConversionReview for the batch; ApiError when the webhook fails."""
         events = [json.loads(line) for line in data.splitlines() if line.strip()]
-        objects = [e["object"] for e in events if e.get("type") in ("ADDED", "MODIFIED", "DELETED")]
-        await conversion.convert(objects, api_version, self.webhook_calls)
+        changes = [e for e in events if e.get("type") in ("ADDED", "MODIFIED", "DELETED")]
+        converted = await conversion.convert_cached(
+            [e["object"] for e in changes], api_version, self.webhook_calls
+        )
+        for event, obj in zip(changes, converted, strict=True):
+            event["object"] = obj
         out = []
         for event in events:
             obj = event.get("object")
-            if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                event["object"] = conversion.lookup(obj, api_version)
-            elif event.get("type") == "BOOKMARK" and isinstance(obj, dict):
+            if event.get("type") == "BOOKMARK" and isinstance(obj, dict):
                 obj["apiVersion"] = api_version
             out.append(json.dumps(event, separators=(",", ":")).encode() + b"\n")
         return b"".join(out)
@@ -1045,6 +1080,18 @@ class ApiServer:
             return
         with contextlib.suppress(ConnectionError, RuntimeError):
             await response.write_eof()
+
+
+def _with_warnings(headers: Mapping[str, str] | None, warnings: list[str] | None) -> Any:
+    """``headers`` and the ``Warning`` headers of ``warnings`` (memop.testing.warningheaders),
+    None when there are none."""
+    values = warning_headers(warnings) if warnings else []
+    if not values:
+        return headers or None
+    out: CIMultiDict[str] = CIMultiDict(headers or {})
+    for value in values:
+        out.add("Warning", value)
+    return out
 
 
 def _admitted(warnings: list[str], admission: Admission | None) -> list[str]:

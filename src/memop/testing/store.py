@@ -311,6 +311,20 @@ def _apply_scope(config: JsonDict, rtype: ResourceType, subresource: str | None)
     return {k: v for k, v in config.items() if k != "status"}
 
 
+def _check_admitted_managed(meta: JsonDict, before: Any, warnings: list[str] | None) -> None:
+    """managedFieldsValidatingAdmissionController: managedFields a mutating webhook left invalid
+    are put back as they were before admission, with a warning."""
+    problem = managedfields.decode_error(meta.get("managedFields"))
+    if problem is None:
+        return
+    _set_managed(meta, before or [])
+    if warnings is not None:
+        warnings.append(
+            ".metadata.managedFields was in an invalid state after admission; this could be caused "
+            f"by an outdated mutating admission controller; please fix your requests: {problem}"
+        )
+
+
 def _set_managed(meta: JsonDict, entries: list[dict[str, Any]]) -> None:
     if entries:
         meta["managedFields"] = entries
@@ -830,8 +844,16 @@ class Store:
         for key in (*_SYSTEM_FIELDS, "managedFields", "selfLink"):
             meta.pop(key, None)
         obj = strategy.default(obj, rtype)
+        # create.go records the write in managedFields before admission and the registry's
+        # PrepareForCreate: the mutating webhooks see the entry, and what they or the strategy
+        # add is nobody's.
+        _set_managed(
+            obj["metadata"], managed(obj) if managed is not None else self._created(served, obj, manager)
+        )
         if admission is not None:
+            before = obj["metadata"].get("managedFields")
             obj = self._mutated(served, admission, obj, None)
+            _check_admitted_managed(obj["metadata"], before, warnings)
         meta = obj["metadata"]
         if rtype.has_status:
             status = strategy.initial_status(obj)
@@ -858,22 +880,6 @@ class Store:
         meta["creationTimestamp"] = self._now()
         if strategy.generation:
             meta["generation"] = 1
-        builtin = strategy.builtin
-        zero = managedfields.zero_value(storage.rtype.group, storage.rtype.kind)
-        _set_managed(
-            meta,
-            managed(obj)
-            if managed is not None
-            else managedfields.update_entries(
-                None,
-                manager=manager,
-                api_version=rtype.api_version,
-                subresource=None,
-                when=meta["creationTimestamp"],
-                changed=_scoped(managedfields.changed_fields(zero, obj, builtin=builtin), rtype, None),
-                present=_scoped(managedfields.fields_of(obj, builtin=builtin), rtype, None),
-            ),
-        )
         if admission is not None:
             obj = admission.validate(served, obj, None) or obj
             meta = obj["metadata"]
@@ -881,6 +887,20 @@ class Store:
         if dry_run:
             return served.view(Entry(_ordered(obj, meta)))
         return served.view(self._commit(storage, "ADDED", obj, None))
+
+    def _created(self, served: Served, obj: JsonDict, manager: str) -> list[dict[str, Any]]:
+        """The managedFields of a new object: ``manager``'s Update of every field it sets."""
+        rtype, builtin = served.rtype, served.storage.strategy.builtin
+        zero = managedfields.zero_value(served.storage.rtype.group, served.storage.rtype.kind)
+        return managedfields.update_entries(
+            None,
+            manager=manager,
+            api_version=rtype.api_version,
+            subresource=None,
+            when=self._now(),
+            changed=_scoped(managedfields.changed_fields(zero, obj, builtin=builtin), rtype, None),
+            present=_scoped(managedfields.fields_of(obj, builtin=builtin), rtype, None),
+        )
 
     def _mutated(
         self, served: Served, admission: AdmissionHook, obj: JsonDict, old: JsonDict | None
@@ -1226,7 +1246,7 @@ class Store:
                     manager=manager,
                     subresource=None,
                     api_version=rtype.api_version,
-                    when=obj["metadata"]["creationTimestamp"],
+                    when=self._now(),
                     applied=created_fields,
                     taken=[],
                     present=managedfields.fields_of(obj, builtin=builtin),

@@ -26,10 +26,12 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from memop.testing.schema import go_quote
+
+# NewGenericServerResponse's messages by status code (k8s.io/apimachinery/pkg/api/errors).
 _GENERIC = {
     400: "the server rejected our request for an unknown reason",
     401: "the server has asked for the client to provide credentials",
-    403: "the server does not allow access to the requested resource",
     404: "the server could not find the requested resource",
     405: "the server does not allow this method on the requested resource",
     409: "the server reported a conflict",
@@ -39,6 +41,7 @@ _GENERIC = {
     504: "the server was unable to return a response in the time allotted, "
     "but may still be processing the request",
 }
+_MAX_UNSTRUCTURED_BYTES = 2048  # client-go's maxUnstructuredResponseTextBytes
 
 
 class CallError(Exception):
@@ -126,6 +129,7 @@ class WebhookCalls:
                 ):
                     raw = await response.read()
                     status = response.status
+                    content_type = response.headers.get("Content-Type", "")
         except TimeoutError:
             raise CallError(f'Post "{target}": context deadline exceeded') from None
         except aiohttp.ClientConnectorCertificateError as error:
@@ -143,7 +147,7 @@ class WebhookCalls:
             raise CallError(f'Post "{target}": dial tcp {host}: connect: {why}') from None
         except (aiohttp.ClientError, OSError) as error:
             raise CallError(f'Post "{target}": {error}') from None
-        return _decode(status, raw)
+        return _decode(status, raw, content_type)
 
 
 def _url(config: Mapping[str, Any]) -> str:
@@ -156,27 +160,15 @@ def _url(config: Mapping[str, Any]) -> str:
     return str(config.get("url") or "")
 
 
-def _decode(status: int, raw: bytes) -> dict[str, Any]:
-    """client-go's ``Do().Into()``: a non-2xx answer becomes its generic error (or the Status the
-    body carries); a body that is no JSON object is a decoding error."""
+def _decode(status: int, raw: bytes, content_type: str) -> dict[str, Any]:
+    """client-go's ``Do().Into()``: a non-2xx answer becomes the Status its body is, else its
+    generic error; a body that is no JSON object is a decoding error."""
     try:
         decoded: Any = json.loads(raw) if raw else None
     except ValueError as error:
         decoded = error
-    if not 200 <= status < 300:
-        if isinstance(decoded, dict) and decoded.get("kind") == "Status" and decoded.get("message"):
-            raise CallError(str(decoded["message"]))
-        text = raw.decode(errors="replace").strip()
-        if status >= 500 and status not in {503, 504}:
-            raise CallError(
-                f"an error on the server ({json.dumps(text)}) has prevented the request from succeeding"
-            )
-        raise CallError(
-            _GENERIC.get(
-                status,
-                f"the server responded with the status code {status} but did not return more information",
-            )
-        )
+    if not 200 <= status <= 206:  # transformResponse: past 206 PartialContent is a failure
+        raise CallError(_failure(status, raw, content_type, decoded))
     if isinstance(decoded, ValueError) or not isinstance(decoded, dict):
         what = "string" if isinstance(decoded, ValueError | str) else type(decoded).__name__
         raise CallError(
@@ -185,3 +177,32 @@ def _decode(status: int, raw: bytes) -> dict[str, Any]:
             'Kind string "json:\\"kind,omitempty\\"" }'
         )
     return decoded
+
+
+def _failure(status: int, raw: bytes, content_type: str, decoded: Any) -> str:
+    """The error of a non-2xx answer, as client-go's ``Result.Error()`` makes it: a body that
+    is a failed Status gives its message; otherwise ``newUnstructuredResponseError``, whose
+    server message is the body only for a textual answer (no Content-Type, or ``text/*``) and
+    ``unknown`` for any other (a JSON body that is no Status)."""
+    if (
+        isinstance(decoded, dict)
+        and decoded.get("kind") == "Status"
+        and decoded.get("apiVersion") in (None, "v1")
+        and decoded.get("status") == "Failure"
+    ):
+        return str(decoded.get("message") or "")
+    media = content_type.split(";", 1)[0].strip().lower()
+    message = "unknown"
+    if not content_type or media.startswith("text/"):
+        message = raw[:_MAX_UNSTRUCTURED_BYTES].decode(errors="replace").strip()
+    if status in _GENERIC:
+        return _GENERIC[status]
+    if status in (403, 415):
+        return message
+    if status == 406:
+        if message in ("", "unknown"):
+            return "the server was unable to respond with a content type that the client supports"
+        return message
+    if status >= 500:
+        return f"an error on the server ({go_quote(message)}) has prevented the request from succeeding"
+    return f"the server responded with the status code {status} but did not return more information"

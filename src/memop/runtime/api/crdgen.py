@@ -28,7 +28,8 @@ GENERATE_COMMAND = "memop manifests --project memop"
 
 @dataclass(frozen=True)
 class CrdNames:
-    """The names of a namespaced custom resource kind, as ``spec.names`` states them."""
+    """The names of a custom resource kind, as ``spec.names`` states them, and its scope
+    (namespaced unless ``namespaced=False``)."""
 
     group: str
     version: str
@@ -36,6 +37,8 @@ class CrdNames:
     plural: str
     singular: str
     short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    namespaced: bool = True
 
     @property
     def name(self) -> str:
@@ -96,24 +99,29 @@ def object_schema(
 class CrdVersion:
     """One version of a kind: its name, whole-object schema (:func:`object_schema`) and printer
     columns, whether the API server serves it, and whether objects are stored at it (exactly
-    one version of a CRD is). Every version has the status subresource."""
+    one version of a CRD is). ``subresources`` defaults to the status subresource alone; an
+    empty mapping gives none."""
 
     name: str
     schema: Mapping[str, Any]
     printer_columns: Sequence[Mapping[str, Any]] = ()
     served: bool = True
     storage: bool = False
+    subresources: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``spec.versions`` entry (a fresh dict; the schema is copied deeply)."""
-        return {
+        version = {
             "additionalPrinterColumns": [dict(c) for c in self.printer_columns],
             "name": self.name,
             "schema": {"openAPIV3Schema": copy.deepcopy(dict(self.schema))},
             "served": self.served,
             "storage": self.storage,
-            "subresources": {"status": {}},
         }
+        subresources = {"status": {}} if self.subresources is None else copy.deepcopy(dict(self.subresources))
+        if subresources:
+            version["subresources"] = subresources
+        return version
 
 
 def custom_resource_definition(
@@ -123,7 +131,8 @@ def custom_resource_definition(
     *,
     versions: Sequence[CrdVersion] = (),
 ) -> dict[str, Any]:
-    """The CRD (a fresh dict): namespaced, with the status subresource.
+    """The CRD (a fresh dict), in the scope ``names`` gives; with ``schema``, the version has
+    the status subresource.
 
     With ``schema`` (and ``printer_columns``): one version, ``names.version``, served and stored.
     With ``versions`` instead: those, in that order; exactly one is stored, and it must be
@@ -137,7 +146,8 @@ def custom_resource_definition(
     elif printer_columns:
         raise ValueError(f"{names.name}: printer columns belong to each of the versions")
     _check_versions(names, versions)
-    spec_names: dict[str, Any] = {"kind": names.kind, "listKind": f"{names.kind}List", "plural": names.plural}
+    spec_names: dict[str, Any] = {"categories": list(names.categories)} if names.categories else {}
+    spec_names.update(kind=names.kind, listKind=f"{names.kind}List", plural=names.plural)
     if names.short_names:
         spec_names["shortNames"] = list(names.short_names)
     spec_names["singular"] = names.singular
@@ -148,7 +158,7 @@ def custom_resource_definition(
         "spec": {
             "group": names.group,
             "names": spec_names,
-            "scope": "Namespaced",
+            "scope": "Namespaced" if names.namespaced else "Cluster",
             "versions": [v.to_dict() for v in versions],
         },
     }

@@ -129,11 +129,51 @@ def qualified_name_errors(value: str) -> list[str]:
 
 def label_value_errors(value: str) -> list[str]:
     """Why ``value`` is not a valid label value; empty when it is one (the empty string is)."""
+    return _bounded_format_errors(
+        value, _MAX_NAME, _LABEL_VALUE_RE, _LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"
+    )
+
+
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+    "start and end with an alphanumeric character"
+)
+
+
+def dns1123_label_errors(value: str) -> list[str]:
+    """Why ``value`` is not a DNS-1123 label (IsDNS1123Label); empty when it is one."""
+    return _bounded_format_errors(
+        value,
+        _MAX_NAME,
+        re.compile(_DNS1123_LABEL_FMT),
+        _DNS1123_LABEL_MSG,
+        _DNS1123_LABEL_FMT,
+        "my-name",
+        "123-abc",
+    )
+
+
+def dns1123_subdomain_errors(value: str) -> list[str]:
+    """Why ``value`` is not a DNS-1123 subdomain (IsDNS1123Subdomain); empty when it is one."""
+    return _bounded_format_errors(
+        value,
+        _MAX_PREFIX,
+        _DNS1123_SUBDOMAIN_RE,
+        _DNS1123_SUBDOMAIN_MSG,
+        _DNS1123_SUBDOMAIN_FMT,
+        "example.com",
+    )
+
+
+def _bounded_format_errors(
+    value: str, limit: int, pattern: re.Pattern[str], msg: str, fmt: str, *examples: str
+) -> list[str]:
+    """apimachinery's two checks of a name: its length, then its format."""
     errs: list[str] = []
-    if len(value) > _MAX_NAME:
-        errs.append(f"must be no more than {_MAX_NAME} characters")
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    if len(value) > limit:
+        errs.append(f"must be no more than {limit} characters")
+    if not pattern.fullmatch(value):
+        errs.append(_regex_error(msg, fmt, *examples))
     return errs
 
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from memop.runtime.client.errors import ApiError, TransportError
 from memop.runtime.client.resources import Resource
 from memop.runtime.util.clock import Clock, RealClock
+from memop.runtime.util.memfile import memory_file
 
 log = logging.getLogger("memop.authn")
 
@@ -100,16 +101,19 @@ class MetricsAuthorizer:
         return Decision(403, f'user "{username}" cannot {verb} path "{path}"', username)
 
 
-def tls_context(cert_dir: Path | None, *, scratch_dir: Path) -> ssl.SSLContext:
+def tls_context(cert_dir: Path | None) -> ssl.SSLContext:
     """A server TLS context from ``cert_dir``/tls.crt and tls.key, or a self-signed one.
 
-    The self-signed certificate is written to ``scratch_dir`` (a writable temp dir: the root
-    filesystem is read-only in the container) and a warning is logged, as Kubebuilder does.
+    The self-signed certificate is made now and never written to a filesystem (it is loaded
+    from memory files, :mod:`memop.runtime.util.memfile`: the image's root filesystem is
+    read-only), and a warning is logged, as Kubebuilder does.
     """
     if cert_dir is not None:
-        cert, key = cert_dir / "tls.crt", cert_dir / "tls.key"
+        cert, key = str(cert_dir / "tls.crt"), str(cert_dir / "tls.key")
     else:
-        cert, key = _self_signed(scratch_dir)
+        cert_pem, key_pem = _self_signed()
+        cert = memory_file(cert_pem, name="metrics-tls.crt")
+        key = memory_file(key_pem, name="metrics-tls.key")
         log.warning(
             "serving metrics over HTTPS with a generated self-signed certificate; "
             "use --metrics-cert-dir with a certificate your Prometheus trusts"
@@ -120,7 +124,8 @@ def tls_context(cert_dir: Path | None, *, scratch_dir: Path) -> ssl.SSLContext:
     return context
 
 
-def _self_signed(directory: Path) -> tuple[Path, Path]:
+def _self_signed() -> tuple[bytes, bytes]:
+    """A self-signed certificate for ``memop-metrics`` (and localhost) and its key, in PEM."""
     # Imported here: cryptography costs ~10 MB of memory, needed only for this certificate.
     from cryptography import x509  # noqa: PLC0415
     from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
@@ -141,13 +146,6 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
         .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
         .sign(key, hashes.SHA256())
     )
-    directory.mkdir(parents=True, exist_ok=True)
-    cert_path, key_path = directory / "tls.crt", directory / "tls.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.touch(mode=0o600)
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+    return certificate.public_bytes(serialization.Encoding.PEM), key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    return cert_path, key_path

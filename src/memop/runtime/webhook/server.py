@@ -26,10 +26,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import ssl
-import tempfile
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
@@ -43,10 +43,18 @@ from memop.runtime.webhook.metrics import Handler, instrumented
 log = logging.getLogger("memop.webhook")
 
 DEFAULT_PORT = 9443
-# controller-runtime's default: <temp dir>/k8s-webhook-server/serving-certs.
-DEFAULT_CERT_DIR = Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
 # controller-runtime's maxRequestSize: two objects of 3 MB and 1 MB for the rest.
 MAX_REQUEST_SIZE = 7 * 1024 * 1024
+
+
+def default_cert_dir() -> Path:
+    """controller-runtime's default certificate directory: ``<temp dir>/k8s-webhook-server/
+    serving-certs``, the temp dir as Go's ``os.TempDir`` has it (``$TMPDIR``, else ``/tmp``).
+
+    Not ``tempfile.gettempdir()``: that one creates a file to find a *writable* directory, and
+    fails where none is (a read-only root filesystem), while this directory is only read, often
+    from a Secret mounted read-only at ``/tmp/k8s-webhook-server/serving-certs``."""
+    return Path(os.environ.get("TMPDIR") or "/tmp") / "k8s-webhook-server" / "serving-certs"
 
 
 @dataclass(frozen=True)
@@ -55,14 +63,15 @@ class WebhookServerOptions:
 
     host: the address to listen on; empty means every interface (controller-runtime's default).
     port: 9443 by default (controller-runtime's DefaultPort); 0 picks a free one (tests).
-    cert_dir: where ``cert_name`` and ``key_name`` are read from (controller-runtime's default
-        directory); a Secret mounted there is picked up again when the kubelet updates it.
+    cert_dir: where ``cert_name`` and ``key_name`` are read from (:func:`default_cert_dir`,
+        controller-runtime's default, as the environment has it when the options are made); a
+        Secret mounted there is picked up again when the kubelet updates it.
     cert_poll_period: seconds between two reads of the pair (controller-runtime's 10 s).
     """
 
     host: str = ""
     port: int = DEFAULT_PORT
-    cert_dir: Path = DEFAULT_CERT_DIR
+    cert_dir: Path = field(default_factory=default_cert_dir)
     cert_name: str = "tls.crt"
     key_name: str = "tls.key"
     cert_poll_period: float = 10.0
