@@ -3,7 +3,7 @@ there are such pages), so a snippet that no longer works fails the suite.
 
 One test per session (a section's blocks, or the blocks a ``session=`` mark joins), run by
 :mod:`snippets_runner`; one skipped test per block marked ``skip``, with its reason. How blocks
-are marked: :mod:`snippets_markdown` and the README's Development section. The runner itself is
+are marked: :mod:`snippets_markdown` and docs/development.md. The runner itself is
 tested here on small documents of its own: a block that fails fails its test.
 """
 

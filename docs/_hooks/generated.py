@@ -42,7 +42,9 @@ def generate(what: str, arg: str | None) -> str:
     if what == "api" and arg:
         return api_reference(arg)
     if what == "changelog":
-        return (REPO / "CHANGELOG.md").read_text(encoding="utf-8").split("\n", 1)[1]
+        # Its links are relative to the repository's root; the site's pages are under docs/.
+        text = (REPO / "CHANGELOG.md").read_text(encoding="utf-8").split("\n", 1)[1]
+        return text.replace("](docs/", "](")
     raise ValueError(f"unknown generated marker: {what} {arg or ''}".strip())
 
 
@@ -56,10 +58,18 @@ def _parsers() -> Iterator[tuple[str, argparse.ArgumentParser | str]]:
     from memop.testing import __main__ as testing_main  # noqa: PLC0415
 
     yield "memop [run]", options.build_parser()
-    yield "memop manifests", main._tools_parser()
-    yield "memop init / create", scaffold.build_parser()
+    yield "memop manifests", _subcommands(main._tools_parser())["manifests"]
+    for name, parser in _subcommands(scaffold.build_parser()).items():
+        yield f"memop {name}", parser
     yield "memop demo", _help_of(demo.main)
     yield "python -m memop.testing", testing_main.build_parser()
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def _help_of(command_main: Callable[[list[str]], int]) -> str:
@@ -92,10 +102,8 @@ def _parser_sections(parser: argparse.ArgumentParser, *, level: int, title: str)
         text += [_row(parser, action) for action in rows]
         text.append("")
     yield "\n".join(text)
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _parser_sections(sub, level=level + 1, title=sub.prog or name)
+    for name, sub in _subcommands(parser).items():
+        yield from _parser_sections(sub, level=level + 1, title=sub.prog or name)
 
 
 def _row(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
@@ -129,15 +137,15 @@ _PROCESS_PREFIXES = ("process_", "python_")
 def registered_metrics() -> list[tuple[str, str, tuple[str, ...], str]]:
     """(name, type, label names, help) of every metric memop registers, sorted by name."""
     from prometheus_client import REGISTRY  # noqa: PLC0415
+    from prometheus_client.metrics import MetricWrapperBase  # noqa: PLC0415
 
     for module in METRIC_MODULES:
         importlib.import_module(module)
     found: dict[str, tuple[str, str, tuple[str, ...], str]] = {}
     for collector in list(REGISTRY._collector_to_names):
-        name = getattr(collector, "_name", None)
-        if name is not None:  # a metric of prometheus-client's: labels known before any sample
-            kind = collector._type
-            found[name] = (name, kind, tuple(collector._labelnames), collector._documentation)
+        if isinstance(collector, MetricWrapperBase):  # labels known before any sample
+            name = collector._name
+            found[name] = (name, str(collector._type), tuple(collector._labelnames), collector._documentation)
             continue
         for family in collector.collect():
             labels: tuple[str, ...] = ()
