@@ -188,7 +188,7 @@ async def test_a_background_block_runs_beside_the_next_and_stops_with_its_sectio
 
 
 async def test_a_pytest_block_is_a_test_module(tmp_path: Path) -> None:
-    # The passing case is the README's own (Testing your operator).
+    # The passing case is the docs' own (docs/getting-started/first-operator.md).
     with pytest.raises(SnippetFailed, match="1 failed"):
         await run_session(
             parse("<!-- memop-docs: pytest -->\n```python\ndef test_it():\n    assert 0\n```\n"), tmp_path
