@@ -8,6 +8,7 @@ The build needs the ``docs`` extra (mkdocs, mkdocs-material, mkdocstrings-python
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,29 @@ def test_no_page_is_too_long_to_read(page: Path) -> None:
 def test_the_readme_is_a_landing_page() -> None:
     lines = len((REPO / "README.md").read_text(encoding="utf-8").splitlines())
     assert lines <= README_LIMIT, f"README.md has {lines} lines (at most {README_LIMIT}): move the rest"
+
+
+def test_the_configuration_table_has_every_run_flag_and_its_variable() -> None:
+    """docs/reference/configuration.md is written by hand (defaults explained, links); the
+    parser is the truth, so each flag it accepts is in the table with its environment variable,
+    and the table names no flag it does not accept."""
+    from memop.cli.options import build_parser, env_name  # noqa: PLC0415
+
+    rows = [
+        line
+        for line in (DOCS / "reference/configuration.md").read_text().splitlines()
+        if line.startswith("| `--")
+    ]
+    documented: dict[str, str] = {}
+    for row in rows:
+        flags, variables = row.split("|")[1:3]
+        names = [name.replace("[no-]", "") for name in re.findall(r"`(--[^`]+)`", flags)]
+        for name, variable in zip(names, re.findall(r"`([A-Z_]+)`", variables), strict=True):
+            documented[name] = variable
+    accepted = {
+        action.option_strings[0]
+        for action in build_parser()._actions
+        if action.option_strings and action.option_strings[0] not in ("-h", "--version")
+    }
+    assert set(documented) == accepted
+    assert all(documented[flag] == env_name(flag) for flag in accepted)
