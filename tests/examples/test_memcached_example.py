@@ -15,7 +15,7 @@ async def test_a_memcached_gets_a_deployment_at_its_size(
     client: Client, namespace: str, install_crds: InstallCrds, run_operator: RunOperator
 ) -> None:
     await install_crds(memcached.DEFINITION)
-    async with run_operator(memcached.DEFINITION, namespaces=(namespace,)):
+    async with run_operator(memcached.DEFINITION, namespaces=(namespace,), rbac=True):
         await client.create(MEMCACHEDS, memcached.SAMPLE, namespace)
         obj = await ready(client, MEMCACHEDS, "sample", namespace)
         assert obj["status"]["readyReplicas"] == 3

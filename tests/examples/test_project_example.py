@@ -3,13 +3,14 @@ NetworkPolicy and a ServiceAccount in it."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import project
 import pytest
 from waiting import gone, ready
 
-from memop.runtime import NAMESPACES, NETWORK_POLICIES, SERVICE_ACCOUNTS, Client
+from memop.runtime import NAMESPACES, NETWORK_POLICIES, SERVICE_ACCOUNTS, Client, Invalid
 from memop.testing.plugin import InstallCrds, RunOperator
 
 PROJECTS = project.Project.resource()
@@ -38,7 +39,7 @@ async def test_a_project_gets_its_namespace_policy_and_service_account(
 ) -> None:
     await install_crds(project.DEFINITION)
     name = f"{namespace}-project"  # cluster-scoped: named after the test's namespace, never shared
-    async with run_operator(project.DEFINITION):
+    async with run_operator(project.DEFINITION, rbac=True):
         await client.create(PROJECTS, sample(name, labels={"team": "a"}, allowFrom=[namespace]))
         try:
             got = await ready(client, PROJECTS, name)
@@ -60,3 +61,14 @@ async def test_a_project_gets_its_namespace_policy_and_service_account(
             await client.delete(PROJECTS, name)
         # The garbage collector deletes its Namespace with it, and the namespace's content.
         await gone(client, NAMESPACES, name)
+
+
+async def test_the_api_server_calls_the_webhook_to_keep_the_systems_namespaces(
+    client: Client, install_crds: InstallCrds, run_operator: RunOperator
+) -> None:
+    await install_crds(project.DEFINITION)
+    async with run_operator(project.DEFINITION, webhooks=True):
+        with pytest.raises(Invalid, match="'kube-system' is reserved for the system"):
+            await client.create(
+                PROJECTS, sample(f"memop-test-{uuid.uuid4().hex[:8]}", namespace="kube-system")
+            )

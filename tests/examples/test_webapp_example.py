@@ -8,7 +8,15 @@ import pytest
 import webapp
 from waiting import ready
 
-from memop.runtime import DEPLOYMENTS, INGRESSES, POD_DISRUPTION_BUDGETS, SERVICES, Client, InvalidObject
+from memop.runtime import (
+    DEPLOYMENTS,
+    INGRESSES,
+    POD_DISRUPTION_BUDGETS,
+    SERVICES,
+    Client,
+    Invalid,
+    InvalidObject,
+)
 from memop.testing import wait_for
 from memop.testing.plugin import InstallCrds, RunOperator
 
@@ -45,7 +53,7 @@ async def test_a_webapp_gets_its_children_becomes_ready_and_is_repaired(
     client: Client, namespace: str, install_crds: InstallCrds, run_operator: RunOperator
 ) -> None:
     await install_crds(webapp.DEFINITION)
-    async with run_operator(webapp.DEFINITION, namespaces=(namespace,)):
+    async with run_operator(webapp.DEFINITION, namespaces=(namespace,), rbac=True):
         await client.create(WEBAPPS, sample(), namespace)
         app = await ready(client, WEBAPPS, "hello", namespace)
         assert app["status"]["availableReplicas"] == 2
@@ -76,3 +84,18 @@ async def test_a_webapp_gets_its_children_becomes_ready_and_is_repaired(
 
         await wait_for(no_host, timeout=60, message="the Ingress still names a host")
         await ready(client, WEBAPPS, "hello", namespace)
+
+
+async def test_the_api_server_calls_the_webhook_to_refuse_and_to_warn(
+    client: Client, namespace: str, install_crds: InstallCrds, run_operator: RunOperator
+) -> None:
+    await install_crds(webapp.DEFINITION)
+    async with run_operator(webapp.DEFINITION, namespaces=(namespace,), webhooks=True):
+        with pytest.raises(Invalid, match="no pod could ever be evicted") as refused:
+            await client.create(WEBAPPS, sample("blocked", minAvailable=2), namespace)
+        assert 'admission webhook "vwebapp-v1.apps.example.com" denied the request' in str(refused.value)
+        created = await client.create(WEBAPPS, sample("moving", image="nginx"), namespace)
+        assert created["metadata"]["name"] == "moving"
+        # The schema itself refuses what the type refuses: the webhook never sees it.
+        with pytest.raises(Invalid, match=r"spec\.replicas"):
+            await client.create(WEBAPPS, sample("none", replicas=0), namespace)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +113,31 @@ async def test_an_operator_run_in_process_serves_its_webhooks_to_the_cluster(
             assert stored["metadata"]["annotations"][api.CONTAINER_PORT_ANNOTATION] == "11311"
         finally:
             await installed.uninstall()
+
+
+async def test_run_operator_with_webhooks_true_registers_its_own_and_takes_them_back(
+    client: Client, namespace: str, install_crds: InstallCrds, run_operator: RunOperator
+) -> None:
+    """webhooks=True: a certificate, a loopback port and registrations of the test's own,
+    judging the test's namespaces only, gone once the operator stops."""
+    await install_crds(PROJECT)
+
+    async def ours() -> list[dict[str, Any]]:
+        listed = await client.list(VALIDATING)
+        return [c for c in listed["items"] if c["metadata"]["name"].startswith("memop-test-")]
+
+    async with run_operator(memcached.DEFINITION, namespaces=[namespace], webhooks=True) as operator:
+        [configuration] = await ours()
+        [webhook] = configuration["webhooks"]
+        assert webhook["clientConfig"]["url"].startswith(operator.webhook_url)
+        within = {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]}
+        assert webhook["namespaceSelector"] == {"matchExpressions": [within]}
+        greedy = {
+            "apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": "greedy"},
+            "spec": {"resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}},
+        }  # fmt: skip
+        with pytest.raises(Invalid, match="denied the request"):
+            await client.create(api.MEMCACHEDS, greedy, namespace)
+    assert await ours() == []
+    conversion = (await client.get(CUSTOM_RESOURCE_DEFINITIONS, MEMCACHED_CRD))["spec"]["conversion"]
+    assert conversion == {"strategy": "None"}

@@ -37,6 +37,7 @@ from memop.runtime.leaderelection.lease import LeaderElectionConfig
 from memop.runtime.manager.manager import Manager, ManagerOptions
 from memop.runtime.sharding.membership import ShardingConfig
 from memop.runtime.webhook.server import WebhookServerOptions
+from memop.testing.loopbackwebhooks import LoopbackWebhooks
 from memop.testing.wait import WaitTimeout, wait_for
 
 # What install_crds and RunningOperator take: a project, one definition, or several.
@@ -262,7 +263,10 @@ class RunningOperator:
     ``namespaces`` limits the watches (empty: all namespaces). ``webhooks`` (the webhook server's
     options: a cert dir, ``port=0`` for a free one) serves the controllers' admission webhooks and
     conversions, at :attr:`webhook_url` once started; register them with
-    :func:`memop.testing.install_webhooks`.
+    :func:`memop.testing.install_webhooks`. ``webhooks=True`` does both for the test
+    (:mod:`memop.testing.loopbackwebhooks`): a certificate of its own, a free loopback port, and
+    the project's webhook configurations and conversions registered once it serves (judging only
+    ``namespaces``' objects when given), taken back when it stops.
     ``rbac`` runs the manager as the project's ServiceAccount with the RBAC its manifests grant
     (:mod:`memop.testing.operatorrbac`: applied by :meth:`start` with ``configuration``, an
     administrator's; the ClusterRole, or with ``namespaces`` a Role in each, and the
@@ -292,10 +296,12 @@ class RunningOperator:
         sharding: ShardingConfig | None = None,
         graceful_shutdown_timeout: float = 5.0,
         sync_timeout: float = 30.0,
-        webhooks: WebhookServerOptions | None = None,
+        webhooks: WebhookServerOptions | bool | None = None,
         rbac: bool = False,
     ) -> None:
         self.configuration = configuration
+        # The administrator's, kept for registering webhooks once rbac switched configuration.
+        self._admin_configuration = configuration
         self.definitions = controller_definitions(controllers)
         self.project = controllers if isinstance(controllers, Project) else None
         self.namespaces = tuple(namespaces)
@@ -305,7 +311,11 @@ class RunningOperator:
         self.sharding = sharding
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.sync_timeout = sync_timeout
-        self.webhooks = webhooks
+        self._loopback: LoopbackWebhooks | None = None
+        if webhooks is True:
+            self._loopback = LoopbackWebhooks()
+            webhooks = self._loopback.options
+        self.webhooks: WebhookServerOptions | None = webhooks or None
         self.rbac = rbac
         # (namespace, name) of the ServiceAccount the manager runs as, once started with rbac.
         self.service_account: tuple[str, str] | None = None
@@ -400,6 +410,21 @@ class RunningOperator:
             if task.done():
                 await self.stop()
                 self.check()
+        if self._loopback is not None:
+            try:
+                server = self.manager.webhook_server
+                await wait_for(
+                    lambda: server.port is not None or self._task is None or self._task.done(),
+                    timeout=self.sync_timeout,
+                    message="the webhook server did not start listening",
+                )
+                self.check()
+                project = self.project or Project("memop", "memop.dev", self.definitions)
+                url = self.webhook_url
+                await self._loopback.register(self._admin_configuration, project, url, self.namespaces)
+            except BaseException:
+                await self.stop()
+                raise
         return self
 
     def _on_exit(self, task: asyncio.Task[int]) -> None:
@@ -468,6 +493,8 @@ class RunningOperator:
             self._exited = True
         self._stop_requested = True
         self._interrupt = None
+        if self._loopback is not None:
+            await self._loopback.close()  # before the server stops: nothing is sent to it after
         self.stop_event.set()
         try:
             if self._task is not None:

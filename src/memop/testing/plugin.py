@@ -121,7 +121,7 @@ class RunOperator(Protocol):
         sharding: ShardingConfig | None = None,
         identity: str = "memop-test",
         graceful_shutdown_timeout: float = 5.0,
-        webhooks: WebhookServerOptions | None = None,
+        webhooks: WebhookServerOptions | bool | None = None,
         rbac: bool = False,
     ) -> RunningOperator: ...
 
