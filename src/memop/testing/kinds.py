@@ -2,10 +2,11 @@
 
 Each kind's module describes its kinds as :class:`~memop.testing.strategy.Kind` values (a
 ``ResourceType`` and a strategy); this module gathers kube-apiserver's built-in ones
-(:data:`BUILTIN_KINDS`) and the store installs them, then any extra kinds a test or
-``python -m memop.testing serve --extra-kinds`` adds. The store takes its kinds from here (of
-the kinds' modules it imports only builtins, for the Namespace lifecycle), and no kind's module
-imports the store (type annotations aside).
+(:data:`BUILTIN_KINDS`: :data:`FAITHFUL_KINDS` with hand-written strategies, the rest of
+v1.36's served generically by :mod:`memop.testing.generic`) and the store installs them, then
+any extra kinds a test or ``python -m memop.testing serve --extra-kinds`` adds. The store takes
+its kinds from here (of the kinds' modules it imports only builtins, for the Namespace
+lifecycle), and no kind's module imports the store (type annotations aside).
 
 Adding a kind the server lacks (an aggregated API such as ``metrics.k8s.io``, a built-in memop
 does not serve yet)::
@@ -31,12 +32,13 @@ from collections.abc import Iterable
 from memop.testing import autoscaling, batch, builtins, networking, quotas, scheduling, volumes, workloads
 from memop.testing.admissionregistration import MUTATING, VALIDATING, WebhookConfigurationStrategy
 from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
+from memop.testing.generic import generic_kinds
 from memop.testing.secrets import SECRETS, SecretStrategy
 from memop.testing.strategy import Kind
 
-# Every built-in kind, in the order the store installs them (a kind sharing a storage comes
-# after the one owning it).
-BUILTIN_KINDS: tuple[Kind, ...] = (
+# The built-in kinds with a hand-written strategy, in the order the store installs them (a kind
+# sharing a storage comes after the one owning it).
+FAITHFUL_KINDS: tuple[Kind, ...] = (
     *builtins.KINDS,
     Kind(SECRETS, SecretStrategy()),
     Kind(MUTATING, WebhookConfigurationStrategy()),
@@ -50,6 +52,9 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     *autoscaling.KINDS,
     *scheduling.KINDS,
 )
+# Every built-in kind: the faithful ones, then the rest of v1.36's served generically from their
+# OpenAPI schemas (memop.testing.generic).
+BUILTIN_KINDS: tuple[Kind, ...] = (*FAITHFUL_KINDS, *generic_kinds(k.rtype for k in FAITHFUL_KINDS))
 
 
 class KindSpecError(ValueError):

@@ -1,0 +1,182 @@
+"""The built-in kinds of kube-apiserver v1.36 that have no hand-written strategy, served
+generically from their OpenAPI v3 schemas (:mod:`memop.testing.builtinapi`).
+
+A :class:`GenericStrategy` gives such a kind what every built-in kind has: typed decoding
+(:mod:`memop.testing.typeddecode`: unknown fields dropped, a wrong type a 400 with Go's message,
+quantities and times in canonical form), the schema's defaults, a 422 for a missing required
+field that Go's validation reports (a string or an object; a required number or boolean is
+filled with Go's zero value, as the typed object serialises it), ``status`` as a subresource
+where v1.36 has one, field selectors on ``metadata.name`` and ``metadata.namespace``, and
+strategic merge patches (with ObjectMeta's merge keys only). Kind-specific defaulting and
+validation are not modelled: a kind operators create often gets a hand-written strategy
+instead, which takes precedence (:func:`generic_kinds` skips what is served already).
+
+Some built-in resources make no sense without a real backend; they are listed in discovery as
+v1.36 lists them but store nothing (:data:`LISTED_ONLY`, each with the reason), or are left out
+(:data:`NOT_SERVED`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from memop.testing import schema as structural_schema
+from memop.testing import typeddecode
+from memop.testing.builtinapi import BuiltinResource, builtin_resources
+from memop.testing.builtins import BuiltinStrategy
+from memop.testing.errors import DecodeError
+from memop.testing.objects import JsonDict, required
+from memop.testing.quantity import QuantityError
+from memop.testing.resources import ResourceType
+from memop.testing.schema import FieldError
+from memop.testing.strategy import Kind
+from memop.testing.times import TimeFormatError
+
+_TOP_LEVEL = frozenset(("apiVersion", "kind", "metadata"))
+_ZERO = {"integer": 0, "number": 0, "boolean": False}
+
+# Listed in discovery as v1.36 lists them, no objects stored: (group, plural) -> why.
+LISTED_ONLY_REASONS: Mapping[tuple[str, str], str] = {
+    ("", "bindings"): "create-only: binds a pod to a node, which only a scheduler does to a running pod",
+    ("", "componentstatuses"): "reports the health of live control-plane components; the server has none",
+    ("authentication.k8s.io", "tokenreviews"): "create-only and never stored: memop.testing.reviews answers",
+    (
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+    ): "create-only, never stored: memop.testing.reviews answers",
+    ("authentication.k8s.io", "selfsubjectreviews"): "create-only, computed by the authenticator",
+    ("authorization.k8s.io", "localsubjectaccessreviews"): "create-only, computed by the authorizer",
+    ("authorization.k8s.io", "selfsubjectaccessreviews"): "create-only, computed by the authorizer",
+    ("authorization.k8s.io", "selfsubjectrulesreviews"): "create-only, computed by the authorizer",
+}
+# Neither listed nor served: (group, version, plural) -> why.
+NOT_SERVED: Mapping[tuple[str, str, str], str] = {
+    ("autoscaling", "v1", "horizontalpodautoscalers"): (
+        "shares autoscaling/v2's storage through a lossy conversion (metrics kept in annotations) "
+        "that is not written; clients use v2, the preferred version"
+    ),
+}
+
+
+def _listed_only() -> tuple[ResourceType, ...]:
+    return tuple(
+        r.rtype
+        for r in builtin_resources().values()
+        if (r.rtype.group, r.rtype.plural) in LISTED_ONLY_REASONS
+    )
+
+
+LISTED_ONLY: tuple[ResourceType, ...] = _listed_only()
+
+
+class GenericStrategy(BuiltinStrategy):
+    """A built-in kind served from its OpenAPI v3 schema (read on its first write)."""
+
+    strategic_merge = True
+
+    def __init__(self, resource: BuiltinResource) -> None:
+        self._schema_name = resource.schema
+
+    @functools.cached_property
+    def _schema(self) -> dict[str, Any]:
+        return typeddecode.structural(self._schema_name)
+
+    @property
+    def generation(self) -> bool:  # type: ignore[override]  # from the schema, read lazily
+        """Kinds with a ``spec`` count its changes in ``metadata.generation``."""
+        return "spec" in (self._schema.get("properties") or {})
+
+    def _decoded(self, obj: JsonDict, rtype: ResourceType) -> tuple[JsonDict, list[str]]:
+        try:
+            return typeddecode.decode(self._schema, obj, _TOP_LEVEL)
+        except (typeddecode.TypedDecodeError, QuantityError, TimeFormatError) as error:
+            raise DecodeError(rtype.kind, rtype.version, str(error)) from None
+
+    def unknown_fields(self, obj: JsonDict, rtype: ResourceType) -> list[str]:
+        return self._decoded(obj, rtype)[1]
+
+    def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        decoded = self._decoded(obj, rtype)[0]
+        defaulted: JsonDict = structural_schema.apply_defaults(self._without_metadata(), decoded)
+        _fill_zero_values(self._schema, defaulted, top=True)
+        return defaulted
+
+    @functools.cached_property
+    def _schema_without_metadata(self) -> dict[str, Any]:
+        properties = {k: v for k, v in (self._schema.get("properties") or {}).items() if k not in _TOP_LEVEL}
+        return {**self._schema, "properties": properties}
+
+    def _without_metadata(self) -> dict[str, Any]:
+        # Defaulting leaves ObjectMeta to the store, as the decoding does.
+        return self._schema_without_metadata
+
+    def initial_status(self, obj: JsonDict) -> Any:
+        """What a typed object's status serialises as when a create's status is dropped."""
+        status_schema = (self._schema.get("properties") or {}).get("status")
+        if status_schema is None:
+            return None
+        status: Any = structural_schema.apply_defaults(status_schema, {})
+        _fill_zero_values(status_schema, status, top=False)
+        return status
+
+    def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        errors: list[FieldError] = []
+        _required_errors(self._schema, obj, "", errors, top=True)
+        return errors
+
+
+def _fill_zero_values(schema: Mapping[str, Any], value: Any, *, top: bool) -> None:
+    """Give missing required numbers and booleans Go's zero value, as a typed object serialises
+    a field without ``omitempty``."""
+    if isinstance(value, list):
+        for item in value:
+            _fill_zero_values(schema.get("items") or {}, item, top=False)
+        return
+    if not isinstance(value, dict) or "properties" not in schema:
+        return
+    properties = schema["properties"]
+    for name in schema.get("required") or ():
+        prop = properties.get(name) or {}
+        if name not in value and prop.get("type") in _ZERO and not prop.get("x-memop-go"):
+            value[name] = _ZERO[prop["type"]]
+    for key, item in value.items():
+        if key in properties and not (top and key in _TOP_LEVEL):
+            _fill_zero_values(properties[key], item, top=False)
+
+
+def _required_errors(
+    schema: Mapping[str, Any], value: Any, path: str, errors: list[FieldError], *, top: bool
+) -> None:
+    """A Required error for each missing required string or object (Go's validation reports
+    those; an empty list is valid where a field is a list)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _required_errors(schema.get("items") or {}, item, f"{path}[{i}]", errors, top=False)
+        return
+    if not isinstance(value, dict) or "properties" not in schema:
+        return
+    properties = schema["properties"]
+    for name in schema.get("required") or ():
+        prop = properties.get(name) or {}
+        if name in value or (top and name in _TOP_LEVEL):
+            continue
+        if prop.get("type") in ("string", "object") or "properties" in prop or prop.get("x-memop-go"):
+            errors.append(required(f"{path}.{name}" if path else name))
+    for key, item in value.items():
+        if key in properties and not (top and key in _TOP_LEVEL):
+            _required_errors(properties[key], item, f"{path}.{key}" if path else key, errors, top=False)
+
+
+def generic_kinds(served: Iterable[ResourceType]) -> tuple[Kind, ...]:
+    """A generic :class:`Kind` for every built-in resource of v1.36 not in ``served`` (the
+    hand-written kinds), :data:`LISTED_ONLY` or :data:`NOT_SERVED`."""
+    taken = {(r.group, r.version, r.plural) for r in served}
+    kinds = []
+    for key, resource in builtin_resources().items():
+        rtype = resource.rtype
+        if key in taken or key in NOT_SERVED or (rtype.group, rtype.plural) in LISTED_ONLY_REASONS:
+            continue
+        kinds.append(Kind(rtype, GenericStrategy(resource)))
+    return tuple(kinds)
