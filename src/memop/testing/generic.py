@@ -4,10 +4,10 @@ generically from their OpenAPI v3 schemas (:mod:`memop.testing.builtinapi`).
 A :class:`GenericStrategy` gives such a kind what every built-in kind has: typed decoding
 (:mod:`memop.testing.typeddecode`: unknown fields dropped, a wrong type a 400 with Go's message,
 quantities and times in canonical form), the schema's defaults, a 422 for a missing required
-field that Go's validation reports (a string or an object; a required number or boolean is
-filled with Go's zero value, as the typed object serialises it), ``status`` as a subresource
-where v1.36 has one, field selectors on ``metadata.name`` and ``metadata.namespace``, and
-strategic merge patches (with ObjectMeta's merge keys only). Kind-specific defaulting and
+field that Go's validation reports (an object, or a string missing or empty, outside
+``status``; a required number or boolean is filled with Go's zero value, as the typed object
+serialises it), ``status`` as a subresource where v1.36 has one, field selectors on
+``metadata.name`` and ``metadata.namespace``, and strategic merge patches (with ObjectMeta's merge keys only). Kind-specific defaulting and
 validation are not modelled: a kind operators create often gets a hand-written strategy
 instead, which takes precedence (:func:`generic_kinds` skips what is served already).
 
@@ -149,8 +149,8 @@ def _fill_zero_values(schema: Mapping[str, Any], value: Any, *, top: bool) -> No
 def _required_errors(
     schema: Mapping[str, Any], value: Any, path: str, errors: list[FieldError], *, top: bool
 ) -> None:
-    """A Required error for each missing required string or object (Go's validation reports
-    those; an empty list is valid where a field is a list)."""
+    """A Required error for each missing required object and each missing or empty required
+    string (Go's validation reports those; an empty list is valid where a field is a list)."""
     if isinstance(value, list):
         for i, item in enumerate(value):
             _required_errors(schema.get("items") or {}, item, f"{path}[{i}]", errors, top=False)
@@ -160,12 +160,18 @@ def _required_errors(
     properties = schema["properties"]
     for name in schema.get("required") or ():
         prop = properties.get(name) or {}
-        if name in value or (top and name in _TOP_LEVEL):
+        if top and name in _TOP_LEVEL:
             continue
-        if prop.get("type") in ("string", "object") or "properties" in prop or prop.get("x-memop-go"):
+        # Defaulting gave a required string Go's zero value (the schema's default ""), which
+        # is what Go's validation reports as missing.
+        missing = name not in value or (prop.get("type") == "string" and value[name] == "")
+        if missing and (
+            prop.get("type") in ("string", "object") or "properties" in prop or prop.get("x-memop-go")
+        ):
             errors.append(required(f"{path}.{name}" if path else name))
     for key, item in value.items():
-        if key in properties and not (top and key in _TOP_LEVEL):
+        # What the server's controllers write (status) is not validated field by field.
+        if key in properties and not (top and key in (*_TOP_LEVEL, "status")):
             _required_errors(properties[key], item, f"{path}.{key}" if path else key, errors, top=False)
 
 
