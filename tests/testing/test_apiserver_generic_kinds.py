@@ -229,6 +229,27 @@ async def test_patches_merge_and_a_patch_that_does_not_decode_is_a_422(http: Htt
         await http.delete(f"{STORAGE_CLASSES}/gen-smp")
 
 
+async def test_a_strategic_merge_patch_merges_lists_by_the_schemas_merge_key(http: Http) -> None:
+    path = "/apis/storage.k8s.io/v1/csinodes"
+    body = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": "gen-csinode"},
+        "spec": {"drivers": [{"name": "a.memop.test", "nodeID": "n1"}]},
+    }
+    assert (await http.post(path, body)).status == 201
+    try:
+        patch = {"spec": {"drivers": [{"name": "b.memop.test", "nodeID": "n2"}]}}
+        reply = await http.patch(
+            f"{path}/gen-csinode", patch, content_type="application/strategic-merge-patch+json"
+        )
+        assert reply.status == 200, reply.body
+        # CSINodeSpec.drivers: patchStrategy=merge, patchMergeKey=name.
+        assert [d["name"] for d in reply.body["spec"]["drivers"]] == ["b.memop.test", "a.memop.test"]
+    finally:
+        await http.delete(f"{path}/gen-csinode")
+
+
 def test_go_type_names() -> None:
     spec = typeddecode.structural("io.k8s.api.core.v1.PodSpec")
     properties = spec["properties"]

@@ -7,7 +7,8 @@ quantities and times in canonical form), the schema's defaults, a 422 for a miss
 field that Go's validation reports (an object, or a string missing or empty, outside
 ``status``; a required number or boolean is filled with Go's zero value, as the typed object
 serialises it), ``status`` as a subresource where v1.36 has one, field selectors on
-``metadata.name`` and ``metadata.namespace``, and strategic merge patches (with ObjectMeta's merge keys only). Kind-specific defaulting and
+``metadata.name`` and ``metadata.namespace``, and strategic merge patches (merge keys and
+strategies from the schema's ``x-kubernetes-patch-*``). Kind-specific defaulting and
 validation are not modelled: a kind operators create often gets a hand-written strategy
 instead, which takes precedence (:func:`generic_kinds` skips what is served already).
 
@@ -111,6 +112,9 @@ class GenericStrategy(BuiltinStrategy):
     def _without_metadata(self) -> dict[str, Any]:
         # Defaulting leaves ObjectMeta to the store, as the decoding does.
         return self._schema_without_metadata
+
+    def patch_schema(self) -> Mapping[str, Any] | None:
+        return self._schema
 
     def initial_status(self, obj: JsonDict) -> Any:
         """What a typed object's status serialises as when a create's status is dropped."""

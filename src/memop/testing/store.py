@@ -1186,7 +1186,9 @@ class Store:
             else:
                 if not isinstance(patch, dict):
                     raise bad_request("error decoding patch: a strategic merge patch must be a JSON object")
-                result = strategic_merge_patch(current, patch, rtype.kind)
+                result = strategic_merge_patch(
+                    current, patch, rtype.kind, served.storage.strategy.patch_schema()
+                )
         except PatchError:
             raise ApiError(
                 422, "Invalid", "the server rejected our request due to an error in our request", {}

@@ -108,6 +108,11 @@ class Strategy:
         """Paths of fields the kind does not know (for fieldValidation); empty when schemaless."""
         return []
 
+    def patch_schema(self) -> Mapping[str, Any] | None:
+        """The kind's resolved OpenAPI schema, whose ``x-kubernetes-patch-*`` extensions say how a
+        strategic merge patch merges its lists; None: :mod:`memop.testing.patch`'s tables."""
+        return None
+
     def scale_paths(self, rtype: ResourceType) -> tuple[str, str, str | None] | None:
         """(spec replicas, status replicas, label selector) dotted paths of the scale subresource;
         the selector path None means "render spec.selector". None: no scale subresource."""
