@@ -154,6 +154,26 @@ async def test_quantities_come_back_canonical(http: Http, namespace: str) -> Non
     assert "quantities must match the regular expression" in bad.body["message"]
 
 
+async def test_a_byte_field_must_be_base64(http: Http) -> None:
+    body: dict[str, Any] = {
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": "gen-bytes"},
+        "spec": {"request": "no!", "signerName": "memop.test/none"},
+    }
+    reply = await http.post(CSRS, body)
+    assert reply.status == 400
+    assert reply.body["message"] == (
+        'CertificateSigningRequest in version "v1" cannot be handled as a CertificateSigningRequest: '
+        "illegal base64 data at input byte 2"
+    )
+    body["spec"]["request"] = [102, 111, 111]  # encoding/json takes a []byte as a list of bytes too
+    created = await http.post(CSRS, body)
+    assert created.status == 201, created.body
+    assert created.body["spec"]["request"] == "Zm9v"
+    await http.delete(f"{CSRS}/gen-bytes")
+
+
 async def test_status_is_a_subresource_where_v1_36_has_one(http: Http) -> None:
     body = {
         "apiVersion": "certificates.k8s.io/v1",

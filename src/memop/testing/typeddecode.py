@@ -10,7 +10,8 @@ self-contained schema (references inlined; the Go types the decoder special-case
 - a value of the wrong JSON type fails with encoding/json's error, the first one in document
   order (``json: cannot unmarshal string into Go struct field StatefulSetSpec.spec.replicas of
   type int32``), an integer out of its Go type's range too;
-- a quantity comes back canonical (``1000m`` -> ``1``), a time in UTC, nulls are dropped.
+- a quantity comes back canonical (``1000m`` -> ``1``), a time in UTC, nulls are dropped;
+- a ``[]byte`` field must be standard base64 (or a JSON array of bytes, returned as base64).
 
 Not modelled: named string types (an enum field's type is reported as ``string`` where Go says
 ``v1.PersistentVolumeReclaimPolicy``), and ``omitempty``-less fields appearing with zero values
@@ -19,12 +20,14 @@ in what the server returns (only required numbers and booleans are filled in).
 
 from __future__ import annotations
 
+import base64
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from memop.testing import builtinapi, times
+from memop.testing.goencoding import Base64Error, std_decode
 from memop.testing.quantity import canonical as canonical_quantity
 
 Schema = dict[str, Any]
@@ -214,8 +217,10 @@ def _value(schema: Mapping[str, Any], value: Any, ctx: _Context) -> Any:
 def _scalar(schema: Mapping[str, Any], kind: Any, value: Any, ctx: _Context) -> Any:
     if kind == "integer":
         fmt = str(schema.get("format") or "int64")
-        bound = _INT_RANGES.get(fmt, 2**63)
-        if isinstance(value, int) and not isinstance(value, bool) and -bound <= value < bound:
+        low, high = (
+            (0, 256) if fmt == "uint8" else (-_INT_RANGES.get(fmt, 2**63), _INT_RANGES.get(fmt, 2**63))
+        )
+        if isinstance(value, int) and not isinstance(value, bool) and low <= value < high:
             return value
         raise ctx.type_error(value, fmt)
     if kind == "number":
@@ -226,9 +231,26 @@ def _scalar(schema: Mapping[str, Any], kind: Any, value: Any, ctx: _Context) -> 
         if isinstance(value, bool):
             return value
         raise ctx.type_error(value, "bool")
+    if kind == "string" and schema.get("format") == "byte":
+        return _bytes(value, ctx)
     if kind == "string" and not isinstance(value, str):
         raise ctx.type_error(value, "string")
     return value
+
+
+def _bytes(value: Any, ctx: _Context) -> str:
+    """A ``[]byte`` field: standard base64 (Go's decoder reports where it is not), or a JSON
+    array of bytes, which the typed object serialises back as base64."""
+    if isinstance(value, str):
+        try:
+            std_decode(value.encode("utf-8", "surrogatepass"))
+        except Base64Error as error:
+            raise TypedDecodeError(str(error)) from None
+        return value
+    if isinstance(value, list):
+        items = [_value({"type": "integer", "format": "uint8"}, item, ctx) for item in value]
+        return base64.b64encode(bytes(items)).decode()
+    raise ctx.type_error(value, "[]uint8")
 
 
 def _bare(schema: Mapping[str, Any], default: str) -> str:
