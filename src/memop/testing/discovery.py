@@ -129,6 +129,16 @@ def _subresources(rtype: ResourceType, scalable: Collection[ResourceType]) -> li
     return subs
 
 
+def _verbs_and_names(rtype: ResourceType, found: builtinapi.BuiltinResource | None) -> dict[str, Any]:
+    """A resource's verbs, short names and categories, as both discovery formats list them."""
+    doc: dict[str, Any] = {"verbs": list(found.verbs if found is not None else VERBS)}
+    if rtype.short_names:
+        doc["shortNames"] = list(rtype.short_names)
+    if rtype.categories:
+        doc["categories"] = list(rtype.categories)
+    return doc
+
+
 def _served_here(rtypes: list[ResourceType], group: str, version: str) -> list[ResourceType]:
     return sorted(
         (r for r in _listed(rtypes) if r.group == group and r.version == version), key=lambda r: r.plural
@@ -151,12 +161,8 @@ def resource_list(
             "singularName": rtype.singular,
             "namespaced": rtype.namespaced,
             "kind": rtype.kind,
-            "verbs": list(found.verbs if found is not None else VERBS),
+            **_verbs_and_names(rtype, found),
         }
-        if rtype.short_names:
-            doc["shortNames"] = list(rtype.short_names)
-        if rtype.categories:
-            doc["categories"] = list(rtype.categories)
         if found is not None and found.storage_version_hash:
             doc["storageVersionHash"] = found.storage_version_hash
         resources.append(doc)
@@ -213,12 +219,8 @@ def _aggregated_resource(rtype: ResourceType, scalable: Collection[ResourceType]
         "responseKind": kind,
         "scope": "Namespaced" if rtype.namespaced else "Cluster",
         "singularResource": rtype.singular,
-        "verbs": list(found.verbs if found is not None else VERBS),
+        **_verbs_and_names(rtype, found),
     }
-    if rtype.short_names:
-        doc["shortNames"] = list(rtype.short_names)
-    if rtype.categories:
-        doc["categories"] = list(rtype.categories)
     subs = [
         {
             "subresource": sub.name,

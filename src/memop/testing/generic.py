@@ -20,7 +20,7 @@ v1.36 lists them but store nothing (:data:`LISTED_ONLY`, each with the reason), 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from memop.testing import schema as structural_schema
@@ -101,7 +101,7 @@ class GenericStrategy(BuiltinStrategy):
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         decoded = self._decoded(obj, rtype)[0]
         defaulted: JsonDict = structural_schema.apply_defaults(self._without_metadata(), decoded)
-        _fill_zero_values(self._schema, defaulted, top=True)
+        _fill_zero_values(self._schema, defaulted)
         return defaulted
 
     @functools.cached_property
@@ -122,61 +122,57 @@ class GenericStrategy(BuiltinStrategy):
         if status_schema is None:
             return None
         status: Any = structural_schema.apply_defaults(status_schema, {})
-        _fill_zero_values(status_schema, status, top=False)
+        _fill_zero_values(status_schema, status)
         return status
 
     def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
-        errors: list[FieldError] = []
-        _required_errors(self._schema, obj, "", errors, top=True)
-        return errors
+        return _required_errors(self._schema, obj)
 
 
-def _fill_zero_values(schema: Mapping[str, Any], value: Any, *, top: bool) -> None:
-    """Give missing required numbers and booleans Go's zero value, as a typed object serialises
-    a field without ``omitempty``."""
-    if isinstance(value, list):
-        for item in value:
-            _fill_zero_values(schema.get("items") or {}, item, top=False)
-        return
-    if not isinstance(value, dict) or "properties" not in schema:
-        return
-    properties = schema["properties"]
-    for name in schema.get("required") or ():
-        prop = properties.get(name) or {}
-        if name not in value and prop.get("type") in _ZERO and not prop.get("x-memop-go"):
-            value[name] = _ZERO[prop["type"]]
-    for key, item in value.items():
-        if key in properties and not (top and key in _TOP_LEVEL):
-            _fill_zero_values(properties[key], item, top=False)
-
-
-def _required_errors(
-    schema: Mapping[str, Any], value: Any, path: str, errors: list[FieldError], *, top: bool
-) -> None:
-    """A Required error for each missing required object and each missing or empty required
-    string (Go's validation reports those; an empty list is valid where a field is a list)."""
+def _required_fields(
+    schema: Mapping[str, Any], value: Any, path: str = "", *, skip: frozenset[str] = _TOP_LEVEL
+) -> Iterator[tuple[dict[str, Any], str, str, Mapping[str, Any]]]:
+    """(object, its path, field name, field schema) for each required field of each object in
+    ``value``, but for the top-level fields in ``skip`` (ObjectMeta: the store's)."""
     if isinstance(value, list):
         for i, item in enumerate(value):
-            _required_errors(schema.get("items") or {}, item, f"{path}[{i}]", errors, top=False)
+            yield from _required_fields(schema.get("items") or {}, item, f"{path}[{i}]", skip=frozenset())
         return
     if not isinstance(value, dict) or "properties" not in schema:
         return
     properties = schema["properties"]
     for name in schema.get("required") or ():
-        prop = properties.get(name) or {}
-        if top and name in _TOP_LEVEL:
-            continue
+        if name not in skip:
+            yield value, path, name, properties.get(name) or {}
+    for key, item in list(value.items()):
+        if key in properties and key not in skip:
+            yield from _required_fields(
+                properties[key], item, f"{path}.{key}" if path else key, skip=frozenset()
+            )
+
+
+def _fill_zero_values(schema: Mapping[str, Any], value: Any) -> None:
+    """Give missing required numbers and booleans Go's zero value, as a typed object serialises
+    a field without ``omitempty``."""
+    for obj, _, name, prop in _required_fields(schema, value):
+        if name not in obj and prop.get("type") in _ZERO and not prop.get("x-memop-go"):
+            obj[name] = _ZERO[prop["type"]]
+
+
+def _required_errors(schema: Mapping[str, Any], value: Any) -> list[FieldError]:
+    """A Required error for each missing required object and each missing or empty required
+    string (Go's validation reports those; an empty list is valid where a field is a list)."""
+    errors = []
+    # What the server's controllers write (status) is not validated field by field.
+    for obj, path, name, prop in _required_fields(schema, value, skip=_TOP_LEVEL | {"status"}):
         # Defaulting gave a required string Go's zero value (the schema's default ""), which
         # is what Go's validation reports as missing.
-        missing = name not in value or (prop.get("type") == "string" and value[name] == "")
+        missing = name not in obj or (prop.get("type") == "string" and obj[name] == "")
         if missing and (
             prop.get("type") in ("string", "object") or "properties" in prop or prop.get("x-memop-go")
         ):
             errors.append(required(f"{path}.{name}" if path else name))
-    for key, item in value.items():
-        # What the server's controllers write (status) is not validated field by field.
-        if key in properties and not (top and key in (*_TOP_LEVEL, "status")):
-            _required_errors(properties[key], item, f"{path}.{key}" if path else key, errors, top=False)
+    return errors
 
 
 def generic_kinds(served: Iterable[ResourceType]) -> tuple[Kind, ...]:
