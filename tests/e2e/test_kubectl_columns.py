@@ -267,6 +267,26 @@ CREATED = ["NAME", "CREATED AT"]
 # kubectl get RESOURCE: the header, and the header with -o wide.
 ADMISSION = "admissionregistration.k8s.io"
 WEBHOOKS = ["NAME", "WEBHOOKS", "AGE"]
+WORKLOAD_WIDE = ["CONTAINERS", "IMAGES", "SELECTOR"]
+DAEMONSET = ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"]
+JOB = ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+CRONJOB = ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"]
+CLAIM = [
+    "NAME",
+    "STATUS",
+    "VOLUME",
+    "CAPACITY",
+    "ACCESS MODES",
+    "STORAGECLASS",
+    "VOLUMEATTRIBUTESCLASS",
+    "AGE",
+]
+VOLUME = ["NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS"]
+VOLUME += ["VOLUMEATTRIBUTESCLASS", "REASON", "AGE"]
+HPA = ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+PRIORITY = ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+INGRESS = ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"]
+INGRESS_CLASS = ["NAME", "CONTROLLER", "PARAMETERS", "AGE"]
 HEADERS: dict[str, tuple[list[str], list[str]]] = {
     "configmaps": (["NAME", "DATA", "AGE"], ["NAME", "DATA", "AGE"]),
     "secrets": (["NAME", "TYPE", "DATA", "AGE"], ["NAME", "TYPE", "DATA", "AGE"]),
@@ -284,7 +304,27 @@ HEADERS: dict[str, tuple[list[str], list[str]]] = {
     "customresourcedefinitions.apiextensions.k8s.io": (CREATED, CREATED),
     f"validatingwebhookconfigurations.{ADMISSION}": (WEBHOOKS, WEBHOOKS),
     f"mutatingwebhookconfigurations.{ADMISSION}": (WEBHOOKS, WEBHOOKS),
+    # kube-apiserver v1.36's print handlers (pkg/printers/internalversion/printers.go).
+    "statefulsets.apps": (["NAME", "READY", "AGE"], ["NAME", "READY", "AGE", *WORKLOAD_WIDE[:2]]),
+    "daemonsets.apps": (DAEMONSET, [*DAEMONSET, *WORKLOAD_WIDE]),
+    "jobs.batch": (JOB, [*JOB, *WORKLOAD_WIDE]),
+    "cronjobs.batch": (CRONJOB, [*CRONJOB, *WORKLOAD_WIDE]),
+    "persistentvolumeclaims": (CLAIM, [*CLAIM, "VOLUMEMODE"]),
+    "persistentvolumes": (VOLUME, [*VOLUME, "VOLUMEMODE"]),
+    "resourcequotas": (["NAME", "REQUEST", "LIMIT", "AGE"], ["NAME", "REQUEST", "LIMIT", "AGE"]),
+    "limitranges": (CREATED, CREATED),
+    "horizontalpodautoscalers.autoscaling": (HPA, HPA),
+    "priorityclasses.scheduling.k8s.io": (PRIORITY, PRIORITY),
+    "ingresses.networking.k8s.io": (INGRESS, INGRESS),
+    "ingressclasses.networking.k8s.io": (INGRESS_CLASS, INGRESS_CLASS),
+    "networkpolicies.networking.k8s.io": (["NAME", "POD-SELECTOR", "AGE"], ["NAME", "POD-SELECTOR", "AGE"]),
 }
+# Cluster-scoped kinds whose object a test names after itself (a real cluster is shared).
+CLUSTER_SCOPED = (
+    "persistentvolumes",
+    "priorityclasses.scheduling.k8s.io",
+    "ingressclasses.networking.k8s.io",
+)
 
 
 def manifests(namespace: str, cluster_name: str) -> list[dict[str, Any]]:
@@ -362,6 +402,116 @@ def manifests(namespace: str, cluster_name: str) -> list[dict[str, Any]]:
             "roleRef": ref,
             "subjects": subjects,
         },
+        *workloads(meta, pod_spec),
+        *storage_and_policy(meta, cluster_name),
+    ]
+
+
+def workloads(meta: dict[str, Any], pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """A StatefulSet of no pods, a DaemonSet for no node, a suspended Job and CronJob."""
+    selector = {"matchLabels": {"app": "one"}}
+    template = {"metadata": {"labels": {"app": "one"}}, "spec": pod_spec}
+    nowhere = {**template, "spec": {**pod_spec, "nodeSelector": {"memop-test": "no-such-node"}}}
+    job_template = {"spec": {**pod_spec, "restartPolicy": "Never"}}
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": meta,
+            "spec": {"replicas": 0, "serviceName": "one", "selector": selector, "template": template},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": meta,
+            "spec": {"selector": selector, "template": nowhere},
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": meta,
+            "spec": {"suspend": True, "template": job_template},
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": meta,
+            "spec": {
+                "schedule": "0 0 1 1 *",
+                "suspend": True,
+                "jobTemplate": {"spec": {"template": job_template}},
+            },
+        },
+    ]
+
+
+def storage_and_policy(meta: dict[str, Any], cluster_name: str) -> list[dict[str, Any]]:
+    """A claim and a volume bound to nothing, a quota, a limit range, an autoscaler, a priority
+    class, an Ingress and its class, a NetworkPolicy."""
+    cluster_meta = {"name": cluster_name}
+    size = {"storage": "1Gi"}
+    modes = ["ReadWriteOnce"]
+    backend = {"service": {"name": "one", "port": {"number": 80}}}
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "one"}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": meta,
+            "spec": {
+                "accessModes": modes,
+                "resources": {"requests": size},
+                "storageClassName": "memop-test-none",
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": cluster_meta,
+            "spec": {
+                "capacity": size,
+                "accessModes": modes,
+                "storageClassName": "memop-test-none",
+                "hostPath": {"path": f"/tmp/{cluster_name}"},
+            },
+        },
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta, "spec": {"hard": {"pods": "10"}}},
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": meta,
+            "spec": {"limits": [{"type": "Container", "default": {"cpu": "100m"}}]},
+        },
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": meta,
+            "spec": {"scaleTargetRef": target, "minReplicas": 1, "maxReplicas": 2},
+        },
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": cluster_meta,
+            "value": 1000,
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": meta,
+            "spec": {"defaultBackend": backend},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "IngressClass",
+            "metadata": cluster_meta,
+            "spec": {"controller": "example.com/memop-test-none"},
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": meta,
+            "spec": {"podSelector": {}},
+        },
     ]
 
 
@@ -384,6 +534,7 @@ async def test_the_header_of_every_kind(
         names[f"validatingwebhookconfigurations.{ADMISSION}"] = cluster_name
         names[f"mutatingwebhookconfigurations.{ADMISSION}"] = cluster_name
         names["customresourcedefinitions.apiextensions.k8s.io"] = f"{MEMCACHEDS.plural}.{MEMCACHEDS.group}"
+        names.update(dict.fromkeys(CLUSTER_SCOPED, cluster_name))
         for resource, (header, wide) in HEADERS.items():
             args = [resource, names.get(resource, "one"), "-n", namespace]
             shown, rows = parse(await kubectl(kubeconfig, "get", *args))
