@@ -21,7 +21,9 @@ the pytest plugin's ``memop_extra_kinds`` fixture, or name it on the command lin
 ``--extra-kinds my.module:NODE_METRICS``. A kind without a strategy of its own behaves as a
 custom resource without a schema; subclass :class:`~memop.testing.strategy.Strategy` for
 defaulting, validation, selectable fields and the like. Extra kinds are served by every verb,
-listed in discovery and printed with the default table columns (Name, Created At).
+listed in discovery and printed with the default table columns (Name, Created At). An extra
+kind may replace a built-in one that is served generically (a StorageClass with a strategy of
+the test's), not one with a hand-written strategy.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from memop.testing import autoscaling, batch, builtins, networking, quotas, sche
 from memop.testing.admissionregistration import MUTATING, VALIDATING, WebhookConfigurationStrategy
 from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
 from memop.testing.generic import generic_kinds
+from memop.testing.resources import ResourceType
 from memop.testing.secrets import SECRETS, SecretStrategy
 from memop.testing.strategy import Kind
 
@@ -80,14 +83,27 @@ def load_kinds(spec: str) -> tuple[Kind, ...]:
     return kinds
 
 
+def _key(rtype: ResourceType) -> tuple[str, str, str]:
+    return (rtype.group, rtype.version, rtype.plural)
+
+
 def check_extra_kinds(extra: Iterable[Kind]) -> tuple[Kind, ...]:
-    """``extra`` as a tuple; ValueError when one names a resource already served (built in or
-    added twice), which would silently replace it."""
+    """``extra`` as a tuple; ValueError when one names a resource already served by a
+    hand-written strategy (or added twice), which would silently replace it. A built-in kind
+    served generically may be replaced: that is how a test gives it a strategy of its own."""
     kinds = tuple(extra)
-    seen = {(k.rtype.group, k.rtype.version, k.rtype.plural) for k in BUILTIN_KINDS}
+    seen = {_key(k.rtype) for k in FAITHFUL_KINDS}
     for kind in kinds:
-        key = (kind.rtype.group, kind.rtype.version, kind.rtype.plural)
+        key = _key(kind.rtype)
         if key in seen:
             raise ValueError(f"the API server already serves {kind.rtype}")
         seen.add(key)
     return kinds
+
+
+def served_kinds(extra: Iterable[Kind]) -> tuple[Kind, ...]:
+    """What the store installs: the built-in kinds, those ``extra`` replaces left out, then
+    ``extra`` (checked by :func:`check_extra_kinds`)."""
+    added = check_extra_kinds(extra)
+    replaced = {_key(k.rtype) for k in added}
+    return (*(k for k in BUILTIN_KINDS if _key(k.rtype) not in replaced), *added)
