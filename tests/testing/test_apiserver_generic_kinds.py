@@ -201,6 +201,18 @@ async def test_status_is_a_subresource_where_v1_36_has_one(http: Http) -> None:
     await http.delete(f"{CSRS}/gen-status")
 
 
+async def test_an_update_without_a_resource_version_is_unconditional(http: Http) -> None:
+    assert (await http.post(STORAGE_CLASSES, _storage_class("gen-put"))).status == 201
+    try:
+        reply = await http.put(
+            f"{STORAGE_CLASSES}/gen-put", _storage_class("gen-put", reclaimPolicy="Retain")
+        )
+        assert reply.status == 200, reply.body
+        assert reply.body["mountOptions"] == ["ro"]
+    finally:
+        await http.delete(f"{STORAGE_CLASSES}/gen-put")
+
+
 async def test_field_selectors_on_name_and_namespace(http: Http, namespace: str) -> None:
     for name in ("gen-a", "gen-b"):
         assert (await http.post(STORAGE_CLASSES, _storage_class(name))).status == 201

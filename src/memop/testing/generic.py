@@ -76,6 +76,9 @@ class GenericStrategy(BuiltinStrategy):
     """A built-in kind served from its OpenAPI v3 schema (read on its first write)."""
 
     strategic_merge = True
+    # What nearly every built-in strategy's AllowUnconditionalUpdate says (a Lease's does not,
+    # and Lease is hand-written).
+    unconditional_update = True
 
     def __init__(self, resource: BuiltinResource) -> None:
         self._schema_name = resource.schema
