@@ -204,9 +204,7 @@ async def test_status_is_a_subresource_where_v1_36_has_one(http: Http) -> None:
 async def test_an_update_without_a_resource_version_is_unconditional(http: Http) -> None:
     assert (await http.post(STORAGE_CLASSES, _storage_class("gen-put"))).status == 201
     try:
-        reply = await http.put(
-            f"{STORAGE_CLASSES}/gen-put", _storage_class("gen-put", reclaimPolicy="Retain")
-        )
+        reply = await http.put(f"{STORAGE_CLASSES}/gen-put", _storage_class("gen-put", mountOptions=["ro"]))
         assert reply.status == 200, reply.body
         assert reply.body["mountOptions"] == ["ro"]
     finally:
