@@ -11,7 +11,10 @@ default since v1.24), which this script keeps:
   (apidiscovery.k8s.io/v2), GA versions only, as the test data the server's discovery is
   compared with;
 - ``src/memop/testing/data/builtin-discovery.json``: per built-in resource what discovery lists
-  (kind, singular, scope, verbs, short names, categories, subresources, storage version hash);
+  (kind, singular, scope, verbs, short names, categories, subresources, storage version hash),
+  and what its registry (``pkg/registry/<group>/<resource>/``) says of writes: whether its
+  strategy sets ``Generation = 1``, allows unconditional updates and create on update, and
+  whether its storage returns the deleted object;
 - ``src/memop/testing/data/builtin-schemas.json.gz``: the OpenAPI v3 component schemas the
   built-in kinds' objects are made of (descriptions dropped), for generic serving.
 
@@ -94,6 +97,37 @@ def _reachable(schemas: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return out
 
 
+# Registry directories not named after the resource's singular name (or that without its "s").
+_REGISTRY_DIRS = {("certificates.k8s.io", "certificatesigningrequests"): "certificates/certificates"}
+
+
+def _first_return(source: str, method: str) -> bool | None:
+    """What the first ``func (...) <method>() bool`` in ``source`` returns (the main strategy's;
+    status strategies embed it or come after it)."""
+    found = re.search(method + r"\(\) bool \{\s*return (true|false)", source)
+    return None if found is None else found.group(1) == "true"
+
+
+def _registry(tree: Path, group: str, plural: str, singular: str) -> dict[str, bool]:
+    """The write traits of a resource's registry (its strategy.go and storage/storage.go)."""
+    roots = [tree / "pkg" / "registry", tree / "staging/src/k8s.io/kube-aggregator/pkg/registry"]
+    names = {singular, singular.removesuffix("s")}
+    alias = _REGISTRY_DIRS.get((group, plural))
+    dirs = [roots[0] / alias] if alias else [d for r in roots for d in r.glob("**/*") if d.name in names]
+    dirs = [d for d in dirs if (d / "strategy.go").is_file()]
+    if len(dirs) != 1:
+        return {}
+    strategy = (dirs[0] / "strategy.go").read_text()
+    storage_file = dirs[0] / "storage" / "storage.go"
+    storage = storage_file.read_text() if storage_file.is_file() else ""
+    return {
+        "generation": "Generation = 1" in strategy,
+        "unconditionalUpdate": bool(_first_return(strategy, "AllowUnconditionalUpdate")),
+        "createOnUpdate": bool(_first_return(strategy, "AllowCreateOnUpdate")),
+        "returnDeletedObject": re.search(r"ReturnDeletedObject:\s*true", storage) is not None,
+    }
+
+
 def main(tree: Path, version: str, repo: Path) -> None:
     discovery = tree / "api" / "discovery"
     legacy = _legacy_documents(discovery)
@@ -133,6 +167,7 @@ def main(tree: Path, version: str, repo: Path) -> None:
                 "storageVersionHash": res.get("storageVersionHash", ""),
                 "subresources": subresources,
                 "schema": roots.get((group, gv_version, res["kind"]), ""),
+                "registry": _registry(tree, group, res["name"], res["singularName"]),
             }
             resources.append(entry)
     data = repo / "src" / "memop" / "testing" / "data"

@@ -185,19 +185,18 @@ async def test_status_is_a_subresource_where_v1_36_has_one(http: Http) -> None:
     created = await http.post(CSRS, body)
     assert created.status == 201, created.body
     assert created.body["status"] == {}  # a client's status is dropped on create
-    assert created.body["metadata"]["generation"] == 1
+    assert "generation" not in created.body["metadata"]  # its registry keeps none
     obj = created.body
     obj["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "Test"}]}
     updated = await http.put(f"{CSRS}/gen-status/status", obj)
     assert updated.status == 200, updated.body
     assert updated.body["status"]["conditions"][0]["type"] == "Approved"
-    assert updated.body["metadata"]["generation"] == 1
     main = dict(updated.body, status={})
     main["spec"] = dict(main["spec"], signerName="memop.test/other")
     again = await http.put(f"{CSRS}/gen-status", main)
     assert again.status == 200, again.body
     assert again.body["status"]["conditions"][0]["type"] == "Approved"  # the main resource keeps status
-    assert again.body["metadata"]["generation"] == 2
+    assert again.body["spec"]["signerName"] == "memop.test/other"
     await http.delete(f"{CSRS}/gen-status")
 
 
@@ -209,6 +208,32 @@ async def test_an_update_without_a_resource_version_is_unconditional(http: Http)
         assert reply.body["mountOptions"] == ["ro"]
     finally:
         await http.delete(f"{STORAGE_CLASSES}/gen-put")
+
+
+async def test_generation_and_delete_answers_follow_the_kinds_registry(http: Http) -> None:
+    """As pkg/registry of v1.36 has it: a DeviceClass counts generations and its DELETE answers
+    with the object; a StorageClass answers with the object and keeps no generation; an
+    IPAddress does neither."""
+    classes = "/apis/resource.k8s.io/v1/deviceclasses"
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gen-dc"}}
+    created = await http.post(classes, {**device_class, "spec": {}})
+    assert created.body["metadata"]["generation"] == 1
+    changed = await http.put(
+        f"{classes}/gen-dc", {**created.body, "spec": {"selectors": [{"cel": {"expression": "true"}}]}}
+    )
+    assert changed.body["metadata"]["generation"] == 2
+    deleted = await http.delete(f"{classes}/gen-dc")
+    assert (deleted.status, deleted.body["kind"]) == (200, "DeviceClass")
+    assert (await http.post(STORAGE_CLASSES, _storage_class("gen-del"))).body["metadata"].get(
+        "generation"
+    ) is None
+    assert (await http.delete(f"{STORAGE_CLASSES}/gen-del")).body["kind"] == "StorageClass"
+    addresses = "/apis/networking.k8s.io/v1/ipaddresses"
+    address = {"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress", "metadata": {"name": "10.9.8.7"}}
+    ref = {"group": "", "resource": "services", "name": "s", "namespace": "default"}
+    assert (await http.post(addresses, {**address, "spec": {"parentRef": ref}})).status == 201
+    gone = await http.delete(f"{addresses}/10.9.8.7")
+    assert (gone.body["kind"], gone.body["status"]) == ("Status", "Success")
 
 
 async def test_field_selectors_on_name_and_namespace(http: Http, namespace: str) -> None:

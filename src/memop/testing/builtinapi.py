@@ -2,7 +2,9 @@
 
 ``data/builtin-discovery.json`` lists every built-in resource a v1.36 server with the default
 feature gates serves (GA versions): its kind, singular name, scope, verbs, short names,
-categories, subresources and storage version hash, as its discovery documents list them.
+categories, subresources and storage version hash, as its discovery documents list them, and
+what its registry says of writes (generation, unconditional updates, create on update, the
+deleted object returned).
 ``data/builtin-schemas.json.gz`` holds the OpenAPI v3 component schemas of their objects. Both
 are extracted from the v1.36.2 source tree by ``bench/extract_builtin_api.py`` (the files say
 where from). The discovery table is read on first use (about 40 kB); the schemas only when a
@@ -43,6 +45,10 @@ class BuiltinResource:
     subresources: tuple[Subresource, ...]
     storage_version_hash: str
     schema: str  # the name of its object's OpenAPI component schema
+    # What its registry's strategy and storage say of writes (pkg/registry/<group>/<resource>):
+    # generation, unconditionalUpdate, createOnUpdate, returnDeletedObject. Empty for the
+    # resources that store nothing.
+    registry: Mapping[str, bool]
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -70,7 +76,12 @@ def _resource(entry: Mapping[str, Any]) -> BuiltinResource:
         categories=tuple(entry["categories"]),
     )
     return BuiltinResource(
-        rtype, tuple(entry["verbs"]), subresources, entry["storageVersionHash"], entry["schema"]
+        rtype,
+        tuple(entry["verbs"]),
+        subresources,
+        entry["storageVersionHash"],
+        entry["schema"],
+        dict(entry["registry"]),
     )
 
 

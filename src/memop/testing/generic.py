@@ -7,8 +7,10 @@ quantities and times in canonical form), the schema's defaults, a 422 for a miss
 field that Go's validation reports (an object, or a string missing or empty, outside
 ``status``; a required number or boolean is filled with Go's zero value, as the typed object
 serialises it), ``status`` as a subresource where v1.36 has one, field selectors on
-``metadata.name`` and ``metadata.namespace``, and strategic merge patches (merge keys and
-strategies from the schema's ``x-kubernetes-patch-*``). Kind-specific defaulting and
+``metadata.name`` and ``metadata.namespace``, strategic merge patches (merge keys and
+strategies from the schema's ``x-kubernetes-patch-*``), and what the kind's registry says of
+writes (``metadata.generation``, unconditional updates, create on update, the deleted object
+returned: extracted from its ``pkg/registry`` sources). Kind-specific defaulting and
 validation are not modelled: a kind operators create often gets a hand-written strategy
 instead, which takes precedence (:func:`generic_kinds` skips what is served already).
 
@@ -76,21 +78,18 @@ class GenericStrategy(BuiltinStrategy):
     """A built-in kind served from its OpenAPI v3 schema (read on its first write)."""
 
     strategic_merge = True
-    # What nearly every built-in strategy's AllowUnconditionalUpdate says (a Lease's does not,
-    # and Lease is hand-written).
-    unconditional_update = True
 
     def __init__(self, resource: BuiltinResource) -> None:
         self._schema_name = resource.schema
+        # As its registry in kube-apiserver v1.36 does (pkg/registry/<group>/<resource>).
+        self.generation = resource.registry.get("generation", False)
+        self.unconditional_update = resource.registry.get("unconditionalUpdate", True)
+        self.create_on_update = resource.registry.get("createOnUpdate", False)
+        self.return_deleted_object = resource.registry.get("returnDeletedObject", False)
 
     @functools.cached_property
     def _schema(self) -> dict[str, Any]:
         return typeddecode.structural(self._schema_name)
-
-    @property
-    def generation(self) -> bool:  # type: ignore[override]  # from the schema, read lazily
-        """Kinds with a ``spec`` count its changes in ``metadata.generation``."""
-        return "spec" in (self._schema.get("properties") or {})
 
     def _decoded(self, obj: JsonDict, rtype: ResourceType) -> tuple[JsonDict, list[str]]:
         try:
