@@ -262,6 +262,44 @@ async def test_field_selectors_on_name_and_namespace(http: Http, namespace: str)
     assert [item["metadata"]["name"] for item in everywhere.body["items"]] == ["s"]
 
 
+async def test_the_field_labels_of_a_kinds_conversion(http: Http) -> None:
+    """A CSR selects on spec.signerName (certificates/v1's field-label conversion) and words an
+    unknown label as core/v1 does; a ResourceSlice's conversion names its kind."""
+    body: dict[str, Any] = {
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "spec": {"request": "Zm9v"},
+    }
+    for name, signer in (("gen-sign-a", "memop.test/a"), ("gen-sign-b", "memop.test/b")):
+        created = await http.post(
+            CSRS, {**body, "metadata": {"name": name}, "spec": {**body["spec"], "signerName": signer}}
+        )
+        assert created.status == 201, created.body
+    try:
+        listed = await http.get(CSRS, query={"fieldSelector": "spec.signerName=memop.test/b"})
+        assert [item["metadata"]["name"] for item in listed.body["items"]] == ["gen-sign-b"]
+        bad = await http.get(CSRS, query={"fieldSelector": "spec.usages=x"})
+        assert (bad.status, bad.body["message"]) == (400, "field label not supported: spec.usages")
+    finally:
+        for name in ("gen-sign-a", "gen-sign-b"):
+            await http.delete(f"{CSRS}/{name}")
+    slices = await http.get("/apis/resource.k8s.io/v1/resourceslices", query={"fieldSelector": "spec.pool=x"})
+    assert slices.body["message"] == (
+        "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: spec.pool"
+    )
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gen-node"}}
+    assert (await http.post("/api/v1/nodes", node)).status == 201
+    try:
+        # An absent spec.unschedulable reads as Go's false, as NodeToSelectableFields formats it.
+        for value, names in (("false", ["gen-node"]), ("true", [])):
+            nodes = await http.get("/api/v1/nodes", query={"fieldSelector": f"spec.unschedulable={value}"})
+            assert [
+                n["metadata"]["name"] for n in nodes.body["items"] if n["metadata"]["name"] == "gen-node"
+            ] == names
+    finally:
+        await http.delete("/api/v1/nodes/gen-node")
+
+
 async def test_patches_merge_and_a_patch_that_does_not_decode_is_a_422(http: Http) -> None:
     assert (await http.post(STORAGE_CLASSES, _storage_class("gen-smp", parameters={"a": "1"}))).status == 201
     try:

@@ -1,18 +1,23 @@
 """The built-in kinds of kube-apiserver v1.36 that have no hand-written strategy, served
 generically from their OpenAPI v3 schemas (:mod:`memop.testing.builtinapi`).
 
-A :class:`GenericStrategy` gives such a kind what every built-in kind has: typed decoding
-(:mod:`memop.testing.typeddecode`: unknown fields dropped, a wrong type a 400 with Go's message,
-quantities and times in canonical form), the schema's defaults, a 422 for a missing required
-field that Go's validation reports (an object, or a string missing or empty, outside
-``status``; a required number or boolean is filled with Go's zero value, as the typed object
-serialises it), ``status`` as a subresource where v1.36 has one, field selectors on
-``metadata.name`` and ``metadata.namespace``, strategic merge patches (merge keys and
-strategies from the schema's ``x-kubernetes-patch-*``), and what the kind's registry says of
-writes (``metadata.generation``, unconditional updates, create on update, the deleted object
-returned: extracted from its ``pkg/registry`` sources). Kind-specific defaulting and
-validation are not modelled: a kind operators create often gets a hand-written strategy
-instead, which takes precedence (:func:`generic_kinds` skips what is served already).
+A :class:`GenericStrategy` gives such a kind what every built-in kind has:
+
+- typed decoding (:mod:`memop.testing.typeddecode`): unknown fields dropped, a wrong type a 400
+  with Go's message, quantities and times in canonical form; then the schema's defaults;
+- a 422 for a missing required field that Go's validation reports (an object, or a string
+  missing or empty, outside ``status``); a required number or boolean gets Go's zero value, as
+  the typed object serialises it;
+- ``status`` as a subresource where v1.36 has one;
+- field selectors on ``metadata.name`` and ``metadata.namespace``, and the fields its
+  field-label conversion adds (a Node's ``spec.unschedulable``, a CSR's ``spec.signerName``);
+- strategic merge patches, merge keys and strategies from the schema's ``x-kubernetes-patch-*``;
+- what its registry says of writes (``metadata.generation``, unconditional updates, create on
+  update, the deleted object returned), extracted from its ``pkg/registry`` sources.
+
+Kind-specific defaulting and validation are not modelled: a kind operators create often gets a
+hand-written strategy instead, which takes precedence (:func:`generic_kinds` skips what is
+served already).
 
 Some built-in resources make no sense without a real backend; they are listed in discovery as
 v1.36 lists them but store nothing (:data:`LISTED_ONLY`, each with the reason), or are left out
@@ -63,6 +68,21 @@ NOT_SERVED: Mapping[tuple[str, str, str], str] = {
 }
 
 
+# The field labels beyond metadata.name/namespace that the generic kinds' field-label conversion
+# functions accept (pkg/apis/<group>/v1/conversion.go of v1.36.2), each with what it reads when
+# the field is absent (the Go zero value its registry's GetAttrs formats), and how the
+# conversion words an unknown label ("core": "field label not supported: <label>").
+_FIELD_LABELS: Mapping[tuple[str, str], tuple[Mapping[str, str], str]] = {
+    ("", "Node"): ({"spec.unschedulable": "false"}, "core"),
+    ("", "ReplicationController"): ({"status.replicas": "0"}, "core"),
+    ("certificates.k8s.io", "CertificateSigningRequest"): ({"spec.signerName": ""}, "core"),
+    ("resource.k8s.io", "ResourceSlice"): (
+        {"spec.nodeName": "", "spec.driver": ""},
+        "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: {label}",
+    ),
+}
+
+
 def _listed_only() -> tuple[ResourceType, ...]:
     return tuple(
         r.rtype
@@ -81,6 +101,9 @@ class GenericStrategy(BuiltinStrategy):
 
     def __init__(self, resource: BuiltinResource) -> None:
         self._schema_name = resource.schema
+        labels, wording = _FIELD_LABELS.get((resource.rtype.group, resource.rtype.kind), ({}, ""))
+        self._field_labels, self._label_wording = labels, wording
+        self.core_field_labels = wording == "core"
         # As its registry in kube-apiserver v1.36 does (pkg/registry/<group>/<resource>).
         self.generation = resource.registry.get("generation", False)
         self.unconditional_update = resource.registry.get("unconditionalUpdate", True)
@@ -114,6 +137,16 @@ class GenericStrategy(BuiltinStrategy):
     def _without_metadata(self) -> dict[str, Any]:
         # Defaulting leaves ObjectMeta to the store, as the decoding does.
         return self._schema_without_metadata
+
+    def field_labels(self) -> Mapping[str, str]:
+        return {label: label for label in self._field_labels}
+
+    def field_label_defaults(self) -> Mapping[str, str]:
+        return self._field_labels
+
+    def unsupported_field_label(self, label: str) -> str | None:
+        wording = self._label_wording
+        return wording.format(label=label) if wording and wording != "core" else None
 
     def patch_schema(self) -> Mapping[str, Any] | None:
         return self._schema

@@ -56,6 +56,11 @@ class Strategy:
         """Extra selectable field labels beyond metadata.name/namespace, mapped to dotted paths."""
         return {}
 
+    def unsupported_field_label(self, label: str) -> str | None:
+        """The message of the 400 for a field label the kind does not know, where its
+        field-label conversion words it its own way (None: the usual wording)."""
+        return None
+
     def field_label_defaults(self) -> Mapping[str, str]:
         """What a field label reads when its path is absent (a Job's ``status.successful`` is
         ``strconv.Itoa`` of a zero int: "0"); "" for labels not listed."""
@@ -281,6 +286,9 @@ class FieldSelector:
 
 
 def unsupported_field_label(label: str, strategy: Strategy) -> ApiError:
+    worded = strategy.unsupported_field_label(label)
+    if worded is not None:
+        return bad_request(worded)
     if strategy.core_field_labels:
         return bad_request(f"field label not supported: {label}")
     return bad_request(f'"{label}" is not a known field selector: only "metadata.name", "metadata.namespace"')
