@@ -280,6 +280,9 @@ async def test_the_field_labels_of_a_kinds_conversion(http: Http) -> None:
         assert [item["metadata"]["name"] for item in listed.body["items"]] == ["gen-sign-b"]
         bad = await http.get(CSRS, query={"fieldSelector": "spec.usages=x"})
         assert (bad.status, bad.body["message"]) == (400, "field label not supported: spec.usages")
+        # The conversion lists no metadata.namespace: a cluster-scoped CSR has none to select on.
+        no_namespace = await http.get(CSRS, query={"fieldSelector": "metadata.namespace=x"})
+        assert no_namespace.body["message"] == "field label not supported: metadata.namespace"
     finally:
         for name in ("gen-sign-a", "gen-sign-b"):
             await http.delete(f"{CSRS}/{name}")

@@ -71,7 +71,8 @@ NOT_SERVED: Mapping[tuple[str, str, str], str] = {
 # The field labels beyond metadata.name/namespace that the generic kinds' field-label conversion
 # functions accept (pkg/apis/<group>/v1/conversion.go of v1.36.2), each with what it reads when
 # the field is absent (the Go zero value its registry's GetAttrs formats), and how the
-# conversion words an unknown label ("core": "field label not supported: <label>").
+# conversion words an unknown label ("core": "field label not supported: <label>"). None of
+# these conversions accepts metadata.namespace but the ReplicationController's.
 _FIELD_LABELS: Mapping[tuple[str, str], tuple[Mapping[str, str], str]] = {
     ("", "Node"): ({"spec.unschedulable": "false"}, "core"),
     ("", "ReplicationController"): ({"status.replicas": "0"}, "core"),
@@ -104,6 +105,7 @@ class GenericStrategy(BuiltinStrategy):
         labels, wording = _FIELD_LABELS.get((resource.rtype.group, resource.rtype.kind), ({}, ""))
         self._field_labels, self._label_wording = labels, wording
         self.core_field_labels = wording == "core"
+        self.namespace_field_label = not wording or resource.rtype.namespaced
         # As its registry in kube-apiserver v1.36 does (pkg/registry/<group>/<resource>).
         self.generation = resource.registry.get("generation", False)
         self.unconditional_update = resource.registry.get("unconditionalUpdate", True)

@@ -44,6 +44,9 @@ class Strategy:
     # Built-in core/v1 kinds with registered field-label conversions word unknown field labels
     # differently from everything else (apimachinery's default conversion).
     core_field_labels = False
+    # Whether metadata.namespace is a field label (a field-label conversion of a cluster-scoped
+    # kind, a Node's, may leave it out).
+    namespace_field_label = True
     # Built-in kinds are typed in the real server: list items carry no kind/apiVersion.
     builtin = False
     # Fields of the kind's typed object that are metav1.Time / metav1.MicroTime (paths of keys,
@@ -258,7 +261,8 @@ class FieldSelector:
         requirements = parse_field_selector(text)
         labels = dict(strategy.field_labels())
         labels["metadata.name"] = "metadata.name"
-        labels["metadata.namespace"] = "metadata.namespace"
+        if strategy.namespace_field_label:
+            labels["metadata.namespace"] = "metadata.namespace"
         paths: dict[str, str] = {}
         for req in requirements:
             path = labels.get(req.field)
