@@ -73,9 +73,10 @@ def version_priority(version: str) -> tuple[int, int, int, str]:
 
 
 def _listed(rtypes: list[ResourceType]) -> list[ResourceType]:
-    """The served types plus the built-in resources listed without being stored."""
-    served = set(rtypes)
-    return [*rtypes, *(r for r in LISTED_ONLY if r not in served)]
+    """The served types plus the built-in resources listed without being stored (unless a
+    kind now serves one of them)."""
+    served = {(r.group, r.version, r.plural) for r in rtypes}
+    return [*rtypes, *(r for r in LISTED_ONLY if (r.group, r.version, r.plural) not in served)]
 
 
 def _groups(rtypes: list[ResourceType]) -> dict[str, list[str]]:
