@@ -3,7 +3,7 @@ there are such pages), so a snippet that no longer works fails the suite.
 
 One test per session (a section's blocks, or the blocks a ``session=`` mark joins), run by
 :mod:`snippets_runner`; one skipped test per block marked ``skip``, with its reason. How blocks
-are marked: :mod:`snippets_markdown` and the README's Development section. The runner itself is
+are marked: :mod:`snippets_markdown` and docs/development.md. The runner itself is
 tested here on small documents of its own: a block that fails fails its test.
 """
 
@@ -188,7 +188,7 @@ async def test_a_background_block_runs_beside_the_next_and_stops_with_its_sectio
 
 
 async def test_a_pytest_block_is_a_test_module(tmp_path: Path) -> None:
-    # The passing case is the README's own (Testing your operator).
+    # The passing case is the docs' own (docs/getting-started/first-operator.md).
     with pytest.raises(SnippetFailed, match="1 failed"):
         await run_session(
             parse("<!-- memop-docs: pytest -->\n```python\ndef test_it():\n    assert 0\n```\n"), tmp_path

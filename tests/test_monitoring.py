@@ -1,4 +1,4 @@
-"""The Grafana dashboard and the PrometheusRule (memop.manifests.monitoring): the README's rules,
+"""The Grafana dashboard and the PrometheusRule (memop.manifests.monitoring): the documentation's rules,
 the names a project gives them, promtool's parse of every expression, and a ``promtool test
 rules`` unit test (manifests/ holding the generated files is tests/test_manifests.py's).
 
@@ -79,9 +79,9 @@ def every_expression() -> list[str]:
 # --- the files' contents ---------------------------------------------------------------------------
 
 
-def test_the_readmes_example_alert_rules_are_the_manifests() -> None:
-    readme = (REPO / "README.md").read_text()
-    block = readme.split("Example alert rules", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_docs_example_alert_rules_are_the_manifests() -> None:
+    page = (REPO / "docs/how-to/monitoring.md").read_text()
+    block = page.split("Example alert rules", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert yaml.safe_load(block) == {"groups": monitoring.rule_groups(MEMOP)}
     committed = list(yaml.safe_load_all((MANIFESTS / "prometheus/rules.yaml").read_text()))
     assert committed == [monitoring.prometheus_rule(MEMOP)]

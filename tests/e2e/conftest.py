@@ -42,8 +42,10 @@ async def client(client: Client, install_crds: InstallCrds) -> Client:
 async def operator(
     run_operator: RunOperator, client: Client, namespace: str
 ) -> AsyncIterator[RunningOperator]:
-    """memop's Memcached controller running in-process, watching the test's namespace."""
-    async with run_operator(memcached.DEFINITION, namespaces=[namespace]) as running:
+    """memop's Memcached controller running in-process, watching the test's namespace, as its
+    ServiceAccount with the RBAC its manifests grant there (a request they do not grant fails
+    with the API server's 403)."""
+    async with run_operator(memcached.DEFINITION, namespaces=[namespace], rbac=True) as running:
         yield running
 
 

@@ -40,7 +40,10 @@ POD_SPEC: dict[str, Any] = {
 async def operator(kube: Kube, client: Client, namespace: str) -> AsyncIterator[RunningOperator]:
     """memop running only the mypod controller, watching the test's namespace."""
     await install_crd(client, crd())
-    running = RunningOperator(kube.configuration, namespaces=[namespace], controllers=mypod.DEFINITION)
+    # As its ServiceAccount with the RBAC its manifests grant: a request they lack is a 403.
+    running = RunningOperator(
+        kube.configuration, namespaces=[namespace], controllers=mypod.DEFINITION, rbac=True
+    )
     await running.start()
     yield running
     await running.stop()

@@ -36,7 +36,10 @@ TIMEOUT = 30
 async def operator(kube: Kube, client: Client, namespace: str) -> AsyncIterator[RunningOperator]:
     """memop running the podset controller only, watching the test's namespace."""
     await install_crd(client, crd())
-    running = RunningOperator(kube.configuration, namespaces=[namespace], controllers=podset.DEFINITION)
+    # As its ServiceAccount with the RBAC its manifests grant: a request they lack is a 403.
+    running = RunningOperator(
+        kube.configuration, namespaces=[namespace], controllers=podset.DEFINITION, rbac=True
+    )
     await running.start()
     yield running
     await running.stop()

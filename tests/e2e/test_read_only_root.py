@@ -19,7 +19,7 @@ import pytest
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
-from memop.runtime.client.resources import DEPLOYMENTS
+from memop.runtime.client.resources import CLUSTER_ROLE_BINDINGS, DEPLOYMENTS, SERVICE_ACCOUNTS
 from memop.testing.envtest import Kube
 from memop.testing.memcached import memcached_manifest
 from memop.testing.process import MemopProcess, _flag_variables
@@ -179,9 +179,18 @@ async def test_the_in_cluster_config_needs_no_writable_filesystem(
 ) -> None:
     certificates = kube.fake.certificates
     assert certificates is not None
+    # A ServiceAccount that may list namespaces (view, cluster-wide), and a token of it: the
+    # server authenticates it as a cluster does.
+    await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": "reader"}}, namespace)
+    view = {
+        "metadata": {"name": f"reader-{namespace}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+    }
+    await client.create(CLUSTER_ROLE_BINDINGS, view)
     sa = tmp_path / "serviceaccount"
     sa.mkdir()
-    (sa / "token").write_text("a-service-account-token")
+    (sa / "token").write_text(kube.fake.service_account_token(namespace, "reader"))
     (sa / "ca.crt").write_bytes(certificates.ca_pem)
     (sa / "namespace").write_text(namespace)
     before = sorted(tmp_path.rglob("*"))

@@ -452,6 +452,48 @@ OBJECTS: dict[tuple[str, str], dict[str, Any]] = {
         },
         "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
     },
+    # What kubectl create token, auth whoami and auth can-i send.
+    ("authentication.k8s.io/v1", "TokenRequest"): {
+        "metadata": META,
+        "spec": {
+            "audiences": ["https://kubernetes.default.svc.cluster.local"],
+            "expirationSeconds": 600,
+            "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web", "uid": "1234"},
+        },
+        "status": {"token": "", "expirationTimestamp": None},
+    },
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): {
+        "metadata": META,
+        "status": {"userInfo": {"username": "alice", "uid": "1", "groups": ["devs"]}},
+    },
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): {
+        "metadata": META,
+        "spec": {
+            "resourceAttributes": {
+                "namespace": "team",
+                "verb": "update",
+                "group": "apps",
+                "version": "v1",
+                "resource": "deployments",
+                "subresource": "scale",
+                "name": "web",
+            },
+            "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+        },
+        "status": {"allowed": False, "reason": "no"},
+    },
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): {
+        "metadata": META,
+        "spec": {"namespace": "team"},
+        "status": {
+            "resourceRules": [
+                {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["p"]}
+            ],
+            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/metrics"]}],
+            "incomplete": False,
+            "evaluationError": "e",
+        },
+    },
     ("networking.k8s.io/v1", "Ingress"): {
         "metadata": META,
         "spec": {

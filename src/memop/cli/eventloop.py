@@ -3,7 +3,7 @@
 Nearly all of an operator's CPU on a real cluster is bytes moving: requests and watch streams
 over TLS through aiohttp and the event loop. uvloop (libuv, and its TLS protocol compiled
 rather than asyncio's pure-Python ``sslproto``) runs the same requests with about a quarter
-fewer instructions (README, Performance). It is a dependency wherever it has wheels (Linux and
+fewer instructions (docs/performance). It is a dependency wherever it has wheels (Linux and
 macOS); elsewhere (Windows, PyPy) memop runs on asyncio's own loop, unchanged.
 
 ``--event-loop`` chooses: ``auto`` (uvloop when importable), ``uvloop`` (refuse to start

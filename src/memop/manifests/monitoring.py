@@ -4,7 +4,7 @@
   in ``manifests/grafana`` puts it in a ConfigMap labelled ``grafana_dashboard: "1"``, which the
   Grafana sidecar of kube-prometheus-stack loads);
 - ``manifests/prometheus/rules.yaml``: a PrometheusRule with :func:`alert_rules` (memop's are
-  the README's example alert rules: a test keeps the README's block equal to them).
+  the example alert rules of docs/how-to/monitoring.md: a test keeps that block equal to them).
 
 Every expression names only metrics a running memop exports (a test scrapes one with leader
 election and one with ``--sharding``), with controller-runtime's names (and memop's own
@@ -40,7 +40,7 @@ def alert_prefix(target: Target) -> str:
 
 
 def alert_rules(target: Target) -> list[dict[str, Any]]:
-    """The alert rules on the project's metrics (memop's are the README's example alert rules)."""
+    """The alert rules on the project's metrics (memop's: docs/how-to/monitoring.md's example)."""
     name, prefix = target.name, alert_prefix(target)
     return [
         {

@@ -1,8 +1,8 @@
 """The generic controller runtime: client, watches, cache, workqueue, controllers, manager.
 
 Nothing in this package knows about an operator; controllers are built on top of it. The
-names exported here are the public, supported surface for writing a controller (the README's
-"Writing a controller" walks through one); everything else in the submodules may change.
+names exported here are the public, supported surface for writing a controller (the docs'
+"PodSet: a controller by hand" walks through one); everything else in the submodules may change.
 
 Declaring a controller:
 

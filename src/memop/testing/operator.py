@@ -263,6 +263,13 @@ class RunningOperator:
     options: a cert dir, ``port=0`` for a free one) serves the controllers' admission webhooks and
     conversions, at :attr:`webhook_url` once started; register them with
     :func:`memop.testing.install_webhooks`.
+    ``rbac`` runs the manager as the project's ServiceAccount with the RBAC its manifests grant
+    (:mod:`memop.testing.operatorrbac`: applied by :meth:`start` with ``configuration``, an
+    administrator's; the ClusterRole, or with ``namespaces`` a Role in each, and the
+    leader-election or ``--sharding`` roles in the project's namespace, so a Lease elsewhere is
+    refused), so a request the manifests do not grant fails with the API server's 403, as it
+    would once installed. Without a project, the definitions are installed as project
+    ``memop``.
     The manager's user agent is ``<project>-test/<identity>`` (``memop-test`` without a project).
 
     Use it as ``async with RunningOperator(...) as operator:`` (started and cache synced on
@@ -286,6 +293,7 @@ class RunningOperator:
         graceful_shutdown_timeout: float = 5.0,
         sync_timeout: float = 30.0,
         webhooks: WebhookServerOptions | None = None,
+        rbac: bool = False,
     ) -> None:
         self.configuration = configuration
         self.definitions = controller_definitions(controllers)
@@ -298,6 +306,9 @@ class RunningOperator:
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.sync_timeout = sync_timeout
         self.webhooks = webhooks
+        self.rbac = rbac
+        # (namespace, name) of the ServiceAccount the manager runs as, once started with rbac.
+        self.service_account: tuple[str, str] | None = None
         self.stop_event = asyncio.Event()
         self.exit_code: int | None = None
         self.logs = LogTail()
@@ -335,6 +346,8 @@ class RunningOperator:
         __tracebackhide__ = True  # pytest shows the test's line, not these frames
         if self._task is not None:
             raise RuntimeError("this RunningOperator was already started")
+        if self.rbac and self.service_account is None:
+            await self._run_as_service_account()
         self.logs.attach()
         self._api = ApiClient(self.configuration)
         try:
@@ -466,6 +479,24 @@ class RunningOperator:
         finally:
             await self._release()
         return self.exit_code
+
+    async def _run_as_service_account(self) -> None:
+        """Install the project's RBAC (as the administrator ``configuration`` is) and switch to a
+        token of its ServiceAccount (memop.testing.operatorrbac)."""
+        # Imported here: the manifests are only needed by operators run with their RBAC.
+        from memop.testing.operatorrbac import (  # noqa: PLC0415
+            install_operator_rbac,
+            service_account_configuration,
+        )
+
+        project = self.project or Project("memop", "memop.dev", self.definitions)
+        async with ApiClient(self.configuration) as api:
+            admin = Client(api, user_agent="memop-rbac-install")
+            account = await install_operator_rbac(
+                admin, project, namespaces=self.namespaces, sharding=self.sharding is not None
+            )
+        self.configuration = await service_account_configuration(self.configuration, *account)
+        self.service_account = account
 
     async def _release(self) -> None:
         self.logs.detach()

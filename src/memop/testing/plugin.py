@@ -37,7 +37,10 @@ for the fixtures; ``-p no:memop`` switches the plugin off. Fixtures (all functio
   say) the test fails at once with the exit code and the manager's last log lines
   (:class:`~memop.testing.operator.OperatorExited`): from the ``async with`` line when it
   happens while starting, else the block is interrupted where it waits. Operators started
-  otherwise are stopped after the test, which fails then if one had exited.
+  otherwise are stopped after the test, which fails then if one had exited. With
+  ``rbac=True`` the manager runs as the project's ServiceAccount with the RBAC its manifests
+  grant (applied first, on either cluster), so a permission they lack fails the test with the
+  API server's 403 message; without it, it runs as the test's administrator.
 
 Also, in every test, "nothing edits a cached object": the plugin sets ``MEMOP_CHECK_CACHE=1``
 (unless the environment sets it), so every memop cache fingerprints what it stores, and a test
@@ -119,6 +122,7 @@ class RunOperator(Protocol):
         identity: str = "memop-test",
         graceful_shutdown_timeout: float = 5.0,
         webhooks: WebhookServerOptions | None = None,
+        rbac: bool = False,
     ) -> RunningOperator: ...
 
 

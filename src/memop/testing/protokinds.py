@@ -849,6 +849,131 @@ PRIORITY_CLASS = message(
 )
 
 RBAC = "rbac.authorization.k8s.io/v1"
+# --- k8s.io/api/authentication/v1 and authorization/v1: what kubectl create token, auth whoami
+# and auth can-i (--list) send ----------------------------------------------------------------------------
+
+TOKEN_REQUEST = message(
+    "TokenRequest",
+    F(1, "metadata", OBJECT_META),
+    F(
+        2,
+        "spec",
+        message(
+            "TokenRequestSpec",
+            F(1, "audiences", STRING, LIST | ALWAYS),
+            F(4, "expirationSeconds", INT, POINTER),
+            F(
+                3,
+                "boundObjectRef",
+                message(
+                    "BoundObjectReference",
+                    F(1, "kind", STRING),
+                    F(2, "apiVersion", STRING),
+                    F(3, "name", STRING),
+                    F(4, "uid", STRING),
+                ),
+                POINTER,
+            ),
+        ),
+        ALWAYS,
+    ),
+    F(
+        3,
+        "status",
+        message(
+            "TokenRequestStatus", F(1, "token", STRING, ALWAYS), F(2, "expirationTimestamp", TIME, ALWAYS)
+        ),
+    ),
+)
+SELF_SUBJECT_REVIEW = message(
+    "SelfSubjectReview",
+    F(1, "metadata", OBJECT_META),
+    F(
+        2,
+        "status",
+        message(
+            "SelfSubjectReviewStatus",
+            F(
+                1,
+                "userInfo",
+                message(
+                    "UserInfo", F(1, "username", STRING), F(2, "uid", STRING), F(3, "groups", STRING, LIST)
+                ),
+            ),
+        ),
+    ),
+)
+_ACCESS_REVIEW_STATUS = message(
+    "SubjectAccessReviewStatus",
+    F(1, "allowed", BOOL, ALWAYS),
+    F(4, "denied", BOOL),
+    F(2, "reason", STRING),
+    F(3, "evaluationError", STRING),
+)
+_RESOURCE_ATTRIBUTES = message(
+    "ResourceAttributes",
+    F(1, "namespace", STRING),
+    F(2, "verb", STRING),
+    F(3, "group", STRING),
+    F(4, "version", STRING),
+    F(5, "resource", STRING),
+    F(6, "subresource", STRING),
+    F(7, "name", STRING),
+)
+_NON_RESOURCE_ATTRIBUTES = message("NonResourceAttributes", F(1, "path", STRING), F(2, "verb", STRING))
+SELF_SUBJECT_ACCESS_REVIEW = message(
+    "SelfSubjectAccessReview",
+    F(1, "metadata", OBJECT_META),
+    F(
+        2,
+        "spec",
+        message(
+            "SelfSubjectAccessReviewSpec",
+            F(1, "resourceAttributes", _RESOURCE_ATTRIBUTES, POINTER),
+            F(2, "nonResourceAttributes", _NON_RESOURCE_ATTRIBUTES, POINTER),
+        ),
+        ALWAYS,
+    ),
+    F(3, "status", _ACCESS_REVIEW_STATUS),
+)
+
+SELF_SUBJECT_RULES_REVIEW = message(
+    "SelfSubjectRulesReview",
+    F(1, "metadata", OBJECT_META),
+    F(2, "spec", message("SelfSubjectRulesReviewSpec", F(1, "namespace", STRING)), ALWAYS),
+    F(
+        3,
+        "status",
+        message(
+            "SubjectRulesReviewStatus",
+            F(
+                1,
+                "resourceRules",
+                message(
+                    "ResourceRule",
+                    F(1, "verbs", STRING, LIST | ALWAYS),
+                    F(2, "apiGroups", STRING, LIST),
+                    F(3, "resources", STRING, LIST),
+                    F(4, "resourceNames", STRING, LIST),
+                ),
+                LIST | ALWAYS,
+            ),
+            F(
+                2,
+                "nonResourceRules",
+                message(
+                    "NonResourceRule",
+                    F(1, "verbs", STRING, LIST | ALWAYS),
+                    F(2, "nonResourceURLs", STRING, LIST),
+                ),
+                LIST | ALWAYS,
+            ),
+            F(3, "incomplete", BOOL, ALWAYS),
+            F(4, "evaluationError", STRING),
+        ),
+    ),
+)
+
 KINDS: Mapping[tuple[str, str], Message] = {
     ("v1", "Namespace"): NAMESPACE,
     ("v1", "ConfigMap"): CONFIG_MAP,
@@ -866,4 +991,8 @@ KINDS: Mapping[tuple[str, str], Message] = {
     ("batch/v1", "CronJob"): CRON_JOB,
     ("v1", "ResourceQuota"): RESOURCE_QUOTA,
     ("scheduling.k8s.io/v1", "PriorityClass"): PRIORITY_CLASS,
+    ("authentication.k8s.io/v1", "TokenRequest"): TOKEN_REQUEST,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): SELF_SUBJECT_REVIEW,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SELF_SUBJECT_ACCESS_REVIEW,
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): SELF_SUBJECT_RULES_REVIEW,
 }

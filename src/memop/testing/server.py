@@ -4,7 +4,9 @@ memop (through kubernetes_asyncio) and kubectl talk to it over real HTTP. It ser
 verbs, watches, discovery and health endpoints with kube-apiserver's status codes and bodies,
 logs every request (:attr:`ApiServer.log`) and lets tests inject faults (:attr:`ApiServer.faults`,
 :meth:`drop_watches`, :meth:`silence_watches`, :meth:`compact`, :meth:`expire_watches`,
-:meth:`restart`).
+:meth:`restart`). Every request is authenticated and authorized as kube-apiserver does it
+(:mod:`memop.testing.auth`, :attr:`ApiServer.auth`): the kubeconfig's token is an administrator's,
+ServiceAccount tokens and RBAC act for everyone else, with kube-apiserver's 401 and 403.
 
 Lifecycle: :meth:`start` binds (port 0 picks a free one, kept across :meth:`restart`),
 :meth:`stop` closes every connection and awaits every task the server started. The bookmark
@@ -45,6 +47,8 @@ from multidict import CIMultiDict
 from memop.runtime.util.clock import Clock, RealClock
 from memop.testing import discovery, featuregates, openapi, protobuf, tables
 from memop.testing.admissionwebhooks import Admission, AdmissionPending, Attributes, Webhooks
+from memop.testing.auth.authn import ADMIN_TOKEN, UserInfo
+from memop.testing.auth.filters import USER_KEY, Auth
 from memop.testing.controllers.common import ControllerLimits
 from memop.testing.controllers.rootca import PLACEHOLDER_CA, RootCAPublisher
 from memop.testing.conversionwebhooks import ConversionPending, WatchCaches, conversion_of
@@ -75,14 +79,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_WATCH_TIMEOUT = 1800.0  # kube-apiserver's --min-request-timeout
-TOKEN = "memop-test-token"
+TOKEN = ADMIN_TOKEN  # the test client's: an administrator (memop.testing.auth.authn)
 _JSON = "application/json"
 _T = TypeVar("_T")
-# The user a request without a token of Reviews.add_token is taken for (admission's userInfo).
-DEFAULT_USER: dict[str, Any] = {
-    "username": "memop-test",
-    "groups": ["system:masters", "system:authenticated"],
-}
 _MAX_PASSES = 16  # store runs of one request (each resolves an admission point or a conversion)
 
 
@@ -156,7 +155,9 @@ class ApiServer:
         self._clock: Clock = clock or RealClock()
         self.store = Store(history_size=history_size, clock=self._clock, extra_kinds=extra_kinds)
         self.faults = Faults()
-        self.reviews = Reviews()
+        # Authentication, RBAC and the review APIs (memop.testing.auth).
+        self.auth = Auth(self.store, self._clock, insecure=not tls)
+        self.reviews = Reviews(self.auth)
         self.log = RequestLog()
         self.audit_log = Path(audit_log) if audit_log is not None else None
         self._audit: AuditLogWriter | None = None
@@ -193,6 +194,7 @@ class ApiServer:
             raise RuntimeError("the server is already started")
         if self.audit_log is not None and self._audit is None:
             self._audit = AuditLogWriter(self.audit_log)
+        await self.auth.start()
         if self.publish_root_ca:
             # Before listening: the namespaces that exist have their kube-root-ca.crt by the
             # first request.
@@ -215,6 +217,7 @@ class ApiServer:
 
     async def stop(self) -> None:
         """Close every connection and stop every task the server started."""
+        await self.auth.stop()
         if self.root_ca is not None:
             await self.root_ca.stop()
             self.root_ca = None
@@ -319,8 +322,8 @@ class ApiServer:
         return count
 
     def kubeconfig(self) -> dict[str, Any]:
-        """A kubeconfig for this server (a dummy bearer token, the CA with ``tls``, current
-        context set)."""
+        """A kubeconfig for this server (the administrator's bearer token, the CA with ``tls``,
+        current context set)."""
         cluster: dict[str, str] = {"server": self.url}
         if self.certificates is not None:
             cluster["certificate-authority-data"] = base64.b64encode(self.certificates.ca_pem).decode()
@@ -342,11 +345,13 @@ class ApiServer:
     def write_kubeconfig(self, path: str | Path) -> None:
         Path(path).write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
 
-    def client_configuration(self) -> Configuration:
-        """A kubernetes_asyncio Configuration pointing at this server."""
+    def client_configuration(self, token: str = TOKEN) -> Configuration:
+        """A kubernetes_asyncio Configuration pointing at this server, authenticating with
+        ``token``: the administrator's by default, or one of :meth:`Reviews.add_token` or of a
+        ServiceAccount (:meth:`service_account_token`)."""
         configuration = Configuration()
         configuration.host = self.url
-        configuration.api_key = {"BearerToken": f"Bearer {TOKEN}"}  # what load_kube_config sets
+        configuration.api_key = {"BearerToken": f"Bearer {token}"}  # what load_kube_config sets
         if self.certificates is not None:
             if self._ca_file is None:
                 # ssl loads a CA only from a file; removed on stop.
@@ -356,6 +361,16 @@ class ApiServer:
                 self._ca_file = Path(name)
             configuration.ssl_ca_cert = str(self._ca_file)
         return configuration
+
+    def service_account_token(self, namespace: str, name: str, *, expiration: int = 3600) -> str:
+        """A token of the ServiceAccount ``namespace/name`` (which must exist: KeyError
+        otherwise), as its ``token`` subresource issues, valid ``expiration`` seconds."""
+        storage = self.store.storage_for("", "serviceaccounts")
+        entry = storage.get(namespace, name) if storage is not None else None
+        if entry is None:
+            raise KeyError(f"no ServiceAccount {namespace}/{name}")
+        uid = str(entry.obj["metadata"]["uid"])
+        return self.auth.authenticator.mint(namespace, name, uid, expiration=expiration).token
 
     # --- webhooks -------------------------------------------------------------------------------------
 
@@ -402,14 +417,13 @@ class ApiServer:
         for key in ("fieldManager", "fieldValidation"):
             if query.get(key):
                 options[key] = query[key]
-        token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        user = self.reviews.tokens.get(token) or DEFAULT_USER
+        user: UserInfo = request[USER_KEY]
         attrs = Attributes(
             operation="",
             subresource=info.subresource,
             namespace=namespace or "",
             name=name,
-            user=dict(user),
+            user=user.to_json(),
             dry_run=dry_run,
             options=options,
         )
@@ -475,13 +489,18 @@ class ApiServer:
             if failure is not None:
                 status = failure.code
                 return _json_response(_dumps(failure.status()), failure.code, failure.headers or None)
+            user = request[USER_KEY] = self.auth.authenticate(request.headers)
+            self.auth.authorize(user, info, request.query)
             if not info.resource_request:
                 response = self._non_resource(request)
             elif info.verb == "watch":
                 logged = True
                 return await self._watch(request, info, user_agent, started)
             elif (info.group, info.resource) in REVIEW_RESOURCES and info.verb == "create":
-                answer = self.reviews.answer(info.group, await self._body(request))
+                answer = self.reviews.answer(info, await self._body(request), user)
+                response = _json_response(_dumps(answer), 201)
+            elif (info.resource, info.subresource, info.verb) == ("serviceaccounts", "token", "create"):
+                answer = self.auth.token_request(info, await self._body(request))
                 response = _json_response(_dumps(answer), 201)
             else:
                 response = await self._resource(request, info, user_agent)
@@ -616,6 +635,7 @@ class ApiServer:
             body = await self._body(request)
             admission = self._admission(request, info, namespace, dry_run, body)
             copies = admission is not None or served.webhook_conversion
+            guarded = self.auth.guard(request[USER_KEY], info, admission)
 
             def create() -> Entry:
                 warnings.clear()
@@ -627,7 +647,7 @@ class ApiServer:
                     dry_run=dry_run,
                     field_validation=validation,
                     warnings=warnings,
-                    admission=admission,
+                    admission=guarded,
                 )
 
             entry = await self._run(create, admission, warnings=warnings)
@@ -636,6 +656,7 @@ class ApiServer:
             body = await self._body(request)
             admission = self._admission(request, info, namespace, dry_run)
             copies = admission is not None or served.webhook_conversion
+            guarded = self.auth.guard(request[USER_KEY], info, admission)
 
             def update() -> Entry:
                 warnings.clear()
@@ -649,7 +670,7 @@ class ApiServer:
                     dry_run=dry_run,
                     field_validation=validation,
                     warnings=warnings,
-                    admission=admission,
+                    admission=guarded,
                 )
 
             entry = await self._run(update, admission, warnings=warnings)
@@ -660,6 +681,7 @@ class ApiServer:
             store.check_patch_type(served, patch_type)
             raw = await request.read()
             admission = self._admission(request, info, namespace, dry_run)
+            guarded = self.auth.guard(request[USER_KEY], info, admission)
             if patch_type == APPLY_PATCH:
 
                 def apply() -> tuple[Entry, bool]:
@@ -675,7 +697,7 @@ class ApiServer:
                         dry_run=dry_run,
                         field_validation=validation,
                         warnings=warnings,
-                        admission=admission,
+                        admission=guarded,
                     )
 
                 entry, created = await self._run(apply, admission, warnings=warnings)
@@ -697,7 +719,7 @@ class ApiServer:
                     dry_run=dry_run,
                     field_validation=validation,
                     warnings=warnings,
-                    admission=admission,
+                    admission=guarded,
                 )
 
             entry = await self._run(patch, admission, warnings=warnings)
