@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memop.testing import typeddecode
-from memop.testing.generic import GenericStrategy
+from memop.testing.generic import LISTED_ONLY_REASONS, GenericStrategy
 from memop.testing.kinds import BUILTIN_KINDS, FAITHFUL_KINDS
+from memop.testing.reviews import REVIEW_RESOURCES
 
 if TYPE_CHECKING:
     from tests.conftest import Http
@@ -32,6 +33,11 @@ def _storage_class(name: str, **fields: Any) -> dict[str, Any]:
         "provisioner": "memop.test/none",
         **fields,
     }
+
+
+def test_the_listed_only_reviews_are_the_ones_the_server_answers() -> None:
+    review_groups = ("authentication.k8s.io", "authorization.k8s.io")
+    assert {key for key in LISTED_ONLY_REASONS if key[0] in review_groups} == REVIEW_RESOURCES
 
 
 def test_the_kinds_without_a_hand_written_strategy_are_generic() -> None:

@@ -49,15 +49,17 @@ _ZERO = {"integer": 0, "number": 0, "boolean": False}
 LISTED_ONLY_REASONS: Mapping[tuple[str, str], str] = {
     ("", "bindings"): "create-only: binds a pod to a node, which only a scheduler does to a running pod",
     ("", "componentstatuses"): "reports the health of live control-plane components; the server has none",
-    ("authentication.k8s.io", "tokenreviews"): "create-only and never stored: memop.testing.reviews answers",
-    (
-        "authorization.k8s.io",
-        "subjectaccessreviews",
-    ): "create-only, never stored: memop.testing.reviews answers",
-    ("authentication.k8s.io", "selfsubjectreviews"): "create-only, computed by the authenticator",
-    ("authorization.k8s.io", "localsubjectaccessreviews"): "create-only, computed by the authorizer",
-    ("authorization.k8s.io", "selfsubjectaccessreviews"): "create-only, computed by the authorizer",
-    ("authorization.k8s.io", "selfsubjectrulesreviews"): "create-only, computed by the authorizer",
+    **{
+        review: "create-only, never stored: memop.testing.reviews answers it from the authenticator and RBAC"
+        for review in (  # memop.testing.reviews.REVIEW_RESOURCES (which imports the store)
+            ("authentication.k8s.io", "tokenreviews"),
+            ("authentication.k8s.io", "selfsubjectreviews"),
+            ("authorization.k8s.io", "subjectaccessreviews"),
+            ("authorization.k8s.io", "localsubjectaccessreviews"),
+            ("authorization.k8s.io", "selfsubjectaccessreviews"),
+            ("authorization.k8s.io", "selfsubjectrulesreviews"),
+        )
+    },
 }
 # Neither listed nor served: (group, version, plural) -> why.
 NOT_SERVED: Mapping[tuple[str, str, str], str] = {
