@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import shutil
 import uuid
@@ -11,6 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from kubernetes_asyncio import client, config
 
 from memop.testing.kinds import BUILTIN_KINDS
@@ -322,6 +328,180 @@ async def test_kubectl_on_a_deployment(cluster: ClusterHandle, namespace: str) -
 # --- kubectl on every resource the server serves ----------------------------------------------------
 
 
+def _certificate_request(name: str) -> str:
+    """A PEM certificate signing request for CN ``name``, base64 as a CSR's spec.request holds it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+    return base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode()
+
+
+def generic_manifests(namespace: str, name: str, template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A minimal valid object of each built-in resource served generically (memop.testing.generic)."""
+    meta = {"name": name, "namespace": namespace}
+    rules = {
+        "resourceRules": [
+            {
+                "apiGroups": ["none.memop.test"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["x"],
+            }
+        ]
+    }
+    octets = hashlib.sha256(name.encode()).digest()  # addresses of its own
+    requests = {"requests": [{"name": "r", "exactly": {"deviceClassName": "memop.test"}}]}
+    objects: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
+        "v1/endpoints": ("Endpoints", meta, {"subsets": [{"addresses": [{"ip": "10.0.0.1"}]}]}),
+        "v1/nodes": ("Node", {"name": name}, {}),
+        "v1/podtemplates": ("PodTemplate", meta, {"template": template}),
+        "v1/replicationcontrollers": (
+            "ReplicationController",
+            meta,
+            {"spec": {"replicas": 0, "selector": {"app": name}, "template": template}},
+        ),
+        "admissionregistration.k8s.io/v1/mutatingadmissionpolicies": (
+            "MutatingAdmissionPolicy",
+            {"name": name},
+            {
+                "spec": {
+                    "matchConstraints": rules,
+                    "mutations": [
+                        {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{}"}}
+                    ],
+                    "reinvocationPolicy": "Never",
+                }
+            },
+        ),
+        "admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings": (
+            "MutatingAdmissionPolicyBinding",
+            {"name": name},
+            {"spec": {"policyName": name}},
+        ),
+        "admissionregistration.k8s.io/v1/validatingadmissionpolicies": (
+            "ValidatingAdmissionPolicy",
+            {"name": name},
+            {"spec": {"matchConstraints": rules, "validations": [{"expression": "true"}]}},
+        ),
+        "admissionregistration.k8s.io/v1/validatingadmissionpolicybindings": (
+            "ValidatingAdmissionPolicyBinding",
+            {"name": name},
+            {"spec": {"policyName": name, "validationActions": ["Deny"]}},
+        ),
+        "apiregistration.k8s.io/v1/apiservices": (
+            "APIService",
+            {"name": f"v1.{name}.memop.test"},
+            {
+                "spec": {
+                    "group": f"{name}.memop.test",
+                    "version": "v1",
+                    "groupPriorityMinimum": 1,
+                    "versionPriority": 1,
+                    "service": {"namespace": namespace, "name": "none", "port": 443},
+                    "insecureSkipTLSVerify": True,
+                }
+            },
+        ),
+        "apps/v1/controllerrevisions": ("ControllerRevision", meta, {"revision": 1}),
+        "certificates.k8s.io/v1/certificatesigningrequests": (
+            "CertificateSigningRequest",
+            {"name": name},
+            {
+                "spec": {
+                    "request": _certificate_request(name),
+                    "signerName": "memop.test/none",
+                    "usages": ["digital signature"],
+                }
+            },
+        ),
+        "discovery.k8s.io/v1/endpointslices": (
+            "EndpointSlice",
+            meta,
+            # conditions as the typed object has it (a struct, never omitted): the atomic list
+            # is then the same on the server, so a second apply changes nothing.
+            {"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {}}]},
+        ),
+        "flowcontrol.apiserver.k8s.io/v1/flowschemas": (
+            "FlowSchema",
+            {"name": name},
+            {"spec": {"priorityLevelConfiguration": {"name": name}, "matchingPrecedence": 9000}},
+        ),
+        "flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations": (
+            "PriorityLevelConfiguration",
+            {"name": name},
+            {
+                "spec": {
+                    "type": "Limited",
+                    "limited": {"nominalConcurrencyShares": 1, "limitResponse": {"type": "Reject"}},
+                }
+            },
+        ),
+        "networking.k8s.io/v1/ipaddresses": (
+            "IPAddress",
+            {"name": f"10.{octets[0]}.{octets[1]}.7"},
+            {
+                "spec": {
+                    "parentRef": {"group": "", "resource": "services", "name": name, "namespace": namespace}
+                }
+            },
+        ),
+        "networking.k8s.io/v1/servicecidrs": (
+            "ServiceCIDR",
+            {"name": name},
+            {"spec": {"cidrs": [f"172.{16 + octets[0] % 16}.{octets[1]}.0/24"]}},
+        ),
+        "node.k8s.io/v1/runtimeclasses": ("RuntimeClass", {"name": name}, {"handler": "runc"}),
+        "resource.k8s.io/v1/deviceclasses": ("DeviceClass", {"name": name}, {"spec": {}}),
+        "resource.k8s.io/v1/resourceclaims": ("ResourceClaim", meta, {"spec": {"devices": requests}}),
+        "resource.k8s.io/v1/resourceclaimtemplates": (
+            "ResourceClaimTemplate",
+            meta,
+            {"spec": {"spec": {"devices": requests}}},
+        ),
+        "resource.k8s.io/v1/resourceslices": (
+            "ResourceSlice",
+            {"name": name},
+            {
+                "spec": {
+                    "driver": "memop.test",
+                    "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                    "allNodes": True,
+                }
+            },
+        ),
+        "storage.k8s.io/v1/csidrivers": ("CSIDriver", {"name": f"{name}.memop.test"}, {"spec": {}}),
+        "storage.k8s.io/v1/csinodes": (
+            "CSINode",
+            {"name": name},
+            {"spec": {"drivers": [{"name": "memop.test", "nodeID": "n1"}]}},
+        ),
+        "storage.k8s.io/v1/csistoragecapacities": (
+            "CSIStorageCapacity",
+            meta,
+            {"storageClassName": "standard"},
+        ),
+        "storage.k8s.io/v1/storageclasses": (
+            "StorageClass",
+            {"name": name},
+            {"provisioner": "memop.test/none"},
+        ),
+        "storage.k8s.io/v1/volumeattachments": (
+            "VolumeAttachment",
+            {"name": name},
+            {"spec": {"attacher": "memop.test", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}},
+        ),
+        "storage.k8s.io/v1/volumeattributesclasses": (
+            "VolumeAttributesClass",
+            {"name": name},
+            {"driverName": "memop.test"},
+        ),
+    }
+    return {
+        key: {"apiVersion": key.rsplit("/", 1)[0], "kind": kind, "metadata": dict(metadata), **body}
+        for key, (kind, metadata, body) in objects.items()
+    }
+
+
 def served_manifest(key: str, namespace: str, name: str) -> dict[str, Any]:
     """A minimal valid object of each built-in resource, keyed ``groupVersion/resource``."""
     meta = {"name": name, "namespace": namespace}
@@ -551,6 +731,7 @@ def served_manifest(key: str, namespace: str, name: str) -> dict[str, Any]:
             "metadata": {"name": name},
             "webhooks": [hook],
         }
+    manifests.update(generic_manifests(namespace, name, template))
     if key == "apiextensions.k8s.io/v1/customresourcedefinitions":
         crd = widget_crd(f"{name}.memop.test")
         crd["metadata"]["name"] = f"gadgets.{name}.memop.test"

@@ -13,9 +13,12 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import pytest
 
 from memop.testing import Kind, ResourceType, Strategy
+from memop.testing.builtinapi import builtin_resources
+from memop.testing.generic import GenericStrategy
 from memop.testing.kinds import KindSpecError, check_extra_kinds, load_kinds
 from memop.testing.objects import JsonDict, invalid
 from memop.testing.process import serving
@@ -83,6 +86,37 @@ async def test_an_extra_kind_may_not_replace_a_served_one() -> None:
         ApiServer(extra_kinds=[Kind(pods)])
     with pytest.raises(ValueError, match=re.escape("already serves nodes.metrics.k8s.io/v1beta1")):
         check_extra_kinds([Kind(NODE_METRICS), Kind(NODE_METRICS)])
+
+
+class ProvisionerStrategy(GenericStrategy):
+    """A StorageClass strategy of a test's own: the generic one plus a check of the provisioner."""
+
+    def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        errors = super().validate_create(obj, rtype)
+        if obj.get("provisioner") == "forbidden.memop.test":
+            errors.append(invalid("provisioner", obj["provisioner"], "not in this test"))
+        return errors
+
+
+async def test_an_extra_kind_may_replace_a_generically_served_one() -> None:
+    builtin = builtin_resources()[("storage.k8s.io", "v1", "storageclasses")]
+    server = ApiServer(extra_kinds=[Kind(builtin.rtype, ProvisionerStrategy(builtin))])
+    await server.start()
+    try:
+        body = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "sc"}}
+        async with aiohttp.ClientSession() as session:
+            path = f"{server.url}/apis/storage.k8s.io/v1/storageclasses"
+            async with session.post(path, json={**body, "provisioner": "forbidden.memop.test"}) as refused:
+                assert refused.status == 422
+                assert (await refused.json())["message"] == (
+                    'StorageClass.storage.k8s.io "sc" is invalid: provisioner: Invalid value: '
+                    '"forbidden.memop.test": not in this test'
+                )
+            async with session.post(path, json={**body, "provisioner": "x", "surprise": 1}) as created:
+                assert created.status == 201  # the rest is the generic strategy's
+                assert "surprise" not in await created.json()
+    finally:
+        await server.stop()
 
 
 def test_load_kinds_names_what_is_wrong() -> None:

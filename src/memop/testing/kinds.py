@@ -2,10 +2,11 @@
 
 Each kind's module describes its kinds as :class:`~memop.testing.strategy.Kind` values (a
 ``ResourceType`` and a strategy); this module gathers kube-apiserver's built-in ones
-(:data:`BUILTIN_KINDS`) and the store installs them, then any extra kinds a test or
-``python -m memop.testing serve --extra-kinds`` adds. The store takes its kinds from here (of
-the kinds' modules it imports only builtins, for the Namespace lifecycle), and no kind's module
-imports the store (type annotations aside).
+(:data:`BUILTIN_KINDS`: :data:`FAITHFUL_KINDS` with hand-written strategies, the rest of
+v1.36's served generically by :mod:`memop.testing.generic`) and the store installs them, then
+any extra kinds a test or ``python -m memop.testing serve --extra-kinds`` adds. The store takes
+its kinds from here (of the kinds' modules it imports only builtins, for the Namespace
+lifecycle), and no kind's module imports the store (type annotations aside).
 
 Adding a kind the server lacks (an aggregated API such as ``metrics.k8s.io``, a built-in memop
 does not serve yet)::
@@ -20,7 +21,9 @@ the pytest plugin's ``memop_extra_kinds`` fixture, or name it on the command lin
 ``--extra-kinds my.module:NODE_METRICS``. A kind without a strategy of its own behaves as a
 custom resource without a schema; subclass :class:`~memop.testing.strategy.Strategy` for
 defaulting, validation, selectable fields and the like. Extra kinds are served by every verb,
-listed in discovery and printed with the default table columns (Name, Created At).
+listed in discovery and printed with the default table columns (Name, Created At). An extra
+kind may replace a built-in one that is served generically (a StorageClass with a strategy of
+the test's), not one with a hand-written strategy.
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ from collections.abc import Iterable
 from memop.testing import autoscaling, batch, builtins, networking, quotas, scheduling, volumes, workloads
 from memop.testing.admissionregistration import MUTATING, VALIDATING, WebhookConfigurationStrategy
 from memop.testing.crds import CRDS, CustomResourceDefinitionStrategy
+from memop.testing.generic import generic_kinds
+from memop.testing.resources import ResourceType
 from memop.testing.secrets import SECRETS, SecretStrategy
 from memop.testing.strategy import Kind
 
-# Every built-in kind, in the order the store installs them (a kind sharing a storage comes
-# after the one owning it).
-BUILTIN_KINDS: tuple[Kind, ...] = (
+# The built-in kinds with a hand-written strategy, in the order the store installs them (a kind
+# sharing a storage comes after the one owning it).
+FAITHFUL_KINDS: tuple[Kind, ...] = (
     *builtins.KINDS,
     Kind(SECRETS, SecretStrategy()),
     Kind(MUTATING, WebhookConfigurationStrategy()),
@@ -50,6 +55,9 @@ BUILTIN_KINDS: tuple[Kind, ...] = (
     *autoscaling.KINDS,
     *scheduling.KINDS,
 )
+# Every built-in kind: the faithful ones, then the rest of v1.36's served generically from their
+# OpenAPI schemas (memop.testing.generic).
+BUILTIN_KINDS: tuple[Kind, ...] = (*FAITHFUL_KINDS, *generic_kinds(k.rtype for k in FAITHFUL_KINDS))
 
 
 class KindSpecError(ValueError):
@@ -75,14 +83,27 @@ def load_kinds(spec: str) -> tuple[Kind, ...]:
     return kinds
 
 
+def _key(rtype: ResourceType) -> tuple[str, str, str]:
+    return (rtype.group, rtype.version, rtype.plural)
+
+
 def check_extra_kinds(extra: Iterable[Kind]) -> tuple[Kind, ...]:
-    """``extra`` as a tuple; ValueError when one names a resource already served (built in or
-    added twice), which would silently replace it."""
+    """``extra`` as a tuple; ValueError when one names a resource already served by a
+    hand-written strategy (or added twice), which would silently replace it. A built-in kind
+    served generically may be replaced: that is how a test gives it a strategy of its own."""
     kinds = tuple(extra)
-    seen = {(k.rtype.group, k.rtype.version, k.rtype.plural) for k in BUILTIN_KINDS}
+    seen = {_key(k.rtype) for k in FAITHFUL_KINDS}
     for kind in kinds:
-        key = (kind.rtype.group, kind.rtype.version, kind.rtype.plural)
+        key = _key(kind.rtype)
         if key in seen:
             raise ValueError(f"the API server already serves {kind.rtype}")
         seen.add(key)
     return kinds
+
+
+def served_kinds(extra: Iterable[Kind]) -> tuple[Kind, ...]:
+    """What the store installs: the built-in kinds, those ``extra`` replaces left out, then
+    ``extra`` (checked by :func:`check_extra_kinds`)."""
+    added = check_extra_kinds(extra)
+    replaced = {_key(k.rtype) for k in added}
+    return (*(k for k in BUILTIN_KINDS if _key(k.rtype) not in replaced), *added)

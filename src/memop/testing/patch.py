@@ -16,7 +16,7 @@ with; a failed JSON-patch ``test`` raises :class:`PatchTestFailed`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -359,6 +359,29 @@ _KIND_SCHEMAS: Mapping[str, _Schema] = {
     "ValidatingWebhookConfiguration": _kind(webhooks=_merge("name")),
 }
 _DEFAULT_KIND: _Schema = _kind()
+
+
+class _OpenApiFields(Mapping[str, _Field]):
+    """The patch metadata of a struct read from its OpenAPI schema's ``properties``
+    (``x-kubernetes-patch-strategy`` and ``x-kubernetes-patch-merge-key``), converted on
+    access: the schema may be recursive."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self._properties: Mapping[str, Any] = schema.get("properties") or {}
+
+    def __getitem__(self, key: str) -> _Field:
+        prop = self._properties[key]
+        strategies = str(prop.get("x-kubernetes-patch-strategy") or "").split(",")
+        strategy = "merge" if "merge" in strategies else "replace" if "replace" in strategies else ""
+        inner = prop.get("items") if prop.get("type") == "array" else prop
+        fields = _OpenApiFields(inner) if isinstance(inner, Mapping) and "properties" in inner else None
+        return _Field(strategy, str(prop.get("x-kubernetes-patch-merge-key") or ""), fields)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._properties)
+
+    def __len__(self) -> int:
+        return len(self._properties)
 
 
 def _lookup(schema: _Schema, key: str) -> _Field:
@@ -790,7 +813,9 @@ def _merge_map(original: dict[str, Any] | None, patch: dict[str, Any], schema: _
     return original
 
 
-def strategic_merge_patch(target: dict[str, Any], patch: dict[str, Any], kind: str) -> dict[str, Any]:
+def strategic_merge_patch(
+    target: dict[str, Any], patch: dict[str, Any], kind: str, openapi: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Apply a Kubernetes strategic merge patch to an object of the built-in ``kind``.
 
     Lists with a merge key in the kind's schema (containers by name, ports by containerPort, env by
@@ -799,13 +824,15 @@ def strategic_merge_patch(target: dict[str, Any], patch: dict[str, Any], kind: s
     every other list is replaced. Directives: ``$patch: replace|delete`` on objects and list items
     (``$patch: merge`` is refused, as the server refuses it), ``$retainKeys``,
     ``$setElementOrder/<list>`` and ``$deleteFromPrimitiveList/<list>``. A kind with no known schema
-    only merges ObjectMeta's lists. Never mutates its inputs. Raises PatchError.
+    only merges ObjectMeta's lists. ``openapi``, the kind's resolved OpenAPI schema, takes the
+    patch metadata from its ``x-kubernetes-patch-*`` extensions instead of the tables (the
+    generically served kinds). Never mutates its inputs. Raises PatchError.
     """
     if not isinstance(patch, dict):
         raise PatchError(
             f"json: cannot unmarshal {_go_type(patch)} into Go value of type map[string]interface {{}}",
             code=BAD_REQUEST,
         )
-    schema = _KIND_SCHEMAS.get(kind, _DEFAULT_KIND)
+    schema = _OpenApiFields(openapi) if openapi is not None else _KIND_SCHEMAS.get(kind, _DEFAULT_KIND)
     original = _clone(target) if isinstance(target, dict) else {}
     return _merge_map(original, _clone(patch), schema)

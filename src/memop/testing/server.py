@@ -534,6 +534,10 @@ class ApiServer:
             return _json_response(_dumps(discovery.VERSION))
         if path in ("/healthz", "/readyz", "/livez") or path.startswith(("/healthz/", "/readyz/", "/livez/")):
             return web.Response(text="ok", content_type="text/plain")
+        if path in ("/api", "/apis") and discovery.wants_aggregated(request.headers.get("Accept", "")):
+            aggregated_doc = discovery.aggregated(rtypes, path == "/api", scalable)
+            headers = {"Content-Type": discovery.AGGREGATED_MEDIA_TYPE, "Vary": "Accept"}
+            return web.Response(body=_dumps(aggregated_doc), headers=headers)
         if path == "/api":
             return _json_response(_dumps(discovery.api_versions(f"{self.host}:{self.port}")))
         if path == "/apis":

@@ -63,7 +63,7 @@ from memop.testing.errors import (
     too_old_resource_version,
     unsupported_media_type,
 )
-from memop.testing.kinds import BUILTIN_KINDS, check_extra_kinds
+from memop.testing.kinds import served_kinds
 from memop.testing.objects import (
     JsonDict,
     copy_json,
@@ -417,8 +417,8 @@ class Store:
         seed: int | None = None,
         extra_kinds: Iterable[Kind] = (),
     ) -> None:
-        """``extra_kinds`` are served besides the built-in ones (memop.testing.kinds); ValueError
-        when one is already served."""
+        """``extra_kinds`` are served besides the built-in ones (memop.testing.kinds), or instead
+        of a generically served one; ValueError when one is already served otherwise."""
         if history_size < 1:
             raise ValueError("history_size must be at least 1")
         self._clock: Clock = clock or RealClock()
@@ -436,7 +436,7 @@ class Store:
         self._unserve_listeners: list[Callable[[Served], None]] = []
         self._pending: deque[Change] = deque()
         self._dispatching = False
-        self._install_kinds((*BUILTIN_KINDS, *check_extra_kinds(extra_kinds)))
+        self._install_kinds(served_kinds(extra_kinds))
 
     # --- registry -------------------------------------------------------------------------------
 
@@ -1186,7 +1186,9 @@ class Store:
             else:
                 if not isinstance(patch, dict):
                     raise bad_request("error decoding patch: a strategic merge patch must be a JSON object")
-                result = strategic_merge_patch(current, patch, rtype.kind)
+                result = strategic_merge_patch(
+                    current, patch, rtype.kind, served.storage.strategy.patch_schema()
+                )
         except PatchError:
             raise ApiError(
                 422, "Invalid", "the server rejected our request due to an error in our request", {}

@@ -44,6 +44,9 @@ class Strategy:
     # Built-in core/v1 kinds with registered field-label conversions word unknown field labels
     # differently from everything else (apimachinery's default conversion).
     core_field_labels = False
+    # Whether metadata.namespace is a field label (a field-label conversion of a cluster-scoped
+    # kind, a Node's, may leave it out).
+    namespace_field_label = True
     # Built-in kinds are typed in the real server: list items carry no kind/apiVersion.
     builtin = False
     # Fields of the kind's typed object that are metav1.Time / metav1.MicroTime (paths of keys,
@@ -55,6 +58,11 @@ class Strategy:
     def field_labels(self) -> Mapping[str, str]:
         """Extra selectable field labels beyond metadata.name/namespace, mapped to dotted paths."""
         return {}
+
+    def unsupported_field_label(self, label: str) -> str | None:
+        """The message of the 400 for a field label the kind does not know, where its
+        field-label conversion words it its own way (None: the usual wording)."""
+        return None
 
     def field_label_defaults(self) -> Mapping[str, str]:
         """What a field label reads when its path is absent (a Job's ``status.successful`` is
@@ -107,6 +115,11 @@ class Strategy:
     def unknown_fields(self, obj: JsonDict, rtype: ResourceType) -> list[str]:
         """Paths of fields the kind does not know (for fieldValidation); empty when schemaless."""
         return []
+
+    def patch_schema(self) -> Mapping[str, Any] | None:
+        """The kind's resolved OpenAPI schema, whose ``x-kubernetes-patch-*`` extensions say how a
+        strategic merge patch merges its lists; None: :mod:`memop.testing.patch`'s tables."""
+        return None
 
     def scale_paths(self, rtype: ResourceType) -> tuple[str, str, str | None] | None:
         """(spec replicas, status replicas, label selector) dotted paths of the scale subresource;
@@ -248,7 +261,8 @@ class FieldSelector:
         requirements = parse_field_selector(text)
         labels = dict(strategy.field_labels())
         labels["metadata.name"] = "metadata.name"
-        labels["metadata.namespace"] = "metadata.namespace"
+        if strategy.namespace_field_label:
+            labels["metadata.namespace"] = "metadata.namespace"
         paths: dict[str, str] = {}
         for req in requirements:
             path = labels.get(req.field)
@@ -276,6 +290,9 @@ class FieldSelector:
 
 
 def unsupported_field_label(label: str, strategy: Strategy) -> ApiError:
+    worded = strategy.unsupported_field_label(label)
+    if worded is not None:
+        return bad_request(worded)
     if strategy.core_field_labels:
         return bad_request(f"field label not supported: {label}")
     return bad_request(f'"{label}" is not a known field selector: only "metadata.name", "metadata.namespace"')
