@@ -195,6 +195,8 @@ def test_markers_write_their_extensions() -> None:
     assert _field(Annotated[dict[str, str], MapType("atomic")])["x-kubernetes-map-type"] == "atomic"
     assert _field(Annotated[Backend, PreserveUnknownFields()])["x-kubernetes-preserve-unknown-fields"] is True
     assert _field(Annotated[str, Schema({"format": "email"})])["format"] == "email"
+    optional = _field(Annotated[str, Schema({"format": "email"})] | None)  # hashed by typing's Union
+    assert (optional["format"], optional["nullable"]) == ("email", True)
 
     @MapType("atomic")
     class Selector(Model):
