@@ -467,15 +467,15 @@ async def test_a_child_name_taken_by_another_owners_child_is_reported(
 async def test_an_apply_rbac_forbids_is_named_as_such_and_retried(
     kube: Kube, client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    assert kube.server is not None
-    kube.server.faults.forbid(verb="patch", resource="services", namespace=namespace)
+    server = kube.fake  # fault injection: skipped on a real cluster
+    server.faults.forbid(verb="patch", resource="services", namespace=namespace)
     await client.create(WEBAPPS, webapp("web"), namespace)
     app = await wait_degraded(client, "web", namespace, "Forbidden")
     message = condition(app, "Degraded")["message"]
     assert "RBAC" in message
     assert "services" in message
     # Cleared at once: each failure doubles the backoff before the next try.
-    kube.server.faults.clear()
+    server.faults.clear()
     await event_recorded(client, namespace, lambda e: e.get("reason") == "Forbidden")
     await wait_ready(client, "web", namespace)
 
