@@ -116,7 +116,7 @@ def test_python_types_map_to_openapi_types(annotation: Any, expected: dict[str, 
             {"gt": 0, "lt": 5},
             {"exclusiveMaximum": True, "exclusiveMinimum": True, "maximum": 5, "minimum": 0},
         ),
-        (float, {"multiple_of": 0.5}, {"multipleOf": 0.5}),
+        (float, {"multiple_of": 2}, {"multipleOf": 2}),
         (
             str,
             {"min_length": 1, "max_length": 5, "pattern": "^a"},
@@ -182,9 +182,10 @@ def test_markers_write_their_extensions() -> None:
     assert model_schema(Range)["x-kubernetes-validations"] == [
         {"message": "min must not exceed max", "rule": "self.min <= self.max"}
     ]
-    assert _field(Annotated[int, Cel("self % 2 == 0", reason="FieldValueForbidden", field_path=".x")])[
-        "x-kubernetes-validations"
-    ] == [{"fieldPath": ".x", "reason": "FieldValueForbidden", "rule": "self % 2 == 0"}]
+    even_port = Cel("self.port % 2 == 0", reason="FieldValueForbidden", field_path=".port")
+    assert _field(Annotated[Backend, even_port])["x-kubernetes-validations"] == [
+        {"fieldPath": ".port", "reason": "FieldValueForbidden", "rule": "self.port % 2 == 0"}
+    ]
     assert _field(Annotated[str, Cel("self != ''", message_expression="'bad: ' + self")])[
         "x-kubernetes-validations"
     ] == [{"messageExpression": "'bad: ' + self", "rule": "self != ''"}]
@@ -194,6 +195,8 @@ def test_markers_write_their_extensions() -> None:
     assert _field(Annotated[dict[str, str], MapType("atomic")])["x-kubernetes-map-type"] == "atomic"
     assert _field(Annotated[Backend, PreserveUnknownFields()])["x-kubernetes-preserve-unknown-fields"] is True
     assert _field(Annotated[str, Schema({"format": "email"})])["format"] == "email"
+    optional = _field(Annotated[str, Schema({"format": "email"})] | None)  # hashed by typing's Union
+    assert (optional["format"], optional["nullable"]) == ("email", True)
 
     @MapType("atomic")
     class Selector(Model):
@@ -226,6 +229,15 @@ class Node(Model):
             "One.x: ListType is for a field of type array, not object",
         ),
         (Annotated[list[str], MapType("atomic")], "One.x: MapType is for a field of type object, not array"),
+        # kube-apiserver v1.36 refuses a CRD whose rule's fieldPath names no field under the rule,
+        (Annotated[int, Cel("self > 0", field_path=".x")], "One.x: Cel field_path: '.x': 'x' is no field"),
+        (Annotated[Backend, Cel("true", field_path=".name")], "'name' is no field of the schema"),
+        (Annotated[Backend, Cel("true", field_path="['host'")], "no JSONPath of .field and"),
+        # and, for a number with a multipleOf that is no whole number, every value sent as a whole
+        # number (kube-openapi checks it against the factor cut to an integer: "factor
+        # MultipleOf declared for spec.x must be positive: 0").
+        (Annotated[float, Field(multiple_of=0.5)], r"multiple_of=0.5: .* cut to an integer \(0\)"),
+        (Annotated[float, Field(multiple_of=2.5)], r"cut to an integer \(2\)"),
     ],
 )
 def test_what_a_crd_cannot_express_is_a_clear_error(annotation: Any, message: str | None) -> None:

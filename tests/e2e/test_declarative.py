@@ -247,19 +247,17 @@ async def test_children_applied_owned_ready_and_a_converged_owner_costs_nothing(
         managers = {entry["manager"] for entry in child["metadata"].get("managedFields") or []}
         assert "webapp" in managers, managers
     # An idle resync replays every cached object: each owner is reconciled, nothing is sent.
-    assert kube.server is not None
+    server = kube.fake  # the request log: the rest is skipped on a real cluster
     await operator.controller.queue.wait_idle()
     agent = operator.user_agent
-    assert kube.server.log.filter(user_agent=agent, verb="patch"), "the applies are in the log"
-    before, reconciles = len(kube.server.log.filter(user_agent=agent)), operator.controller.stats.reconciles
+    assert server.log.filter(user_agent=agent, verb="patch"), "the applies are in the log"
+    before, reconciles = len(server.log.filter(user_agent=agent)), operator.controller.stats.reconciles
     cache = operator.manager.cache
     for informer in [i for by_selector in cache._informers.values() for i in by_selector.values()]:
         informer.resync()
     await wait_for(lambda: operator.controller.stats.reconciles > reconciles, timeout=TIMEOUT)
     await operator.controller.queue.wait_idle()
-    sent = [
-        (r.verb, r.resource) for r in kube.server.log.filter(user_agent=agent)[before:] if r.verb != "watch"
-    ]
+    sent = [(r.verb, r.resource) for r in server.log.filter(user_agent=agent)[before:] if r.verb != "watch"]
     assert sent == []
 
 
@@ -295,10 +293,10 @@ async def test_a_child_no_longer_desired_is_pruned_with_only_the_derived_rbac(
     assert app["status"]["observedGeneration"] == 2
     # Every request sent (apply, prune, status, cache) is granted by the rules derived from the
     # code, with the manager's own (Events).
-    assert kube.server is not None
+    server = kube.fake  # the request log: the rest is skipped on a real cluster
     sent = {
         (r.group, f"{r.resource}/{r.subresource}" if r.subresource else r.resource, r.verb)
-        for r in kube.server.log.filter(user_agent=operator.user_agent)
+        for r in server.log.filter(user_agent=operator.user_agent)
     }
     granted = {rule.triple for rule in (*DEFINITION.rules, *MANAGER_RULES)}
     assert sent - granted == set()
@@ -467,15 +465,15 @@ async def test_a_child_name_taken_by_another_owners_child_is_reported(
 async def test_an_apply_rbac_forbids_is_named_as_such_and_retried(
     kube: Kube, client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    assert kube.server is not None
-    kube.server.faults.forbid(verb="patch", resource="services", namespace=namespace)
+    server = kube.fake  # fault injection: skipped on a real cluster
+    server.faults.forbid(verb="patch", resource="services", namespace=namespace)
     await client.create(WEBAPPS, webapp("web"), namespace)
     app = await wait_degraded(client, "web", namespace, "Forbidden")
     message = condition(app, "Degraded")["message"]
     assert "RBAC" in message
     assert "services" in message
     # Cleared at once: each failure doubles the backoff before the next try.
-    kube.server.faults.clear()
+    server.faults.clear()
     await event_recorded(client, namespace, lambda e: e.get("reason") == "Forbidden")
     await wait_ready(client, "web", namespace)
 

@@ -287,6 +287,22 @@ def test_every_error_is_reported_not_just_the_first() -> None:
             ["x: Invalid value: 11: x in body should be less than or equal to 10"],
         ),
         ({"type": "number", "multipleOf": 0.5}, 1.5, []),
+        # As kube-apiserver v1.36.2 answers (measured): a value sent as a whole number is checked
+        # against the factor cut to an integer; the same value sent as a float is not.
+        (
+            {"type": "number", "multipleOf": 0.5},
+            2,
+            ["x: Invalid value: 0: factor MultipleOf declared for x must be positive: 0"],
+        ),
+        ({"type": "number", "multipleOf": 0.5}, 2.0, []),
+        (
+            {"type": "number", "multipleOf": 2.5},
+            5,
+            ["x: Invalid value: 5: x in body should be a multiple of 2"],
+        ),
+        ({"type": "number", "multipleOf": 2.5}, 4, []),
+        ({"type": "number", "multipleOf": 2.5}, 7.5, []),
+        ({"type": "number", "multipleOf": 0.1}, 0.3, []),
         (
             {"type": "integer", "multipleOf": 3},
             7,

@@ -453,7 +453,16 @@ class _Validator:
         if checked:
             self.errors.append(checked)
         multiple = schema.get("multipleOf")
-        if multiple:
+        if multiple and type_name == "number" and isinstance(value, int) and multiple != int(multiple):
+            # kube-openapi's MultipleOfNativeType: a value decoded as an integer is checked
+            # against the factor cut to an integer (0.5 becomes 0, refused as a factor).
+            factor = int(multiple)
+            if factor <= 0:
+                detail = f"factor MultipleOf declared for {path} must be positive: {factor}"
+                self.errors.append(_invalid(path, factor, detail))
+            elif value % factor:
+                self.errors.append(_invalid(path, value, f"{path} in body should be a multiple of {factor}"))
+        elif multiple:
             quotient = Decimal(repr(value)) / Decimal(repr(multiple))
             if quotient != quotient.to_integral_value():
                 self.errors.append(

@@ -217,6 +217,11 @@ class Schema(_ModelMarker):
 
     fragment: Mapping[str, Any] = field(default_factory=dict)
 
+    def __hash__(self) -> int:
+        # Hashable by content: typing hashes the metadata of Annotated[X, Schema(...)] when it
+        # is a member of a union (``| None``), and a dict is not hashable.
+        return hash(json.dumps(self.fragment, sort_keys=True, default=repr))
+
     def apply_kube_schema(self, schema: dict[str, Any]) -> None:
         schema.update(copy.deepcopy(dict(self.fragment)))
 

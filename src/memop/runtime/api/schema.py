@@ -14,7 +14,9 @@ What controller-gen does for Go types with markers, done for Pydantic models:
 - ``X | None`` is ``nullable: true``; ``int | str`` is int-or-string; any other union has no
   structural schema and is a :class:`SchemaError` naming the field;
 - ``Field(ge, gt, le, lt, multiple_of, min_length, max_length, pattern)`` give ``minimum``,
-  ``exclusiveMinimum``..., ``minLength``/``minItems``/``minProperties`` as the type is;
+  ``exclusiveMinimum``..., ``minLength``/``minItems``/``minProperties`` as the type is; a
+  ``multiple_of`` that is no whole number is a :class:`SchemaError` (kube-apiserver checks
+  whole values against it cut to an integer, and so refuses them);
 - a field without a default is ``required``; a default is written serialised (by alias); a
   ``None`` default is no default;
 - descriptions: a field's docstring or ``Field(description=...)``, else its model's docstring;
@@ -23,7 +25,8 @@ What controller-gen does for Go types with markers, done for Pydantic models:
   default, ``spec`` has ``default: {}``, so an object created without a spec gets the defaults.
 
 A dict's key type is checked in Python only (OpenAPI v3 has no schema for keys), and CEL rules
-are checked by the API server only.
+are checked by the API server only, but for their ``fieldPath``, which must name a field under
+the rule's value as kube-apiserver requires (:mod:`memop.runtime.api.celpaths`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import pydantic
 import pydantic_core
 from pydantic.fields import FieldInfo
 
+from memop.runtime.api.celpaths import field_path_error
 from memop.runtime.api.crdgen import CrdVersion, custom_resource_definition
 from memop.runtime.api.fields import INT_OR_STRING_SCHEMA, ListType, MapType, model_markers
 
@@ -170,6 +174,7 @@ class _Builder:
             schema["x-kubernetes-preserve-unknown-fields"] = True
         for marker in model_markers(model):
             marker.apply_kube_schema(schema)
+        _check_rule_paths(schema, self._where(path))
         self.open.pop()
         return schema
 
@@ -197,6 +202,7 @@ class _Builder:
         for item in metadata:
             if isinstance(item, ListType) and item.type == "map":
                 _check_map_keys(item, schema, self._where(path))
+        _check_rule_paths(schema, self._where(path))
         if nullable:
             schema["nullable"] = True
         return schema
@@ -318,6 +324,7 @@ def _constrain(schema: dict[str, Any], item: Any, where: str) -> None:
     elif isinstance(item, annotated_types.Lt):
         schema.update(maximum=item.lt, exclusiveMaximum=True)
     elif isinstance(item, annotated_types.MultipleOf):
+        _check_multiple_of(item.multiple_of, where)
         schema["multipleOf"] = item.multiple_of
     elif isinstance(item, annotated_types.MinLen):
         schema[sized[0]] = item.min_length
@@ -339,6 +346,32 @@ def _check_map_keys(marker: ListType, schema: Mapping[str, Any], where: str) -> 
             raise SchemaError(
                 f"{where}: ListType map key {key!r} must be a required field of the items, or have a default"
             )
+
+
+def _check_rule_paths(schema: Mapping[str, Any], where: str) -> None:
+    """The fieldPath of each CEL rule on this node names a field under it, as kube-apiserver
+    requires of a CRD (else it refuses the whole CRD)."""
+    for rule in schema.get("x-kubernetes-validations") or ():
+        problem = field_path_error(rule.get("fieldPath") or "", schema)
+        if problem is not None:
+            raise SchemaError(
+                f"{where}: Cel field_path: {problem} (kube-apiserver refuses such a CRD: the path is"
+                " taken from the value the rule is on, through its fields and map keys only)"
+            )
+
+
+def _check_multiple_of(multiple: Any, where: str) -> None:
+    """kube-apiserver (kube-openapi's MultipleOfNativeType) checks a value sent as a whole
+    number (``2``: how kubectl and YAML send ``2.0``, and how a CRD's stored default reads
+    back) against the multipleOf cut to an integer: 0.5 becomes 0, refused as a factor, 2.5
+    becomes 2. A multiple_of that is no whole number therefore refuses whole values."""
+    if multiple != int(multiple):
+        raise SchemaError(
+            f"{where}: multiple_of={multiple}: kube-apiserver checks a value written as a whole"
+            f" number (such as 2) against multipleOf cut to an integer ({int(multiple)}), so it would"
+            " refuse whole values, and a whole default would fail every object; use a whole"
+            " multiple_of, or scale the field (an int of tenths instead of a float)"
+        )
 
 
 def _check_scale_paths(kind: str, schema: Mapping[str, Any], *paths: str) -> None:
