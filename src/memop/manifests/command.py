@@ -1,8 +1,10 @@
 """``memop manifests``: a project's manifests, generated from its code.
 
-The project is the one ``memop`` would run (:func:`memop.project.select_project`):
-``--controller-module MODULE[:ATTRIBUTE]``, else the installed one ``--project NAME`` names,
-else the only installed project that is not memop's, else memop's own.
+The project is ``--controller-module MODULE[:ATTRIBUTE]``, else the installed one ``--project
+NAME`` names, else the project made by ``memop init`` whose folder the command runs in
+(:func:`surrounding_project`: installed or not, its files under the project's root), else the
+one ``memop`` would run (:func:`memop.project.select_project`: the only installed project that
+is not memop's, else memop's own).
 
 - ``memop manifests`` writes every file of the project's ``manifests/`` (``--dir``), as
   :mod:`memop.manifests.layout` lists them, each file's header naming the project's command
@@ -16,7 +18,7 @@ else the only installed project that is not memop's, else memop's own.
   an install that watches those (see manifests/namespaced/multi).
 - ``memop manifests bundle --version V [--replaces PREVIOUS] [--channel stable] [--image I]``
   writes an Operator Lifecycle Manager bundle of version V into ``bundle/`` (``--dir``): see
-  :mod:`memop.manifests.olm`. Nothing is read from the current directory.
+  :mod:`memop.manifests.olm`. Nothing else is read from the current directory.
 
 Bad input (an unknown project or module, a flag the target does not take, an invalid
 namespace, version or channel, a controller's RBAC rule that Kubernetes would refuse or ignore:
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from pathlib import Path
 from typing import TextIO
 
@@ -97,7 +100,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _usage_error(mistake)
     try:
         module = getattr(args, "controller_module", None)
-        project = select_project(getattr(args, "project_name", None), module)
+        name_given = getattr(args, "project_name", None)
+        if module is None and name_given is None:
+            found = surrounding_project(Path.cwd())
+            if found is not None:
+                # Its manifests/ (and bundle/) are at the project's root, from any folder in it.
+                module, root = found
+                if args.dir is None and name in DEFAULT_DIRS:
+                    args.dir = root / DEFAULT_DIRS[name]
+        project = select_project(name_given, module)
     except ProjectError as error:
         return _usage_error(str(error))
     target = Target(project, selection(project, module))
@@ -119,6 +130,35 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     else:
         _write(args.dir or DEFAULT_DIRS[ALL], manifest_files(target), out)
     return 0
+
+
+def surrounding_project(start: Path) -> tuple[str, Path] | None:
+    """``PACKAGE.project:PROJECT`` and the root folder of the project made by ``memop init`` that
+    ``start`` is in (the nearest pyproject.toml up from it has a ``[tool.memop]`` table), with its
+    ``src/`` put on ``sys.path`` so it imports without being installed; None outside such a
+    project.
+
+    So ``memop manifests`` run in a project's folder describes that project, installed or not,
+    rather than the only installed one (memop's own, when the project is not installed).
+    ProjectError when the table is there but names no package."""
+    for folder in (start, *start.parents):
+        pyproject = folder / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
+        try:
+            table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("memop")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
+            return None
+        if not isinstance(table, dict):
+            return None
+        package = table.get("package")
+        if not isinstance(package, str) or not package.isidentifier():
+            raise ProjectError(f'{pyproject}: [tool.memop] names no package (package = "...")')
+        source = str(folder / "src")
+        if (folder / "src" / package).is_dir() and source not in sys.path:
+            sys.path.insert(0, source)
+        return f"{package}.project:PROJECT", folder
+    return None
 
 
 def _misused_flags(args: argparse.Namespace) -> str:
