@@ -231,65 +231,49 @@ def test_the_memop_requirement_allows_this_version_up_to_the_next_that_may_break
 # --- memop create api ---------------------------------------------------------------------------
 
 
-def test_create_api_writes_the_declared_kind_and_registers_it(project: Path) -> None:
+WIDGET_PACKAGE = "src/widget_operator/widget"
+
+
+def created_widget(project: Path, *flags: str, modules: tuple[str, ...]) -> dict[str, str]:
+    """``memop create api`` of the Widget with ``flags``: the files it added (the package's
+    ``modules``, a unit and an e2e test) and registered, every one parsing, no placeholder left;
+    the project's files after it."""
     before = tree(project)
-    assert create_api(project) == 0
+    assert create_api(project, *flags) == 0
     after = tree(project)
-    added = set(after) - set(before)
-    assert added == {
-        "src/widget_operator/widget/__init__.py",
-        "src/widget_operator/widget/api.py",
-        "src/widget_operator/widget/controller.py",
-        "tests/test_widget.py",
-        "tests/test_widget_e2e.py",
-    }
+    expected = {f"{WIDGET_PACKAGE}/{module}.py" for module in modules}
+    assert set(after) - set(before) == expected | {"tests/test_widget.py", "tests/test_widget_e2e.py"}
     changed = {name for name in before if before[name] != after[name]}
     assert changed == {"src/widget_operator/project.py"}
     project_py = after["src/widget_operator/project.py"]
     assert "import widget_operator.widget\n" in project_py
     assert "    widget_operator.widget.DEFINITION,\n    # +memop:scaffold:controllers\n" in project_py
-    api = after["src/widget_operator/widget/api.py"]
+    for name, text in after.items():
+        if name.endswith(".py"):
+            ast.parse(text, name)
+        assert "{{" not in text, name
+    return after
+
+
+def test_create_api_writes_the_declared_kind_and_registers_it(project: Path) -> None:
+    after = created_widget(project, modules=("__init__", "api", "controller"))
+    api = after[f"{WIDGET_PACKAGE}/api.py"]
     assert "class WidgetSpec(Model):" in api
     assert 'group="cache.example.com",\n    version="v1alpha1",\n    plural="widgets",' in api
     assert "WIDGETS = Widget.resource()" in api
     assert "namespaced=False" not in api
-    controller = after["src/widget_operator/widget/controller.py"]
+    controller = after[f"{WIDGET_PACKAGE}/controller.py"]
     assert "def children(owner: Widget) -> list[dict[str, Any]]:" in controller
     assert "DEFINITION = declarative_controller(" in controller
-    for name, text in after.items():
-        if name.endswith(".py"):
-            ast.parse(text, name)
-        assert "{{" not in text, name
 
 
 def test_create_api_imperative_writes_the_reconciler_package_and_registers_it(project: Path) -> None:
-    before = tree(project)
-    assert create_api(project, "--imperative") == 0
-    after = tree(project)
-    added = set(after) - set(before)
-    assert added == {
-        "src/widget_operator/widget/__init__.py",
-        "src/widget_operator/widget/api.py",
-        "src/widget_operator/widget/controller.py",
-        "src/widget_operator/widget/desired.py",
-        "src/widget_operator/widget/status.py",
-        "tests/test_widget.py",
-        "tests/test_widget_e2e.py",
-    }
-    changed = {name for name in before if before[name] != after[name]}
-    assert changed == {"src/widget_operator/project.py"}
-    project_py = after["src/widget_operator/project.py"]
-    assert "import widget_operator.widget\n" in project_py
-    assert "    widget_operator.widget.DEFINITION,\n    # +memop:scaffold:controllers\n" in project_py
-    api = after["src/widget_operator/widget/api.py"]
+    modules = ("__init__", "api", "controller", "desired", "status")
+    api = created_widget(project, "--imperative", modules=modules)[f"{WIDGET_PACKAGE}/api.py"]
     assert 'GROUP = "cache.example.com"' in api
     assert 'VERSION = "v1alpha1"' in api
     assert 'PLURAL = "widgets"' in api
     assert "WIDGETS = Resource(GROUP, VERSION, PLURAL, KIND)" in api
-    for name, text in after.items():
-        if name.endswith(".py"):
-            ast.parse(text, name)
-        assert "{{" not in text, name
 
 
 def test_the_generated_code_imports_only_memops_public_names(project: Path) -> None:
