@@ -34,7 +34,7 @@ from typing import Any
 
 import aiohttp
 
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 
 GROUP = "bench.memop.dev"
 CRD = {

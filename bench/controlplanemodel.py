@@ -18,7 +18,7 @@ figures that a Python server answering from memory leaves out:
   by a sixth.
 
 ``--write-latency`` delays every write by the missing latency, through the server's fault
-injection (what tests use, :meth:`memop.testing.faults.Faults.delay`), and
+injection (what tests use, :meth:`memop.testing.apiserver.faults.Faults.delay`), and
 ``--control-plane-cpu`` runs one process per core that spends that much CPU per write the
 server answered, copying blocks of a buffer larger than the machine's caches. Both are figures
 of this machine; measure yours with ``--kubeconfig K --server-pid PID ...``.
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memop.testing.faults import DelayRule
-    from memop.testing.server import ApiServer
+    from memop.testing.apiserver.faults import DelayRule
+    from memop.testing.apiserver.server import ApiServer
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 

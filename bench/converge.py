@@ -126,7 +126,7 @@ from memop.runtime.client.errors import AlreadyExists, ApiError, TransportError
 from memop.runtime.client.kubeconfig import load_configuration
 from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
 from memop.runtime.manager.events import NORMAL, EventRecorder
-from memop.testing import featuregates
+from memop.testing.apiserver import featuregates
 from memop.testing.process import MemopProcess
 from memop.testing.wait import wait_for
 
@@ -162,12 +162,13 @@ async def serve(args: argparse.Namespace) -> int:
     delete) to those resources that arrived at wall-clock ``t`` or later.
 
     ``--feature-gates`` sets the server's feature gates (kube-apiserver's syntax; none by default);
-    ``--audit-log PATH`` has it write an audit log there, as kube-apiserver's (memop.testing.requestlog).
+    ``--audit-log PATH`` has it write an audit log there, as kube-apiserver's
+    (memop.testing.apiserver.requestlog).
     """
     # Imported here: the bench's other roles do not need the server.
     from memop.runtime.manager.gctuning import tune_gc  # noqa: PLC0415
     from memop.testing.__main__ import controller_limits, write_kubeconfig_atomically  # noqa: PLC0415
-    from memop.testing.server import ApiServer  # noqa: PLC0415
+    from memop.testing.apiserver.server import ApiServer  # noqa: PLC0415
 
     tune_gc()
     server = ApiServer(

@@ -42,8 +42,8 @@ from memop.runtime.client.kubeconfig import load_configuration
 from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, Resource
 from memop.runtime.controller.declarative import declarative_controller
 from memop.runtime.controller.definition import ControllerDefinition
+from memop.testing.apiserver.requestlog import read_audit_log
 from memop.testing.operator import RunningOperator, install_crds
-from memop.testing.requestlog import read_audit_log
 
 NAMESPACE = "bench"
 IMAGE = "memcached:1.6.26-alpine3.19"

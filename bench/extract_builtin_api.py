@@ -10,12 +10,12 @@ default since v1.24), which this script keeps:
   (``/api/v1``, ``/apis/<group>/<version>``) and the aggregated ``/apis`` document
   (apidiscovery.k8s.io/v2), GA versions only, as the test data the server's discovery is
   compared with;
-- ``src/memop/testing/data/builtin-discovery.json``: per built-in resource what discovery lists
+- ``src/memop/testing/apiserver/data/builtin-discovery.json``: per built-in resource what discovery lists
   (kind, singular, scope, verbs, short names, categories, subresources, storage version hash),
   and what its registry (``pkg/registry/<group>/<resource>/``) says of writes: whether its
   strategy sets ``Generation = 1``, allows unconditional updates and create on update, and
   whether its storage returns the deleted object;
-- ``src/memop/testing/data/builtin-schemas.json.gz``: the OpenAPI v3 component schemas the
+- ``src/memop/testing/apiserver/data/builtin-schemas.json.gz``: the OpenAPI v3 component schemas the
   built-in kinds' objects are made of (descriptions dropped), for generic serving.
 
 Usage: ``python bench/extract_builtin_api.py KUBERNETES_TREE VERSION`` (from the repository
@@ -170,7 +170,7 @@ def main(tree: Path, version: str, repo: Path) -> None:
                 "registry": _registry(tree, group, res["name"], res["singularName"]),
             }
             resources.append(entry)
-    data = repo / "src" / "memop" / "testing" / "data"
+    data = repo / "src" / "memop" / "testing" / "apiserver" / "data"
     table = {
         "provenance": provenance.replace("api/discovery/*.json", "api/discovery/*.json"),
         "resources": resources,

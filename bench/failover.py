@@ -54,11 +54,11 @@ from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import CONFIGMAPS, LEASES, NAMESPACES, PODS
-from memop.testing.errors import ApiError as StoreError
+from memop.testing.apiserver.errors import ApiError as StoreError
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.memcached import memcached_manifest
 from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 LOCK_NAMESPACE = "default"

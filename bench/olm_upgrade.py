@@ -4,9 +4,9 @@ bundle are served at both versions after the upgrade, and converge.
 Run from the repository root as ``python bench/olm_upgrade.py`` (``--crs 1000 --namespaces 4``);
 prints one JSON object.
 
-Processes: the in-memory API server (:class:`memop.testing.server.ApiServer`, HTTPS) runs in the
+Processes: the in-memory API server (:class:`memop.testing.apiserver.server.ApiServer`, HTTPS) runs in the
 bench's own process, so the bench reads every webhook call it made
-(:attr:`~memop.testing.server.ApiServer.webhook_calls`) and every request it answered (its
+(:attr:`~memop.testing.apiserver.server.ApiServer.webhook_calls`) and every request it answered (its
 request log); it runs no simulated kube-controller-manager (no ReplicaSets or pods: convergence
 is memop's part, as in bench/converge.py). The old and the new operator are ``python -m memop
 --controllers memcached --leader-elect`` processes watching all namespaces (OLM installs an
@@ -52,7 +52,7 @@ The phases, each timed (``seconds``):
 Figures besides: ``webhook_calls`` per phase as the API server made them (conversion calls,
 the objects they carried, failures; admission calls, denials, failures), and those of the
 bench's own reads apart (``bench_checks``). The in-memory server keeps the conversions it got
-in a cache keyed by the object's content (:mod:`memop.testing.conversionwebhooks`), where
+in a cache keyed by the object's content (:mod:`memop.testing.apiserver.conversionwebhooks`), where
 kube-apiserver calls the webhook on every read in the other version: its counts are a lower
 bound of a real server's (a second list of unchanged objects at ``v1beta1`` costs it no call).
 memop's CPU seconds (``/proc/<pid>/stat``) per phase and its resident memory at the end of
@@ -103,12 +103,12 @@ from memop.memcached import api
 from memop.memcached.crd import crd as memcached_crd
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS
+from memop.testing.apiserver.server import ApiServer
+from memop.testing.apiserver.webhookclient import WebhookCall
 from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess, free_port
-from memop.testing.server import ApiServer
 from memop.testing.tls import ServingCertificates
 from memop.testing.wait import wait_for
-from memop.testing.webhookclient import WebhookCall
 from memop.testing.webhooks import install_webhooks
 
 CRD_NAME = f"{api.PLURAL}.{api.GROUP}"

@@ -21,10 +21,10 @@ bench/sharding.py's (whose pieces this bench imports).
   not.
 - The check: who held which shard when, and every write memop sent for a Memcached (to the
   Memcached, its status, or its Deployment), come from the API server's audit log
-  (:mod:`memop.testing.requestlog`; the in-memory server writes one with ``--audit-log``, a real
+  (:mod:`memop.testing.apiserver.requestlog`; the in-memory server writes one with ``--audit-log``, a real
   kube-apiserver with ``--audit-log-path`` and ``--audit-log-format=json`` and a policy logging
   those writes and Lease updates at level Metadata).
-  :func:`memop.testing.shardholding.writes_outside_holdings` counts the writes that arrived
+  :func:`memop.testing.apiserver.shardholding.writes_outside_holdings` counts the writes that arrived
   while their sender did not hold the Memcached's shard: ``writes_outside_holdings`` must be 0
   (no object reconciled by two replicas at once). The figures also say how many writes were
   checked, how many shard hand-overs the Leases show, and each replica's ring changes.
@@ -70,10 +70,10 @@ from sharding import (
 
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.sharding.ring import Ring
+from memop.testing.apiserver.requestlog import RequestRecord, read_audit_log
+from memop.testing.apiserver.shardholding import holdings, writes_outside_holdings
 from memop.testing.memcached import memcached_manifest
 from memop.testing.process import MemopProcess
-from memop.testing.requestlog import RequestRecord, read_audit_log
-from memop.testing.shardholding import holdings, writes_outside_holdings
 from memop.testing.wait import wait_for
 
 

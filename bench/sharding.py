@@ -129,10 +129,10 @@ from memop.runtime.client.errors import ApiError, TransportError
 from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, PODS, REPLICASETS
 from memop.runtime.sharding.membership import GROUP_LABEL
 from memop.runtime.sharding.ring import Ring
-from memop.testing.featuregates import SHARDED_LIST_AND_WATCH
+from memop.testing.apiserver.featuregates import SHARDED_LIST_AND_WATCH
+from memop.testing.apiserver.requestlog import read_audit_log
+from memop.testing.apiserver.shardholding import WRITE_VERBS
 from memop.testing.process import MemopProcess
-from memop.testing.requestlog import read_audit_log
-from memop.testing.shardholding import WRITE_VERBS
 from memop.testing.wait import WaitTimeout, wait_for
 
 GROUP = "memop"  # memop's default --sharding-group

@@ -28,8 +28,8 @@ import hypothesis
 import pytest
 from kubernetes_asyncio import client
 
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.envtest import FAKE_ONLY_REASON, Kube, use_existing_cluster
-from memop.testing.server import ApiServer
 
 # Hypothesis's wall-clock checks (a 200 ms deadline per example, the too_slow health check on
 # generation) measure the machine, not the property: on a 2-core VM running an API server

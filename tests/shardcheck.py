@@ -2,7 +2,7 @@
 ``--sharding`` replica sent for a Memcached or its Deployment arrived while that replica held the
 Memcached's shard (the ring's shard of its uid). For the tests of sharded memop
 (tests/e2e/test_manager_sharding.py, tests/chaos/test_chaos_sharded.py); the generic pieces are
-:mod:`memop.testing.shardholding`'s.
+:mod:`memop.testing.apiserver.shardholding`'s.
 
 What the server saw is the in-memory server's request log, or on a real cluster kube-apiserver's
 audit log, when :data:`AUDIT_LOG_ENV` names it (:func:`requests_in`).
@@ -14,9 +14,9 @@ import os
 from collections.abc import Iterable, Mapping
 
 from memop.runtime.sharding.ring import Ring
+from memop.testing.apiserver.requestlog import RequestRecord, records_from_audit_events
+from memop.testing.apiserver.shardholding import holdings, writes_outside_holdings
 from memop.testing.envtest import Kube
-from memop.testing.requestlog import RequestRecord, records_from_audit_events
-from memop.testing.shardholding import holdings, writes_outside_holdings
 
 # kube-apiserver's audit log on a real cluster: its --audit-log-path, written with
 # --audit-log-format=json by a policy that logs writes to Leases, Memcacheds (and their status)

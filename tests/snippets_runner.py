@@ -297,7 +297,7 @@ class Session:
         from kubernetes_asyncio.client import ApiClient  # noqa: PLC0415
 
         from memop.runtime import Client  # noqa: PLC0415
-        from memop.testing.server import ApiServer  # noqa: PLC0415
+        from memop.testing.apiserver.server import ApiServer  # noqa: PLC0415
 
         stack = contextlib.AsyncExitStack()
         server = await stack.enter_async_context(ApiServer(tls=True, simulate_controllers=True))

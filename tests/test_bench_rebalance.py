@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from memop.testing.requestlog import RequestRecord
+from memop.testing.apiserver.requestlog import RequestRecord
 from tests.benchscripts import usage_error
 from tests.test_bench_sharding import FAST, run_bench
 

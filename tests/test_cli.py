@@ -21,8 +21,8 @@ from memop.project import Project
 from memop.runtime import CONFIGMAPS, ControllerBuilder, ControllerDefinition
 from memop.runtime.webhook.declarations import AdmissionWebhook
 from memop.scaffold.command import build_parser as build_scaffold_parser
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.process import free_port
-from memop.testing.server import ApiServer
 from memop.testing.tls import ServingCertificates
 from memop.testing.wait import wait_for
 

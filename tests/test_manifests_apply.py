@@ -1,6 +1,6 @@
 """Every install overlay under manifests/ applies cleanly with kubectl to the in-memory API
 server, which proves its objects parse as their kinds and pass the server's validation (the
-schemas and defaulting of memop.testing.builtins, the CRD's structural schema): a second
+schemas and defaulting of memop.testing.kinds.builtins, the CRD's structural schema): a second
 apply changes nothing, the objects read back, and ``kubectl delete -k`` removes them.
 
 Overlays share objects (default, namespaced and secure-metrics are all the same install), so
@@ -26,7 +26,7 @@ import yaml
 from memop.builtin import PROJECT
 from memop.manifests.target import Target
 from memop.manifests.webhooks import serves_webhooks
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from tests.test_manifests import MANIFESTS, REPO
 
 pytestmark = [

@@ -21,7 +21,7 @@ from memop.cli.options import parse_run_args
 from memop.manifests import rbac
 from memop.manifests.layout import manifest_files
 from memop.manifests.target import Target
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from tests.project_cachely import PROJECT as CACHELY
 from tests.test_manifests import GENERATED, container, memop_manifests, needs_kubectl, one
 from tests.test_manifests_apply import CERT_MANAGER_CRDS

@@ -29,7 +29,7 @@ from memop.project import Project
 from memop.runtime.client.client import Client
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
 from memop.runtime.util.clock import FakeClock
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 from tests.test_manifests import (
     MANIFESTS,

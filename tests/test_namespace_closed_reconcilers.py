@@ -34,8 +34,8 @@ from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, PODS, Resour
 from memop.runtime.controller.definition import ControllerDefinition, SetupContext
 from memop.runtime.controller.reconcile import Reconciler, Request
 from memop.runtime.manager.events import EventRecorder
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 MEMOP = "memop-unit/closed"

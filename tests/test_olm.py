@@ -36,7 +36,7 @@ from memop.manifests.target import Target
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, Resource
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 from tests.project_cachely import PROJECT as CACHELY
 from tests.test_manifests import (

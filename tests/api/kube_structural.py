@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memop.testing import cel
-from memop.testing import schema as openapi
+from memop.testing.apiserver import cel
+from memop.testing.apiserver import schema as openapi
 
 _JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
 _INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]

@@ -28,7 +28,7 @@ from memop.runtime import (
 )
 from memop.runtime.api.schema import openapi_schema
 from memop.testing import InstallCrds
-from memop.testing import schema as openapi
+from memop.testing.apiserver import schema as openapi
 
 
 class Port(Model):

@@ -54,12 +54,12 @@ from memop.memcached.api import FINALIZER, MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import AlreadyExists, TransportError
 from memop.runtime.client.resources import DEPLOYMENTS, LEASES, NAMESPACES, Resource
-from memop.testing.errors import ApiError as ServerError
-from memop.testing.faults import ChaosRule
+from memop.testing.apiserver.errors import ApiError as ServerError
+from memop.testing.apiserver.faults import ChaosRule
+from memop.testing.apiserver.requestlog import RequestRecord
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess
-from memop.testing.requestlog import RequestRecord
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 from tests.conftest import FIGURES
 

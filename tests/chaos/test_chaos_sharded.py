@@ -10,7 +10,7 @@ drops and failures go on while every Memcached is scaled, and then deleted.
 
 Checked after each stage: every Memcached converged (or is gone, after the deletion), no
 traceback in any replica's output, no exit without a logged reason. At the end, from the
-server's request log only (memop.testing.shardholding): every write a replica sent for a
+server's request log only (memop.testing.apiserver.shardholding): every write a replica sent for a
 Memcached or its Deployment arrived while that replica held the Memcached's shard.
 """
 
@@ -28,8 +28,8 @@ from kubernetes_asyncio.client import ApiClient
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import LEASES, NAMESPACES
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 from tests.chaos.test_chaos import (
     NAMESPACES_USED,

@@ -46,12 +46,12 @@ from memop.runtime.cache.store import ObjectStore
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, DEPLOYMENTS, PODS, Resource
 from memop.runtime.util.backoff import Backoff
+from memop.testing.apiserver.watch import Watcher, event_line
 from memop.testing.envtest import Kube
 from memop.testing.memcached import converged
 from memop.testing.operator import RunningOperator
 from memop.testing.plugin import RunOperator
 from memop.testing.wait import wait_for
-from memop.testing.watch import Watcher, event_line
 
 TIMEOUT = 30
 CONTROLLER = "memcached"

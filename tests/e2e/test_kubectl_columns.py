@@ -27,12 +27,12 @@ from memop.memcached.api import MEMCACHEDS
 from memop.runtime.cache.labels import Selector
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, PODS
+from memop.testing.apiserver.times import since
 from memop.testing.envtest import Kube
-from memop.testing.generic import GenericStrategy
-from memop.testing.kinds import BUILTIN_KINDS
+from memop.testing.kinds.generic import GenericStrategy
+from memop.testing.kinds.registry import BUILTIN_KINDS
 from memop.testing.memcached import converged, memcached_manifest
 from memop.testing.operator import RunningOperator, event_recorded
-from memop.testing.times import since
 from memop.testing.wait import wait_for
 
 KUBECTL = shutil.which("kubectl")

@@ -21,8 +21,8 @@ import pytest
 from memop import __version__
 from memop.cli.options import build_parser, env_name
 from memop.runtime.client.kubeconfig import SERVICE_ACCOUNT_DIR
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.process import _flag_variables
-from memop.testing.server import ApiServer
 
 TIMEOUT = 30
 

@@ -28,11 +28,11 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import LEASES
 from memop.runtime.leaderelection.lease import JITTER_FACTOR
+from memop.testing.apiserver.requestlog import RequestRecord
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.envtest import Kube
 from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
-from memop.testing.requestlog import RequestRecord
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30

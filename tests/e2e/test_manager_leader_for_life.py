@@ -19,11 +19,11 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.kubeconfig import running_in_cluster
 from memop.runtime.client.resources import CONFIGMAPS, PODS
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.envtest import Kube
 from memop.testing.memcached import memcached_manifest
 from memop.testing.operator import install_crd
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 from tests.e2e.test_manager_leader_election import agent, converge, managed_writes
 

@@ -16,10 +16,10 @@ from memop import __version__
 from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
+from memop.testing.apiserver.server import TOKEN
 from memop.testing.envtest import Kube
 from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses, free_port, sample_value
-from memop.testing.server import TOKEN
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30

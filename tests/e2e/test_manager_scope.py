@@ -15,10 +15,10 @@ from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.envtest import Kube
 from memop.testing.memcached import available, memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30

@@ -36,10 +36,10 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.leaderelection.lease import JITTER_FACTOR
 from memop.runtime.sharding.probe import server_filters_by_shard_selector
+from memop.testing.apiserver.requestlog import RequestRecord
 from memop.testing.envtest import Kube
 from memop.testing.memcached import memcached_manifest, reconciled
 from memop.testing.process import MemopProcess, MemopProcesses, sample_value
-from memop.testing.requestlog import RequestRecord
 from memop.testing.wait import wait_for
 from tests.shardcheck import MANAGED, NO_AUDIT_LOG, check_memcached_writes_inside_holdings, requests_in
 

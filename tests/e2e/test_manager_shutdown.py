@@ -17,8 +17,8 @@ from memop.memcached.api import MEMCACHEDS
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import LEASES
+from memop.testing.apiserver.faults import DelayRule
 from memop.testing.envtest import Kube
-from memop.testing.faults import DelayRule
 from memop.testing.memcached import memcached_manifest
 from memop.testing.process import MemopProcess, MemopProcesses
 from memop.testing.wait import wait_for

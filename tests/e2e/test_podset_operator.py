@@ -24,9 +24,9 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import Invalid, NotFound
 from memop.runtime.client.resources import PODS
 from memop.runtime.controller.reconcile import Request
+from memop.testing.apiserver.store import StoreEvent
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator, event_recorded, install_crd
-from memop.testing.store import StoreEvent
 from memop.testing.wait import wait_for
 
 TIMEOUT = 30

@@ -21,8 +21,8 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import NotFound
 from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, PODS
 from memop.runtime.leaderelection.lease import LeaderElectionConfig
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import RunningOperator, install_crd
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 OPERATOR_NAMESPACE = "memop-system"

@@ -30,8 +30,8 @@ from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, NAMESPACES
 from memop.runtime.controller.reconcile import Request
 from memop.runtime.manager.events import EventRecorder
 from memop.runtime.util.clock import FakeClock
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 A = CONTAINER_PORT_ANNOTATION

@@ -47,9 +47,9 @@ from memop.runtime.client.resources import DEPLOYMENTS, EVENTS, NAMESPACES, PODS
 from memop.runtime.controller.reconcile import Request, Result
 from memop.runtime.manager.events import EventRecorder
 from memop.runtime.util.clock import FakeClock
+from memop.testing.apiserver.requestlog import RequestRecord
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
-from memop.testing.requestlog import RequestRecord
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 MEMOP = "memop-unit/reconciler"

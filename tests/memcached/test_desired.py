@@ -23,7 +23,7 @@ from memop.memcached.desired import (
 )
 from memop.memcached.status import compute_status
 from memop.runtime.cache.labels import Selector
-from memop.testing.patch import merge_patch
+from memop.testing.apiserver.patch import merge_patch
 
 Obj = dict[str, Any]
 

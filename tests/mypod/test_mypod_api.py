@@ -16,8 +16,8 @@ from memop.mypod.api import MYPODS, InvalidSpec, MyPodSpec, parse_spec
 from memop.mypod.crd import crd, crd_yaml
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import NAMESPACES
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
-from memop.testing.server import ApiServer
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_FILE = REPO / "manifests/samples/harryyann.github.io_v1_mypod.yaml"

@@ -37,8 +37,8 @@ from memop.runtime.controller.definition import SetupContext
 from memop.runtime.controller.reconcile import Request, Result
 from memop.runtime.manager.events import EventRecorder
 from memop.runtime.util.clock import FakeClock
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 MEMOP = "memop-unit/mypod"

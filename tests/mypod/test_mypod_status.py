@@ -11,7 +11,7 @@ from memop.mypod.desired import SPEC_HASH
 from memop.mypod.status import Failure, compute_status
 from memop.runtime.api.conditions import find_condition
 from memop.runtime.controller.status import status_changed
-from memop.testing.patch import merge_patch
+from memop.testing.apiserver.patch import merge_patch
 
 NOW, LATER = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"
 HASH = "abc"

@@ -16,8 +16,8 @@ from memop.podset.crd import crd, crd_yaml
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import Invalid
 from memop.runtime.client.resources import NAMESPACES
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
-from memop.testing.server import ApiServer
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 

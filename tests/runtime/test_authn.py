@@ -16,7 +16,7 @@ from memop.runtime.client.client import Client
 from memop.runtime.manager.authn import MetricsAuthorizer, tls_context
 from memop.runtime.manager.server import Address, ProbeServer
 from memop.runtime.util.clock import FakeClock
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.tls import ServingCertificates
 
 

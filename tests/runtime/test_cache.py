@@ -22,7 +22,7 @@ from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, PODS, SECRETS
 from memop.runtime.sharding.keys import BY_UID
 from memop.runtime.sharding.ring import Ring
 from memop.runtime.util.clock import FakeClock
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 

@@ -19,7 +19,7 @@ from memop.runtime.cache.labels import Selector
 from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, Obj, ObjectStore
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, PODS
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 SOURCE = "source"

@@ -21,7 +21,7 @@ from memop.runtime.client import errors
 from memop.runtime.client.client import RETRY_BASE_DELAY, Client
 from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, Resource
 from memop.runtime.util.clock import FakeClock
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 if TYPE_CHECKING:

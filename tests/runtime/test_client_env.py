@@ -21,7 +21,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from memop.runtime.client.client import Client
 from memop.runtime.client.http1 import Http1Pool
 from memop.runtime.client.resources import CONFIGMAPS
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 
 NS = "default"
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")

@@ -22,7 +22,7 @@ from memop.runtime.controller.controller import Controller, ControllerBuilder
 from memop.runtime.controller.handlers import reports_state_only, reports_up_to_date
 from memop.runtime.controller.reconcile import Request, Result, TerminalError
 from memop.runtime.util.clock import FakeClock
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 NS = "default"

@@ -16,7 +16,7 @@ from memop.runtime.client.resources import EVENTS
 from memop.runtime.manager.events import NORMAL, QUEUE_FULL_REPORT_INTERVAL, WARNING, EventRecorder
 from memop.runtime.util.clock import FakeClock
 from memop.runtime.workqueue.workqueue import AllQueues, WorkQueue
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 

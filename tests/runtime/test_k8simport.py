@@ -131,8 +131,8 @@ def test_the_operator_process_does_not_import_the_test_server_or_cryptography(mo
         f"""
 import json, sys
 import {module}
-print(json.dumps({{"loaded": sorted(m for m in ("memop.testing.server", "memop.cli.demo", "cryptography",
-    "memop.manifests.command") if m in sys.modules)}}))
+print(json.dumps({{"loaded": sorted(m for m in ("memop.testing.apiserver.server", "memop.cli.demo",
+    "cryptography", "memop.manifests.command") if m in sys.modules)}}))
 """
     )
     assert result == {"loaded": []}

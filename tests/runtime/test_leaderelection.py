@@ -31,8 +31,8 @@ from memop.runtime.leaderelection.lease import (
     micro_time,
 )
 from memop.runtime.util.clock import Clock, FakeClock, RealClock
-from memop.testing.errors import ApiError as StoreError
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.errors import ApiError as StoreError
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 NS = "default"

@@ -30,8 +30,8 @@ from memop.runtime.leaderelection.leaderforlife import (
 )
 from memop.runtime.leaderelection.lease import LeadershipLost
 from memop.runtime.util.clock import FakeClock
-from memop.testing.errors import ApiError as StoreError
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.errors import ApiError as StoreError
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 NS = "default"

@@ -23,7 +23,7 @@ from memop.runtime.client.resources import CONFIGMAPS, EVENTS, NAMESPACES
 from memop.runtime.controller.controller import ControllerBuilder
 from memop.runtime.controller.reconcile import Request, Result
 from memop.runtime.manager.events import NORMAL, EventRecorder
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 pytestmark = pytest.mark.fake_only

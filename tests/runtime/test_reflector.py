@@ -21,7 +21,7 @@ from memop.runtime.client.reachability import Reachability
 from memop.runtime.client.resources import CONFIGMAPS
 from memop.runtime.util.backoff import Backoff
 from memop.runtime.util.clock import FakeClock
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 NS = "default"

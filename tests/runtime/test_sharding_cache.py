@@ -24,7 +24,7 @@ from memop.runtime.client.resources import CONFIGMAPS, NAMESPACES, SECRETS
 from memop.runtime.sharding.adoption import label_children
 from memop.runtime.sharding.keys import BY_OWNER_BUCKET, BY_UID
 from memop.runtime.sharding.ring import BUCKET_LABEL, Ring, bucket_label_value
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 NS = "ns"

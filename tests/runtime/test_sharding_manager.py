@@ -39,7 +39,7 @@ from memop.runtime.sharding.membership import (
     ShardingConfig,
 )
 from memop.runtime.sharding.ring import BUCKET_LABEL, bucket_label_value
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 NS = "shards"

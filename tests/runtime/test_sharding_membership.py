@@ -29,7 +29,7 @@ from memop.runtime.sharding.membership import (
     member_lease_name,
 )
 from memop.runtime.util.clock import FakeClock
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 NS = "default"

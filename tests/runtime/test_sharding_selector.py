@@ -15,7 +15,7 @@ from memop.runtime.sharding.selector import (
     in_ranges,
     render_selector,
 )
-from memop.testing.sharding import parse_shard_selector
+from memop.testing.apiserver.sharding import parse_shard_selector
 
 # Go's hash/fnv golden values (fnv_test.go), the inputs of apimachinery's hash_test.go, and a
 # non-ASCII string (hashed as UTF-8 bytes), all computed with Go's fnv.New64a.

@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 
 from memop.runtime.util.clock import FakeClock
-from memop.testing.server import TOKEN, ApiServer
+from memop.testing.apiserver.server import TOKEN, ApiServer
 from memop.testing.wait import wait_for
 
 AUTHN = "/apis/authentication.k8s.io/v1"

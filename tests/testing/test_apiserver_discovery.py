@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes_asyncio import client, config
 
-from memop.testing.kinds import BUILTIN_KINDS
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
+from memop.testing.kinds.registry import BUILTIN_KINDS
 from memop.testing.wait import wait_for
 
 if TYPE_CHECKING:
@@ -337,7 +337,7 @@ def _certificate_request(name: str) -> str:
 
 
 def generic_manifests(namespace: str, name: str, template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """A minimal valid object of each built-in resource served generically (memop.testing.generic)."""
+    """A minimal valid object of each built-in resource served generically (memop.testing.kinds.generic)."""
     meta = {"name": name, "namespace": namespace}
     rules = {
         "resourceRules": [

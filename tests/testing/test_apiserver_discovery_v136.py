@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memop.testing.discovery import AGGREGATED_MEDIA_TYPE
-from memop.testing.generic import NOT_SERVED
+from memop.testing.apiserver.discovery import AGGREGATED_MEDIA_TYPE
+from memop.testing.kinds.generic import NOT_SERVED
 from tests.testing.test_apiserver_discovery import KUBECTL, kubectl
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ DATA = Path(__file__).parent / "data"
 RECORDED = json.loads(gzip.decompress((DATA / "discovery-v1.36.2.json.gz").read_bytes()))
 # What `kubectl api-resources -o name` printed on a v1.36.2 kube-apiserver (default feature gates).
 API_RESOURCES = (DATA / "api-resources-v1.36.2.txt").read_text().split()
-# Listed by v1.36.2, not by the in-memory server (memop.testing.generic.NOT_SERVED says why).
+# Listed by v1.36.2, not by the in-memory server (memop.testing.kinds.generic.NOT_SERVED says why).
 UNLISTED = {(f"/apis/{g}/{v}" if g else f"/api/{v}", plural) for g, v, plural in NOT_SERVED}
 
 

@@ -1,5 +1,5 @@
 """Built-in kinds served generically from kube-apiserver v1.36's OpenAPI v3 schemas
-(memop.testing.generic): typed decoding, required fields, the status subresource, field
+(memop.testing.kinds.generic): typed decoding, required fields, the status subresource, field
 selectors and strategic merge patches, over HTTP.
 
 The decoder's messages are encoding/json's (``json: cannot unmarshal <JSON type> into Go struct
@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memop.testing import typeddecode
-from memop.testing.generic import LISTED_ONLY_REASONS, GenericStrategy
-from memop.testing.kinds import BUILTIN_KINDS, FAITHFUL_KINDS
-from memop.testing.reviews import REVIEW_RESOURCES
+from memop.testing.apiserver import typeddecode
+from memop.testing.apiserver.builtinapi import LISTED_ONLY_REASONS
+from memop.testing.auth.reviews import REVIEW_RESOURCES
+from memop.testing.kinds.generic import GenericStrategy
+from memop.testing.kinds.registry import BUILTIN_KINDS, FAITHFUL_KINDS
 
 if TYPE_CHECKING:
     from tests.conftest import Http

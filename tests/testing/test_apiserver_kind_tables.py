@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memop.testing import columns
+from memop.testing.apiserver import columns
 
 if TYPE_CHECKING:
     from tests.conftest import Http

@@ -1,6 +1,6 @@
 """``kubectl create`` of built-in kinds against the in-memory API server, as a user types it.
 
-kubectl sends what its generators build as protobuf (see :mod:`memop.testing.protobuf`); here
+kubectl sends what its generators build as protobuf (see :mod:`memop.testing.apiserver.protobuf`); here
 the real kubectl binary creates namespaces, ConfigMaps, Secrets (generic, with binary data,
 docker-registry and tls) and the other built-in kinds the server serves, and ``kubectl get``
 reads them back. One test puts a recording proxy between kubectl and the in-memory server to
@@ -27,7 +27,7 @@ import pytest
 import yaml
 from aiohttp import web
 
-from memop.testing import protobuf
+from memop.testing.apiserver import protobuf
 from memop.testing.tls import ServingCertificates
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from memop.testing import columns
+from memop.testing.apiserver import columns
 from tests.testing.test_apiserver_tables import AGE, ago, get_table, header, rows
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memop.testing import protobuf
-from memop.testing.protokinds import KINDS
-from memop.testing.protowire import INLINE, LIST, MAP, POINTER, Message, Scalar
+from memop.testing.apiserver import protobuf
+from memop.testing.apiserver.protokinds import KINDS
+from memop.testing.apiserver.protowire import INLINE, LIST, MAP, POINTER, Message, Scalar
 
 if TYPE_CHECKING:
     from tests.conftest import Http

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.testing.quantity import QuantityError, canonical, parse
+from memop.testing.apiserver.quantity import QuantityError, canonical, parse
 
 
 @pytest.mark.parametrize(

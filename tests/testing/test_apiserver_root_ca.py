@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.controllers.rootca import DESCRIPTION, PLACEHOLDER_CA
-from memop.testing.server import ApiServer
 from memop.testing.wait import wait_for
 
 if TYPE_CHECKING:

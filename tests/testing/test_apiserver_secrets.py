@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memop.runtime import SECRETS, Client
-from memop.testing import columns
-from memop.testing.discovery import VERBS
+from memop.testing.apiserver import columns
+from memop.testing.apiserver.discovery import VERBS
 from tests.testing.test_apiserver_tables import AGE, get_table, header, rows
 
 if TYPE_CHECKING:

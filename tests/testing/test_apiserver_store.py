@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.testing import builtins
-from memop.testing.crds import CRDS
-from memop.testing.errors import ApiError
-from memop.testing.store import Store, StoreEvent
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.resources import CRDS, NAMESPACES
+from memop.testing.apiserver.store import Store, StoreEvent
+from memop.testing.kinds import builtins
 
 CMS = builtins.CONFIGMAPS
 DEPLOYMENTS = builtins.DEPLOYMENTS
@@ -90,15 +90,15 @@ def test_dependents_of_follows_owner_references() -> None:
 
 def test_namespaces_finalize_through_the_finalize_subresource() -> None:
     store = Store()
-    store.create(builtins.NAMESPACES, None, {"metadata": {"name": "ns"}})
-    terminating = store.delete(builtins.NAMESPACES, None, "ns")
+    store.create(NAMESPACES, None, {"metadata": {"name": "ns"}})
+    terminating = store.delete(NAMESPACES, None, "ns")
     assert terminating["status"]["phase"] == "Terminating"
     # spec.finalizers cannot be changed through the main resource.
     terminating["spec"]["finalizers"] = []
-    assert store.update(builtins.NAMESPACES, None, "ns", terminating)["spec"]["finalizers"] == ["kubernetes"]
-    store.update(builtins.NAMESPACES, None, "ns", terminating, subresource="finalize")
+    assert store.update(NAMESPACES, None, "ns", terminating)["spec"]["finalizers"] == ["kubernetes"]
+    store.update(NAMESPACES, None, "ns", terminating, subresource="finalize")
     with pytest.raises(ApiError):
-        store.get(builtins.NAMESPACES, None, "ns")
+        store.get(NAMESPACES, None, "ns")
 
 
 def test_resource_lookup() -> None:

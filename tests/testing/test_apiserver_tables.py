@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memop.testing import columns
+from memop.testing.apiserver import columns
 from memop.testing.wait import wait_for
 from tests.conftest import WatchStream
 from tests.testing.test_apiserver_crd import CRDS, established

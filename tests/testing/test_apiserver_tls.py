@@ -18,7 +18,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import CONFIGMAPS
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 
 pytestmark = pytest.mark.fake_only
 

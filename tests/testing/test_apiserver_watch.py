@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kubernetes_asyncio import client, watch
 
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 
 if TYPE_CHECKING:
     from tests.conftest import ClusterHandle, Http

@@ -17,13 +17,13 @@ import aiohttp
 import pytest
 
 from memop.testing import Kind, ResourceType, Strategy
-from memop.testing.builtinapi import builtin_resources
-from memop.testing.generic import GenericStrategy
-from memop.testing.kinds import KindSpecError, check_extra_kinds, load_kinds
-from memop.testing.objects import JsonDict, invalid
+from memop.testing.apiserver.builtinapi import builtin_resources
+from memop.testing.apiserver.objects import JsonDict, invalid
+from memop.testing.apiserver.schema import FieldError
+from memop.testing.apiserver.server import ApiServer
+from memop.testing.kinds.generic import GenericStrategy
+from memop.testing.kinds.registry import KindSpecError, check_extra_kinds, load_kinds
 from memop.testing.process import serving
-from memop.testing.schema import FieldError
-from memop.testing.server import ApiServer
 
 if TYPE_CHECKING:
     from tests.conftest import Http

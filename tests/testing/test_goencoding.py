@@ -1,4 +1,4 @@
-"""memop.testing.goencoding against Go's own expectations: the corrupt inputs and offsets of
+"""memop.testing.apiserver.goencoding against Go's own expectations: the corrupt inputs and offsets of
 encoding/base64's tests, its line-break cases, round trips of any bytes, and the syntax errors
 encoding/json's tests expect of its scanner."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memop.testing.goencoding import Base64Error, std_decode, syntax_error, unmarshal_object_error
+from memop.testing.apiserver.goencoding import Base64Error, std_decode, syntax_error, unmarshal_object_error
 
 # encoding/base64's TestDecodeCorrupt: the input and the offset Go reports (None: no error).
 CORRUPT = [

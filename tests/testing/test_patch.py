@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.testing.patch import (
+from memop.testing.apiserver.patch import (
     PatchError,
     PatchTestFailed,
     json_patch,

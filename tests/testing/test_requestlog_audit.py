@@ -20,13 +20,13 @@ from kubernetes_asyncio.client import ApiClient
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import Conflict
 from memop.runtime.client.resources import CONFIGMAPS
-from memop.testing.requestlog import (
+from memop.testing.apiserver.requestlog import (
     AuditLogError,
     audit_event,
     read_audit_log,
     records_from_audit_events,
 )
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 
 REAL = Path(__file__).parent / "data" / "kube-apiserver-v1.36.2-audit.jsonl"
 

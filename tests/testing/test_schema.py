@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memop.testing.schema import FieldError, apply_defaults, go_json, go_repr, prune, validate
+from memop.testing.apiserver.schema import FieldError, apply_defaults, go_json, go_repr, prune, validate
 
 # The openAPIV3Schema of a Memcached-like CRD version, as controller-gen writes it.
 MEMCACHED: dict[str, Any] = {

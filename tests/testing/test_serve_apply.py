@@ -12,9 +12,9 @@ from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop.runtime import CONFIGMAPS, NAMESPACES, Client, Resource
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.apply import ApplyError, create_objects, load_objects
 from memop.testing.process import serving
-from memop.testing.server import ApiServer
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget")
 CRD = """\

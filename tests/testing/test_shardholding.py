@@ -1,9 +1,9 @@
-"""memop.testing.shardholding: holdings read from Lease writes, and writes found outside them."""
+"""memop.testing.apiserver.shardholding: holdings read from Lease writes, and writes found outside them."""
 
 from __future__ import annotations
 
-from memop.testing.requestlog import RequestRecord
-from memop.testing.shardholding import Holding, holdings, writes_outside_holdings
+from memop.testing.apiserver.requestlog import RequestRecord
+from memop.testing.apiserver.shardholding import Holding, holdings, writes_outside_holdings
 
 
 def record(  # noqa: PLR0917 - a row of a request log

@@ -18,9 +18,9 @@ from memop.runtime.sharding.selector import (
     in_ranges,
     render_selector,
 )
-from memop.testing import featuregates
 from memop.testing.__main__ import build_parser
-from memop.testing.sharding import InvalidShardSelector, parse_shard_selector
+from memop.testing.apiserver import featuregates
+from memop.testing.apiserver.sharding import InvalidShardSelector, parse_shard_selector
 
 if TYPE_CHECKING:
     from memop.testing.plugin import InstallCrds
@@ -452,7 +452,7 @@ def test_a_bad_feature_gate_flag_is_a_usage_error(
 
 
 def test_the_constructor_refuses_a_gate_it_does_not_implement() -> None:
-    from memop.testing.server import ApiServer  # noqa: PLC0415
+    from memop.testing.apiserver.server import ApiServer  # noqa: PLC0415
 
     with pytest.raises(ValueError, match="unrecognized feature gate: WatchList"):
         ApiServer(feature_gates={"WatchList": True})

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from memop.runtime.util.clock import FakeClock
+from memop.testing.apiserver.store import Store
 from memop.testing.controllers import ControllerLimits, SimulatedControllers
 from memop.testing.controllers.common import TokenBucket, WorkLoop
 from memop.testing.controllers.kubelet import NO_NODES
-from memop.testing.store import Store
 from tests.testing.test_simulation_inprocess import deployment, idle
 
 
@@ -175,7 +175,7 @@ async def test_without_nodes_pods_stay_pending_unschedulable_as_kube_scheduler_s
 
 
 async def test_the_server_passes_the_limits_and_nodes_to_its_simulation() -> None:
-    from memop.testing.server import ApiServer  # noqa: PLC0415
+    from memop.testing.apiserver.server import ApiServer  # noqa: PLC0415
 
     async with ApiServer(
         simulate_controllers=True, controller_limits=ControllerLimits(qps=5, burst=2), nodes=False

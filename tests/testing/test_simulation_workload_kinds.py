@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from memop.runtime.util.clock import FakeClock
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.store import Store
 from memop.testing.controllers import SimulatedControllers
-from memop.testing.errors import ApiError
-from memop.testing.store import Store
 from memop.testing.wait import wait_for
 
 NS = "default"

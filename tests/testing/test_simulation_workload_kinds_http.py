@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 NS = "default"

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from memop.testing import jsonpath, printercolumns
-from memop.testing.kinds import FAITHFUL_KINDS
-from memop.testing.printers import PRINTERS
-from memop.testing.store import Store
-from memop.testing.tables import negotiate
-from memop.testing.times import human_duration
+from memop.testing.apiserver import jsonpath, printercolumns
+from memop.testing.apiserver.printers import PRINTERS
+from memop.testing.apiserver.store import Store
+from memop.testing.apiserver.tables import negotiate
+from memop.testing.apiserver.times import human_duration
+from memop.testing.kinds.registry import FAITHFUL_KINDS
 
 S = 1_000_000_000
 M, H, D, Y = 60 * S, 3600 * S, 86400 * S, 365 * 86400 * S

@@ -4,7 +4,7 @@ follow at the real limits: 4,096 runes in all, 256 a text once truncating)."""
 
 from __future__ import annotations
 
-from memop.testing.warningheaders import warning_headers
+from memop.testing.apiserver.warningheaders import warning_headers
 
 
 def test_texts_are_quoted_deduplicated_and_refused_as_new_warning_header_does() -> None:

@@ -30,9 +30,9 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import AlreadyExists, ApiError, TransportError
 from memop.runtime.client.resources import CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, Resource
 from memop.runtime.controller.definition import ControllerDefinition
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.operator import install_crd
 from memop.testing.process import free_port
-from memop.testing.server import ApiServer
 from memop.testing.webhooks import install_webhooks
 
 # manifests/samples/cache_v1alpha1_memcached.yaml (a test keeps them equal).

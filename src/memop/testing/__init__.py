@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING
 from memop.runtime.util.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from memop.testing.apiserver.resources import ResourceType
+    from memop.testing.apiserver.server import ApiServer
+    from memop.testing.apiserver.strategy import Kind, Strategy
     from memop.testing.envtest import Kube, cluster
     from memop.testing.operator import (
         OperatorExited,
@@ -38,26 +41,23 @@ if TYPE_CHECKING:
         release_finalizers,
     )
     from memop.testing.plugin import InstallCrds, RunOperator
-    from memop.testing.resources import ResourceType
-    from memop.testing.server import ApiServer
-    from memop.testing.strategy import Kind, Strategy
     from memop.testing.wait import WaitTimeout, wait_for
     from memop.testing.webhooks import InstalledWebhooks, install_webhooks
 
 # Loaded on first use (PEP 562): the pytest plugin imports this package in every test run, and
 # must not bring the server or kubernetes_asyncio with it.
 _EXPORTS: dict[str, str] = {
-    "ApiServer": "memop.testing.server",
+    "ApiServer": "memop.testing.apiserver.server",
     "InstalledWebhooks": "memop.testing.webhooks",
     "install_webhooks": "memop.testing.webhooks",
     "InstallCrds": "memop.testing.plugin",
-    "Kind": "memop.testing.strategy",
+    "Kind": "memop.testing.apiserver.strategy",
     "Kube": "memop.testing.envtest",
     "OperatorExited": "memop.testing.operator",
-    "ResourceType": "memop.testing.resources",
+    "ResourceType": "memop.testing.apiserver.resources",
     "RunOperator": "memop.testing.plugin",
     "RunningOperator": "memop.testing.operator",
-    "Strategy": "memop.testing.strategy",
+    "Strategy": "memop.testing.apiserver.strategy",
     "WaitTimeout": "memop.testing.wait",
     "cluster": "memop.testing.envtest",
     "event_recorded": "memop.testing.operator",

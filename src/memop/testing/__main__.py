@@ -28,11 +28,11 @@ from kubernetes_asyncio.client import ApiClient
 
 from memop.runtime.client.client import Client
 from memop.runtime.manager.gctuning import tune_gc
-from memop.testing import featuregates
+from memop.testing.apiserver import featuregates
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.apply import ApplyError, SourcedObject, create_objects, load_objects
 from memop.testing.controllers.common import ControllerLimits
-from memop.testing.kinds import check_extra_kinds, load_kinds
-from memop.testing.server import ApiServer
+from memop.testing.kinds.registry import check_extra_kinds, load_kinds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="append every request to PATH as kube-apiserver's JSON audit log does (level "
-        "Metadata), a line per request answered; read it with memop.testing.requestlog",
+        "Metadata), a line per request answered; read it with memop.testing.apiserver.requestlog",
     )
     serve.add_argument(
         "--extra-kinds",

@@ -2,7 +2,7 @@
 
 With ``USE_EXISTING_CLUSTER=true`` (any case) and ``KUBECONFIG`` naming a kubeconfig, tests run
 against that real cluster, as controller-runtime's envtest does in its existing-cluster mode;
-otherwise against a fresh in-memory :class:`~memop.testing.server.ApiServer` on 127.0.0.1 (a
+otherwise against a fresh in-memory :class:`~memop.testing.apiserver.server.ApiServer` on 127.0.0.1 (a
 free port), stopped afterwards. ``USE_EXISTING_CLUSTER=true`` without ``KUBECONFIG`` is an
 error (:func:`existing_cluster_error`): memop never picks a cluster from ``~/.kube/config`` or a
 service account by itself, since tests create and delete objects there.
@@ -26,7 +26,7 @@ import pytest
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import Configuration
 
-    from memop.testing.server import ApiServer
+    from memop.testing.apiserver.server import ApiServer
 
 USE_EXISTING_CLUSTER = "USE_EXISTING_CLUSTER"
 KUBECONFIG = "KUBECONFIG"
@@ -118,14 +118,14 @@ async def cluster(**server_options: Any) -> AsyncIterator[Kube]:
     """The cluster of the envtest convention, for the duration of the block.
 
     A real one when the environment says so (``server_options`` are then ignored; ValueError
-    when it cannot be used), else an in-memory :class:`~memop.testing.server.ApiServer`
+    when it cannot be used), else an in-memory :class:`~memop.testing.apiserver.server.ApiServer`
     started with ``server_options`` (its keyword arguments: ``tls``, ``simulate_controllers``,
     ``pod_ready_delay``...) and stopped, every connection closed, when the block ends.
     """
     if existing_cluster_requested():
         yield await existing_cluster()
         return
-    from memop.testing.server import ApiServer  # noqa: PLC0415 - loaded only when one is run
+    from memop.testing.apiserver.server import ApiServer  # noqa: PLC0415 - loaded only when one is run
 
     async with ApiServer(**server_options) as server:
         with tempfile.TemporaryDirectory(prefix="memop-kube-") as directory:

@@ -4,7 +4,7 @@ Installed with memop (the ``pytest11`` entry point ``memop``), so a project's te
 for the fixtures; ``-p no:memop`` switches the plugin off. Fixtures (all function-scoped):
 
 - ``kube`` (:class:`~memop.testing.envtest.Kube`): the cluster. A fresh in-memory
-  :class:`~memop.testing.server.ApiServer` on 127.0.0.1 (a free port, HTTPS with a CA of its
+  :class:`~memop.testing.apiserver.server.ApiServer` on 127.0.0.1 (a free port, HTTPS with a CA of its
   own, kube-controller-manager's controllers and kubelets simulated), stopped after the test;
   or, with ``USE_EXISTING_CLUSTER=true`` and ``KUBECONFIG``, the real cluster that names, as
   envtest does. ``USE_EXISTING_CLUSTER=true`` without ``KUBECONFIG`` is a usage error (pytest

@@ -26,7 +26,7 @@ from memop.runtime.webhook.declarations import (
     Obj,
     ValidationError,
 )
-from memop.testing.patch import json_patch as server_applies
+from memop.testing.apiserver.patch import json_patch as server_applies
 
 JSON = "application/json"
 GROUP, VERSION, KIND = "example.memop.dev", "v1", "Widget"

@@ -24,7 +24,7 @@ from memop.runtime.manager.manager import EXIT_FAILED, EXIT_OK
 from memop.runtime.manager.server import Address
 from memop.runtime.webhook.declarations import AdmissionRequest, AdmissionWebhook, Obj
 from memop.runtime.webhook.server import WebhookServerOptions
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.tls import ServingCertificates
 from memop.testing.wait import wait_for
 

@@ -15,7 +15,7 @@ from webhook_certs_support import CHECK_INTERVAL, CRD_NAME, NAMESPACE, POLICY, S
 from memop.runtime.client.client import Client
 from memop.runtime.util.clock import FakeClock
 from memop.runtime.webhook.selfmanaged import SelfManagedCertificates
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 
 
 @pytest.fixture

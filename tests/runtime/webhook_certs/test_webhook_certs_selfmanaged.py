@@ -37,7 +37,7 @@ from memop.runtime.webhook.selfmanaged import (
     SelfManagedCertificates,
     self_managed_certificate_rules,
 )
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
 
 LOGGER = "memop.webhook.certs"

@@ -10,7 +10,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from memop.runtime.webhook.certs import CertificatePolicy
 from memop.runtime.webhook.selfmanaged import SelfManagedCertificates
-from memop.testing.server import ApiServer
+from memop.testing.apiserver.server import ApiServer
 
 NAMESPACE = "memop-system"
 SERVICE = "memop-webhook-service"

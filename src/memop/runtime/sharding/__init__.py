@@ -3,5 +3,5 @@
 
 :mod:`memop.runtime.sharding.selector` has the pieces a client needs (the server's FNV-1a hash,
 hash ranges, rendering a selector, checking a hash against ranges); the in-memory API server's
-parser of selectors (:mod:`memop.testing.sharding`) uses the same hash.
+parser of selectors (:mod:`memop.testing.apiserver.sharding`) uses the same hash.
 """

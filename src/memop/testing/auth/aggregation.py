@@ -22,10 +22,10 @@ from typing import Any
 
 from memop.runtime.cache.labels import InvalidSelectorError, Selector
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.objects import copy_json
+from memop.testing.apiserver.store import Change, Store
 from memop.testing.auth.rbac import RBAC_GROUP
 from memop.testing.controllers.common import WorkLoop
-from memop.testing.objects import copy_json
-from memop.testing.store import Change, Store
 
 MANAGER = "clusterrole-aggregation-controller"
 

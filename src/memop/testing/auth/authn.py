@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from memop.testing.errors import ApiError
+from memop.testing.apiserver.errors import ApiError
 
 ADMIN_TOKEN = "memop-test-token"
 ADMIN_USER = "memop-test"

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from memop.testing.apiserver.store import Store
 from memop.testing.auth.aggregation import aggregate
 from memop.testing.auth.rbac import RBAC_GROUP
-from memop.testing.store import Store
 
 MANAGER = "kube-apiserver"
 _AUTOUPDATE = {"rbac.authorization.kubernetes.io/autoupdate": "true"}

@@ -26,6 +26,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from memop.testing.apiserver.errors import forbidden, not_found
+from memop.testing.apiserver.requestlog import RequestInfo
+from memop.testing.apiserver.resources import ResourceType
 from memop.testing.auth.authn import UserInfo
 from memop.testing.auth.rbac import (
     FULL_AUTHORITY,
@@ -36,9 +39,6 @@ from memop.testing.auth.rbac import (
     RuleResolver,
 )
 from memop.testing.auth.rbac import escalation_error as _escalation_error
-from memop.testing.errors import forbidden, not_found
-from memop.testing.requestlog import RequestInfo
-from memop.testing.resources import ResourceType
 
 ROLE_RESOURCES = frozenset(("roles", "clusterroles"))
 BINDING_RESOURCES = frozenset(("rolebindings", "clusterrolebindings"))

@@ -14,6 +14,11 @@ from typing import Any
 from aiohttp import web
 
 from memop.runtime.util.clock import Clock, RealClock
+from memop.testing.apiserver.errors import bad_request, forbidden, invalid, not_found
+from memop.testing.apiserver.objects import invalid as field_invalid
+from memop.testing.apiserver.objects import rfc3339
+from memop.testing.apiserver.requestlog import RequestInfo
+from memop.testing.apiserver.store import AdmissionHook, Served, Store
 from memop.testing.auth import bootstrap
 from memop.testing.auth.aggregation import AggregationController
 from memop.testing.auth.authn import MASTERS_GROUP, Authenticator, UserInfo, bearer_token
@@ -29,11 +34,6 @@ from memop.testing.auth.rbac import (
     RuleResolver,
 )
 from memop.testing.auth.writes import GuardedWrite
-from memop.testing.errors import bad_request, forbidden, invalid, not_found
-from memop.testing.objects import invalid as field_invalid
-from memop.testing.objects import rfc3339
-from memop.testing.requestlog import RequestInfo
-from memop.testing.store import AdmissionHook, Served, Store
 
 # Where the server keeps a request's UserInfo (aiohttp's request mapping).
 USER_KEY = web.RequestKey("memop.user", UserInfo)

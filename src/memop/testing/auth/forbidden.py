@@ -13,9 +13,9 @@ authorizer's reason after ``: `` when it gave one:
 
 from __future__ import annotations
 
+from memop.testing.apiserver.errors import ApiError, forbidden
+from memop.testing.apiserver.schema import go_quote
 from memop.testing.auth.rbac import Attributes, GroupResource
-from memop.testing.errors import ApiError, forbidden
-from memop.testing.schema import go_quote
 
 
 def forbidden_request(attrs: Attributes, reason: str) -> ApiError:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Protocol
 from urllib.parse import unquote
 
+from memop.testing.apiserver.errors import bad_request
 from memop.testing.auth.authn import (
     ANONYMOUS,
     AUTHENTICATED,
@@ -29,7 +30,6 @@ from memop.testing.auth.authn import (
 )
 from memop.testing.auth.forbidden import forbidden_request
 from memop.testing.auth.rbac import Attributes, Authorizer
-from memop.testing.errors import bad_request
 
 USER, GROUP, UID = "Impersonate-User", "Impersonate-Group", "Impersonate-Uid"
 EXTRA_PREFIX = "impersonate-extra-"

@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memop.testing.apiserver.schema import go_quote
+from memop.testing.apiserver.store import Store
 from memop.testing.auth.authn import MASTERS_GROUP, UserInfo, service_account_username
-from memop.testing.schema import go_quote
-from memop.testing.store import Store
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 # The rules of cluster-admin: what setting an aggregationRule needs (``fullAuthority``).

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memop.testing.store import AdmissionHook, Served
+from memop.testing.apiserver.store import AdmissionHook, Served
 
 # (served, the object as it will be written, the stored one or None) -> raise to refuse.
 Check = Callable[[Served, dict[str, Any], dict[str, Any] | None], None]

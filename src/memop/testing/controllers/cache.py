@@ -16,8 +16,8 @@ Invariants:
 
 from __future__ import annotations
 
+from memop.testing.apiserver.resources import ResourceType
 from memop.testing.controllers.common import Obj, meta, owner_refs
-from memop.testing.resources import ResourceType
 
 # (group, plural) of a stored resource: every served version shares the objects.
 GroupResource = tuple[str, str]

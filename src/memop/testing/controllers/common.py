@@ -8,7 +8,7 @@ invariants:
   is synced once more afterwards (workqueue semantics), so a sync always sees the latest store;
 * ``sync`` is a plain function: the store is synchronous, so a sync reads and writes a
   consistent snapshot with no await in between — nothing can interleave with it;
-* a sync that raises (an :class:`~memop.testing.errors.ApiError` such as a conflict, or a bug)
+* a sync that raises (an :class:`~memop.testing.apiserver.errors.ApiError` such as a conflict, or a bug)
   is retried with per-item exponential backoff; the worker never dies of it;
 * a sync may return a delay: the key is synced again after it (timers: readiness, deadlines);
 * workers yield to the event loop after every key, so the API server keeps answering while
@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from memop.runtime.util.clock import Clock
 from memop.runtime.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
 from memop.runtime.workqueue.workqueue import ShutDown, WorkQueue
-from memop.testing.errors import ApiError
+from memop.testing.apiserver.errors import ApiError
 
 if TYPE_CHECKING:
-    from memop.testing.resources import ResourceType
-    from memop.testing.store import Store, StoreEvent
+    from memop.testing.apiserver.resources import ResourceType
+    from memop.testing.apiserver.store import Store, StoreEvent
 
 K = TypeVar("K", bound=Hashable)
 Obj = dict[str, Any]

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.runtime.util.clock import Clock
-from memop.testing import cron
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -35,8 +36,7 @@ from memop.testing.controllers.common import (
     status_body,
 )
 from memop.testing.controllers.job import job_finished
-from memop.testing.errors import ApiError
-from memop.testing.store import Store, StoreEvent
+from memop.testing.kinds import cron
 
 Key = tuple[str, str]  # (namespace, name)
 SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -29,8 +30,7 @@ from memop.testing.controllers.common import (
     status_body,
 )
 from memop.testing.controllers.statefulset import REVISION_LABEL, revision
-from memop.testing.store import Store, StoreEvent
-from memop.testing.workloads import TEMPLATE_GENERATION
+from memop.testing.kinds.workloads import TEMPLATE_GENERATION
 
 Key = tuple[str, str]  # (namespace, name)
 NODE_NAME = "memop-control-plane"

@@ -26,6 +26,8 @@ import copy
 from typing import Any
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -60,8 +62,6 @@ from memop.testing.controllers.rollout import (
     with_hash_label,
     without_hash,
 )
-from memop.testing.errors import ApiError
-from memop.testing.store import Store, StoreEvent
 
 Key = tuple[str, str]  # (namespace, name)
 

@@ -28,6 +28,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.resources import ResourceType
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -37,9 +40,6 @@ from memop.testing.controllers.common import (
     metadata_for_write,
     owner_refs,
 )
-from memop.testing.errors import ApiError
-from memop.testing.resources import ResourceType
-from memop.testing.store import Store, StoreEvent
 
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"

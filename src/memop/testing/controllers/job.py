@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -32,7 +33,6 @@ from memop.testing.controllers.common import (
     rfc3339,
     status_body,
 )
-from memop.testing.store import Store, StoreEvent
 
 Key = tuple[str, str]  # (namespace, name)
 

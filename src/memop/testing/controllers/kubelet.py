@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.runtime.util.clock import Clock
-from memop.testing.builtins import pod_qos_class
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -41,7 +41,7 @@ from memop.testing.controllers.common import (
     rfc3339,
     status_body,
 )
-from memop.testing.store import Store, StoreEvent
+from memop.testing.kinds.builtins import pod_qos_class
 
 Key = tuple[str, str]  # (namespace, name)
 

@@ -15,6 +15,8 @@ The namespace is synced again whenever an object in it disappears, and every
 from __future__ import annotations
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -25,8 +27,6 @@ from memop.testing.controllers.common import (
     rfc3339,
     status_body,
 )
-from memop.testing.errors import ApiError
-from memop.testing.store import Store, StoreEvent
 
 BATCH = 500
 RECHECK = 2.0

@@ -18,11 +18,11 @@ from decimal import Decimal
 from typing import Any
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.quantity import canonical
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import Obj, WorkLoop, meta, status_body
-from memop.testing.quantity import canonical
-from memop.testing.quotas import amount
-from memop.testing.store import Store, StoreEvent
+from memop.testing.kinds.quotas import amount
 
 Key = tuple[str, str]  # (namespace, name)
 _COUNTED = {  # quota resource -> (group, plural)

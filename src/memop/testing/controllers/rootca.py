@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.store import Change, Store
 from memop.testing.controllers.common import WorkLoop, meta
-from memop.testing.errors import ApiError
-from memop.testing.store import Change, Store
 
 NAME = "kube-root-ca.crt"
 KEY = "ca.crt"

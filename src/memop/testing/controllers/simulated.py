@@ -1,7 +1,7 @@
 """The simulated control plane: kube-controller-manager (garbage collector, deployment,
 replicaset, statefulset, daemonset, job, cronjob, volume provisioning and protection, resource
 quota and namespace controllers) and the kubelets, acting directly on a
-:class:`~memop.testing.store.Store`.
+:class:`~memop.testing.apiserver.store.Store`.
 
 One in-process store listener (``Store.add_listener``, which hands over the store's own
 immutable objects, where ``subscribe`` would deep-copy every change) feeds the shared
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memop.runtime.util.clock import Clock, RealClock
+from memop.testing.apiserver.store import Change, Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import ControllerLimits, TokenBucket, WorkLoop
 from memop.testing.controllers.cronjob import CronJobController
@@ -32,7 +33,6 @@ from memop.testing.controllers.quota import QuotaController
 from memop.testing.controllers.replicaset import ReplicaSetController
 from memop.testing.controllers.statefulset import StatefulSetController
 from memop.testing.controllers.volumes import VolumeController
-from memop.testing.store import Change, Store, StoreEvent
 
 log = logging.getLogger("memop.testing.controllers")
 

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -36,8 +38,6 @@ from memop.testing.controllers.common import (
     owner_key,
     status_body,
 )
-from memop.testing.errors import ApiError
-from memop.testing.store import Store, StoreEvent
 
 Key = tuple[str, str]  # (namespace, name)
 REVISION_LABEL = "controller-revision-hash"

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.errors import ApiError
+from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
     Obj,
@@ -28,9 +30,7 @@ from memop.testing.controllers.common import (
     metadata_for_write,
     status_body,
 )
-from memop.testing.errors import ApiError
-from memop.testing.store import Store, StoreEvent
-from memop.testing.volumes import CLAIM_PROTECTION, VOLUME_PROTECTION
+from memop.testing.kinds.volumes import CLAIM_PROTECTION, VOLUME_PROTECTION
 
 Key = tuple[str, str, str]  # ("pvc" or "pv", namespace, name)
 PROVISIONER = "memop.testing/simulated-provisioner"
