@@ -10,6 +10,7 @@ from typing import Any
 from memop import memcached
 from memop.builtin import PROJECT
 from memop.memcached.api import MEMCACHEDS
+from memop.project import Project
 from memop.runtime.client.client import Client
 from memop.testing.memcached import converged, memcached_manifest
 from memop.testing.plugin import RunOperator
@@ -29,9 +30,11 @@ async def test_a_permission_missing_from_the_rules_fails_with_the_api_servers_40
     run_operator: RunOperator, client: Client, namespace: str
 ) -> None:
     rules = tuple(r for r in memcached.DEFINITION.rules if r.triple != ("apps", "deployments", "create"))
-    lacking = dataclasses.replace(memcached.DEFINITION, rules=rules)
+    # A project of its own: its ServiceAccount is granted these rules only. (memop's own account
+    # may hold the cluster-wide grant of the test below, which stays installed on a real cluster.)
+    lacking = Project("memop-lacking", "memop.dev", (dataclasses.replace(memcached.DEFINITION, rules=rules),))
     async with run_operator(lacking, namespaces=[namespace], rbac=True) as operator:
-        assert operator.service_account == ("memop-system", "memop-controller-manager")
+        assert operator.service_account == ("memop-lacking-system", "memop-lacking-controller-manager")
         await client.create(MEMCACHEDS, memcached_manifest("denied", size=1), namespace)
 
         async def degraded() -> str | None:
@@ -42,7 +45,8 @@ async def test_a_permission_missing_from_the_rules_fails_with_the_api_servers_40
     # generated Role lacks create on deployments, so RBAC has no rule that allows it.
     assert message == (
         "memop is not allowed to manage Deployments here: deployments.apps is forbidden: User "
-        '"system:serviceaccount:memop-system:memop-controller-manager" cannot create resource "deployments" '
+        '"system:serviceaccount:memop-lacking-system:memop-lacking-controller-manager" cannot create '
+        'resource "deployments" '
         f'in API group "apps" in the namespace "{namespace}"'
     )
 

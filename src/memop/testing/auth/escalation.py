@@ -15,7 +15,8 @@ a RoleBinding or ClusterRoleBinding only of a role whose permissions they hold o
 - A binding write passes when the user may ``bind`` the referenced role (verb ``bind`` on
   ``roles``/``clusterroles`` named by ``roleRef``, in the binding's namespace, "" for a
   ClusterRoleBinding), or holds every permission of that role there; a role that does not
-  exist is 404 NotFound (the registry's getter error), a missing permission the 403 above.
+  exist is 404 NotFound naming the binding's resource and the role's name (as measured on
+  v1.36.2), a missing permission the 403 above.
 
 The checks run where kube-apiserver runs them: after the mutating admission webhooks and
 before validation (:class:`~memop.testing.auth.writes.GuardedWrite` runs them in the store).
@@ -134,7 +135,9 @@ class EscalationCheck:
         try:
             rules = self.resolver.role_reference_rules(ref, namespace)
         except LookupError:
-            raise not_found(GroupResource(RBAC_GROUP, plural), role_name) from None
+            # Measured on kube-apiserver v1.36.2: 404 naming the binding's resource with the
+            # role's name (rolebindings.rbac.authorization.k8s.io "missing-role" not found).
+            raise not_found(GroupResource(RBAC_GROUP, rtype.plural), role_name) from None
         refusal = _escalation_error(self.resolver, user, namespace, rules)
         if refusal is not None:
             raise forbidden(rtype, name, refusal)

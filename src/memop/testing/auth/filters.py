@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from memop.runtime.util.clock import Clock, RealClock
-from memop.testing.apiserver.errors import bad_request, forbidden, invalid, not_found
+from memop.testing.apiserver.errors import bad_request, invalid, not_found
 from memop.testing.apiserver.objects import invalid as field_invalid
 from memop.testing.apiserver.objects import rfc3339
 from memop.testing.apiserver.requestlog import RequestInfo
@@ -153,7 +153,7 @@ class Auth:
             def on_create(served: Served, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
                 decision = self.authorizer.authorize(create)
                 if not decision.allowed:
-                    raise forbidden(GroupResource(info.group, info.resource), info.name, decision.reason)
+                    raise forbidden_request(create, decision.reason)
 
         if escalation is None and on_create is None:
             return admission

@@ -5,8 +5,9 @@ request in, run in the store's write path as an admission hook (:class:`GuardedW
   after the mutating admission webhooks and before validation;
 - ``create`` on a PATCH or PUT that creates the object (a server-side apply of a new object, an
   update of a kind that allows create on update): kube-apiserver's ``withAuthorization`` asks the
-  authorizer before the validating admission webhooks, and refuses with ``NewForbidden`` and the
-  authorizer's reason, which RBAC leaves empty: ``configmaps "x" is forbidden: `` (sic).
+  authorizer before the validating admission webhooks, and refuses with the 403 of a refused
+  create (measured on v1.36.2: ``configmaps "x" is forbidden: User "u" cannot create resource
+  "configmaps" in API group "" in the namespace "ns"``).
 """
 
 from __future__ import annotations
