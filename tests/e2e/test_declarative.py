@@ -368,6 +368,41 @@ async def test_on_delete_adds_a_finalizer_runs_once_then_removes_it(
     assert cleaned == ["web"]
 
 
+def _with_left_finalizer(name: str) -> dict[str, Any]:
+    """A WebApp as a version of the controller that had on_delete left it."""
+    obj = webapp(name)
+    obj["metadata"]["finalizers"] = ["declarative.memop.test/webapp"]
+    return obj
+
+
+async def test_a_finalizer_left_by_an_on_delete_version_is_removed_on_deletion(
+    run_operator: RunOperator, client: Client, namespace: str, crds: None
+) -> None:
+    definition = declarative_controller(WebApp, web_children, children=(DEPLOYMENTS, SERVICES, CONFIGMAPS))
+    async with run_operator(definition, namespaces=[namespace]):
+        await client.create(WEBAPPS, _with_left_finalizer("web"), namespace)
+        await wait_ready(client, "web", namespace)
+        await client.delete(WEBAPPS, "web", namespace)
+        await wait_for(lambda: _gone(client, namespace), timeout=TIMEOUT)
+
+
+async def test_a_left_finalizer_it_may_not_remove_is_said_in_an_event(
+    run_operator: RunOperator, client: Client, namespace: str, crds: None
+) -> None:
+    definition = declarative_controller(WebApp, web_children, children=(DEPLOYMENTS, SERVICES, CONFIGMAPS))
+    assert ("declarative.memop.test", "webapps", "patch") not in {r.triple for r in definition.rules}
+    async with run_operator(definition, namespaces=[namespace], rbac=True):
+        await client.create(WEBAPPS, _with_left_finalizer("web"), namespace)
+        await wait_ready(client, "web", namespace)
+        await client.delete(WEBAPPS, "web", namespace)
+        event = await event_recorded(client, namespace, lambda e: e.get("reason") == "FinalizerLeft")
+        assert event["type"] == "Warning"
+        assert "declarative.memop.test/webapp" in event["message"]
+        assert await get_or_none(client, WEBAPPS, "web", namespace) is not None
+        await client.patch(WEBAPPS, "web", {"metadata": {"finalizers": None}}, namespace)
+        await wait_for(lambda: _gone(client, namespace), timeout=TIMEOUT)
+
+
 async def _gone(client: Client, namespace: str) -> bool:
     return await get_or_none(client, WEBAPPS, "web", namespace) is None
 

@@ -51,7 +51,9 @@ JSON). Each reconcile of an owner then:
 - reports a stored owner that fails its type's validation (``Degraded``/``InvalidSpec``, one
   Warning Event) and leaves it alone until it is edited;
 - adds a finalizer only when ``on_delete`` is given: the cleanup of what is outside the cluster
-  runs once when the owner is deleted, then the finalizer goes.
+  runs once when the owner is deleted, then the finalizer goes. Without ``on_delete``, a deleted
+  owner still holding the finalizer (added by a version that had one) is let go: the finalizer
+  is removed, or, when RBAC forbids that patch, a ``FinalizerLeft`` Warning Event says so.
 
 Its RBAC follows from the code (:mod:`memop.runtime.controller.declarative.rules`): nothing to
 declare but what the user's own functions send (``rules``).
@@ -140,7 +142,8 @@ def declarative_controller(
     sample_children = _children_of_samples(typed, desired, sample_objects.values())
     kinds = _child_kinds(owner, children, sample_children)
     ready_rules = _ready_rules(ready)
-    finalizer = f"{owner.group}/{controller_name}" if on_delete is not None else ""
+    # Named even without on_delete: an earlier version of the controller may have added it.
+    finalizer = f"{owner.group}/{controller_name}"
 
     def setup(context: SetupContext) -> Controller:
         mapper = RestMapper(context.client)

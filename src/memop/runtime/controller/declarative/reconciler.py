@@ -290,7 +290,10 @@ class DeclarativeReconciler:
                 )
 
     async def _finish_deletion(self, owner: Obj) -> None:
-        if self.on_delete is None or not has_finalizer(owner, self.finalizer):
+        if not has_finalizer(owner, self.finalizer):
+            return
+        if self.on_delete is None:
+            await self._let_go(owner)
             return
         try:
             typed = self.kind.parse(owner)
@@ -304,6 +307,24 @@ class DeclarativeReconciler:
             self._event(owner, WARNING, "CleanupFailed", f"on_delete failed: {error}")
             raise
         await remove_finalizer(self.client, self.owner_resource, owner, self.finalizer, cache=self.cache)
+
+    async def _let_go(self, owner: Obj) -> None:
+        """Remove the finalizer a version of this controller with ``on_delete`` left on an owner
+        now being deleted: there is no cleanup to run any more, and keeping it would hold the
+        owner forever. Without ``patch`` on the owner's kind (RBAC derived from a definition with
+        no ``on_delete`` does not grant it) the user is told how, once, and it is not retried."""
+        try:
+            await remove_finalizer(self.client, self.owner_resource, owner, self.finalizer, cache=self.cache)
+        except Forbidden as error:
+            message = (
+                f"finalizer {self.finalizer} was added by a version of this controller with on_delete; "
+                f"this one has none and may not remove it ({error.message}): remove it from "
+                "metadata.finalizers, or grant patch on this kind"
+            )
+            log.warning("%s %s: %s", self.owner_resource.kind, _where(owner["metadata"]), message)
+            self._event(owner, WARNING, "FinalizerLeft", message)
+        except NotFound:
+            return
 
     # -- the status ------------------------------------------------------------------------
 
