@@ -889,6 +889,7 @@ class Store:
             meta["name"] = self._generate_name(storage, ns, str(generate))
         meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
         strategy.prepare_create(obj, rtype)
+        strategy.record_times(obj, None, self._now())
         name = str(meta.get("name") or "")
         self._check_namespace_open(rtype, ns, name)
         self._raise_invalid(rtype, name, strategy.allocate(self, obj, None))
@@ -1066,11 +1067,14 @@ class Store:
                     new.pop("status", None)
             strategy.prepare_update(new, old, rtype)
             self._raise_invalid(rtype, str(old_meta["name"]), strategy.allocate(self, new, old))
+        strategy.record_times(new, old, self._now())
         meta = new["metadata"]
         errors = validate_object_meta(meta, name_errors=strategy.name_errors)
         errors.extend(validate_object_meta_update(meta, old_meta))
         errors.extend(strategy.validate_update(new, old, rtype))
         self._raise_invalid(rtype, str(old_meta["name"]), errors)
+        if subresource is None:
+            strategy.admit_update(self, new, old, rtype)
         new = strategy.storage_form(new, rtype)
         if old_meta.get("deletionTimestamp") and self._finalized(storage, new):
             if admission is not None:

@@ -94,12 +94,18 @@ def _canonical(amounts: Any) -> None:
 
 
 def _quota_name_errors(name: str, path: str) -> list[FieldError]:
-    """``ValidateResourceQuotaResourceName``."""
+    """``ValidateResourceQuotaResourceName``: ``validateResourceName`` (a qualified name and, when
+    that holds and it has no prefix, ``IsStandardResourceName``), then, unprefixed,
+    ``IsStandardQuotaResourceName``; an unknown bare name gets both errors, as kube-apiserver
+    v1.36.2 answers for ``gpus``."""
     errs = [invalid(path, name, msg) for msg in qualified_name_errors(name)]
-    standard = (
-        name in _COUNTABLE or name in _COMPUTE or name.startswith(("hugepages-", "requests.hugepages-"))
-    )
-    if "/" not in name and not standard:
+    if "/" in name:
+        return errs
+    huge_pages = name.startswith(("hugepages-", "requests.hugepages-"))  # IsQuotaHugePageResourceName
+    quota_standard = name in _COUNTABLE or name in _COMPUTE or huge_pages
+    if not errs and not (quota_standard or name == "storage"):  # IsStandardResourceName
+        errs.append(invalid(path, name, "must be a standard resource type or fully qualified"))
+    if not quota_standard:
         errs.append(invalid(path, name, "must be a standard resource for quota"))
     return errs
 
