@@ -322,6 +322,32 @@ async def test_pod_defaults(http: Http, namespace: str) -> None:
     assert guaranteed["status"]["qosClass"] == "Guaranteed"
 
 
+async def test_a_pod_counts_generations_of_its_spec(http: Http, namespace: str) -> None:
+    """As kube-apiserver v1.36.2 answers: 1 on create, +1 per spec change and on deletion;
+    labels and status leave it (a real cluster's binding, which sets spec.nodeName, too)."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    pod = {
+        "metadata": {"name": "p", "finalizers": ["memop.test/hold"]},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
+    created = await http.post(path, pod)
+    assert created.status == 201, created.body
+    assert created.body["metadata"]["generation"] == 1
+    try:
+        labelled = await http.patch(f"{path}/p", {"metadata": {"labels": {"a": "b"}}})
+        assert labelled.body["metadata"]["generation"] == 1
+        deadline = await http.patch(f"{path}/p", {"spec": {"activeDeadlineSeconds": 600}})
+        assert deadline.body["metadata"]["generation"] == 2
+        told = await http.patch(f"{path}/p/status", {"status": {"message": "hi"}})
+        assert told.status == 200, told.body
+        assert told.body["metadata"]["generation"] == 2
+        deleted = await http.delete(f"{path}/p", {"gracePeriodSeconds": 0})
+        assert deleted.status == 200, deleted.body
+        assert deleted.body["metadata"]["generation"] == 3
+    finally:
+        await http.patch(f"{path}/p", {"metadata": {"finalizers": None}})
+
+
 async def test_a_pod_image_must_not_have_surrounding_whitespace(http: Http, namespace: str) -> None:
     """validateContainerOnlyForPod: Pods refuse it (containers and init containers, on create and
     update); pod templates keep accepting it for backward compatibility."""

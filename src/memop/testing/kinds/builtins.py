@@ -505,8 +505,8 @@ _CONTAINER_STATES = tuple(
 
 
 class PodStrategy(BuiltinStrategy):
-    # Pods have no metadata.generation before Kubernetes 1.33.
-    generation = False
+    # Since Kubernetes 1.33 a pod's generation starts at 1 and counts spec changes (and the
+    # deletion), as kube-apiserver v1.36.2 answers; a binding, labels or status leave it.
     times = (
         ("status", "startTime"),
         ("status", "conditions", "*", "lastProbeTime"),
