@@ -254,6 +254,7 @@ def _limit_range_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 class LimitRangeStrategy(BuiltinStrategy):
+    create_on_update = True  # a PUT to a missing name creates it (kube-apiserver v1.36.2: 201)
     generation = False
     unconditional_update = True
     strategic_merge = True
