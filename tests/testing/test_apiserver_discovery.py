@@ -260,7 +260,10 @@ async def test_kubectl_on_a_crd_and_its_custom_resources(cluster: ClusterHandle,
             "metadata": {"name": "g1", "namespace": namespace},
             "spec": {"size": 1},
         }
-        watching = await Watching.start(cluster, "gadgets", "-n", namespace, "-o", "name")
+        # Qualified: a cluster may serve other "gadgets" (another group's CRD, cluster-scoped
+        # even), and kubectl would pick one of them for a bare "gadget" or "gd".
+        qualified = f"gadgets.{group}"
+        watching = await Watching.start(cluster, qualified, "-n", namespace, "-o", "name")
         try:
             out = await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(gadget))
             assert f"gadget.{group}/g1 created" in out
@@ -271,7 +274,7 @@ async def test_kubectl_on_a_crd_and_its_custom_resources(cluster: ClusterHandle,
             )
             assert f"gadget.{group}/g1 configured" in changed
             listed = await kubectl(
-                cluster, "get", "gd", "-n", namespace, "-o", "jsonpath={.items[*].spec.size}"
+                cluster, "get", qualified, "-n", namespace, "-o", "jsonpath={.items[*].spec.size}"
             )
             assert listed == "2"
             code, _, _ = await run_kubectl(
@@ -285,10 +288,10 @@ async def test_kubectl_on_a_crd_and_its_custom_resources(cluster: ClusterHandle,
             )
             assert code != 0  # refused by the schema's minimum
             none = await kubectl(
-                cluster, "get", "gd", "g2", "-n", namespace, "--ignore-not-found", "-o", "name"
+                cluster, "get", qualified, "g2", "-n", namespace, "--ignore-not-found", "-o", "name"
             )
             assert none == ""
-            out = await kubectl(cluster, "delete", "gadget", "g1", "-n", namespace)
+            out = await kubectl(cluster, "delete", qualified, "g1", "-n", namespace)
             assert f'gadget.{group} "g1" deleted' in out
             await wait_for(
                 lambda: len(watching.lines) >= 3,
