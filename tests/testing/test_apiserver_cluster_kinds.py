@@ -386,3 +386,31 @@ async def test_priority_classes_default_their_policy_and_reserve_system_names(ht
         "memop-test-huge",
         "value: Forbidden: maximum allowed value of a user defined priority is 1000000000",
     )
+
+
+async def test_delete_answers_as_each_registry_does(http: Http, namespace: str) -> None:
+    """kube-apiserver v1.36.2 (measured): a ResourceQuota's DELETE answers with the quota, a
+    claim's with the claim it keeps (deletionTimestamp set, the pvc-protection finalizer holding
+    it), a LimitRange's with a Success Status."""
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q"},
+        "spec": {"hard": {"pods": "5"}},
+    }
+    assert (await http.post(core(namespace, "resourcequotas"), quota)).status == 201
+    deleted = await http.delete(core(namespace, "resourcequotas", "q"))
+    assert (deleted.status, deleted.body["kind"]) == (200, "ResourceQuota")
+    assert (await http.post(core(namespace, "persistentvolumeclaims"), claim("held"))).status == 201
+    deleted = await http.delete(core(namespace, "persistentvolumeclaims", "held"))
+    assert (deleted.status, deleted.body["kind"]) == (200, "PersistentVolumeClaim")
+    assert deleted.body["metadata"]["deletionTimestamp"]
+    limits = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "l"},
+        "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]},
+    }
+    assert (await http.post(core(namespace, "limitranges"), limits)).status == 201
+    deleted = await http.delete(core(namespace, "limitranges", "l"))
+    assert (deleted.status, deleted.body["kind"], deleted.body["status"]) == (200, "Status", "Success")

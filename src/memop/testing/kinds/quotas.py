@@ -128,6 +128,7 @@ def _quota_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 class ResourceQuotaStrategy(BuiltinStrategy):
+    return_deleted_object = True  # kube-apiserver v1.36.2 answers a DELETE with the quota
     generation = False
     unconditional_update = True
     strategic_merge = True
