@@ -167,9 +167,19 @@ async def test_status_subresource_verbs(cluster: ClusterHandle, namespace: str) 
     assert patched["status"]["observedGeneration"] == 1
     # The status subresource ignores spec changes.
     assert patched["spec"]["replicas"] == created["spec"]["replicas"]
-    patched["status"]["observedGeneration"] = 2
-    patched["spec"]["replicas"] = 5
-    updated = await client.update_status(DEPLOYMENTS, patched)
+
+    async def update_status() -> dict[str, Any] | None:
+        # On a real cluster the deployment controller writes this status too: a PUT made from
+        # an older read is a 409, and a client reads again, as any controller does.
+        current = await client.get(DEPLOYMENTS, "web", namespace)
+        current["status"]["observedGeneration"] = 2
+        current["spec"]["replicas"] = 5
+        try:
+            return await client.update_status(DEPLOYMENTS, current)
+        except errors.Conflict:
+            return None
+
+    updated = await wait_for(update_status, timeout=30)
     assert updated["status"]["observedGeneration"] == 2
     assert updated["spec"]["replicas"] == 1
 

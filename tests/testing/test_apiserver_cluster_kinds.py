@@ -5,12 +5,21 @@ errors operators run into, each the real server's message."""
 
 from __future__ import annotations
 
+import re
+import uuid
 from typing import TYPE_CHECKING, Any
 
+from memop.testing.wait import wait_for
+
 if TYPE_CHECKING:
-    from tests.conftest import ClusterHandle, Http
+    from tests.conftest import ClusterHandle, Http, Reply
 
 SCHEDULING = "/apis/scheduling.k8s.io/v1/priorityclasses"
+STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
+IMMUTABLE_CLAIM = (
+    'PersistentVolumeClaim "{name}" is invalid: spec: Forbidden: spec is immutable after creation '
+    "except resources.requests and volumeAttributesClassName for bound claims"
+)
 
 
 def core(ns: str, plural: str, name: str = "") -> str:
@@ -20,6 +29,11 @@ def core(ns: str, plural: str, name: str = "") -> str:
 def claim(name: str, **spec: Any) -> dict[str, Any]:
     body = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, **spec}
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}, "spec": body}
+
+
+def causes(reply: Reply) -> set[tuple[str, str]]:
+    """A 422's causes as (field, message) pairs."""
+    return {(c["field"], c["message"]) for c in reply.body["details"]["causes"]}
 
 
 def invalid(kind: str, name: str, *errors: str) -> str:
@@ -39,24 +53,112 @@ async def test_a_claim_is_pending_filesystem_and_protected(
     assert created.body["status"] == {"phase": "Pending"}
     assert created.body["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
     assert "generation" not in created.body["metadata"]
-    grown = await http.patch(
-        core(namespace, "persistentvolumeclaims", "data"),
-        {"spec": {"resources": {"requests": {"storage": "2Gi"}}}},
-    )
-    assert grown.status == 200, grown.body
-    changed = await http.patch(
-        core(namespace, "persistentvolumeclaims", "data"), {"spec": {"accessModes": ["ReadWriteMany"]}}
-    )
-    assert changed.status == 422
-    assert changed.body["message"].startswith(
-        'PersistentVolumeClaim "data" is invalid: spec: Forbidden: spec is immutable after creation except '
-        "resources.requests and volumeAttributesClassName for bound claims"
-    )
+    # A Pending claim cannot grow; kube-apiserver v1.36.2 words it as any other spec change (and
+    # appends a diff of the Go structs, which is no part of the contract).
+    for change in (
+        {"resources": {"requests": {"storage": "2Gi"}}},
+        {"accessModes": ["ReadWriteMany"]},
+    ):
+        changed = await http.patch(core(namespace, "persistentvolumeclaims", "data"), {"spec": change})
+        assert changed.status == 422, changed.body
+        assert changed.body["message"].startswith(IMMUTABLE_CLAIM.format(name="data"))
     deleted = await http.delete(core(namespace, "persistentvolumeclaims", "data"))
     assert deleted.status == 200
     if not cluster.real:  # a real pvc-protection controller lets go of an unused claim at once
         kept = await http.get(core(namespace, "persistentvolumeclaims", "data"))
         assert kept.body["metadata"]["deletionTimestamp"]
+
+
+async def bind_claim(http: Http, cluster: ClusterHandle, namespace: str, name: str, klass: str) -> str:
+    """Bind claim ``name`` (1Gi of class ``klass``) to a volume, as the cluster's binder does: a real
+    cluster's PV controller binds a volume made for the claim; the in-memory server (no simulated
+    controllers here) is told the claim is Bound with 1Gi. Returns the volume's name ("" if none)."""
+    if not cluster.real:
+        reply = await http.patch(
+            core(namespace, "persistentvolumeclaims", name) + "/status",
+            {"status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}},
+        )
+        assert reply.status == 200, reply.body
+        return ""
+    volume = f"memop-test-{uuid.uuid4().hex[:8]}"
+    body = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": volume},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": f"/tmp/{volume}"},
+            "storageClassName": klass,
+            "claimRef": {"namespace": namespace, "name": name},
+        },
+    }
+    reply = await http.post("/api/v1/persistentvolumes", body)
+    assert reply.status == 201, reply.body
+
+    async def bound() -> bool:
+        got = await http.get(core(namespace, "persistentvolumeclaims", name))
+        return bool(got.body.get("status", {}).get("phase") == "Bound")
+
+    await wait_for(bound, timeout=60, message=f"claim {name} not bound to {volume}")
+    return volume
+
+
+async def test_a_bound_claim_grows_only_through_an_expandable_class(
+    http: Http, cluster: ClusterHandle, namespace: str
+) -> None:
+    klass = f"memop-test-{uuid.uuid4().hex[:8]}"
+    storage_class = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": klass},
+        "provisioner": "memop.test/none",
+        "allowVolumeExpansion": False,
+    }
+    reply = await http.post(STORAGE_CLASSES, storage_class)
+    assert reply.status == 201, reply.body
+    created = await http.post(
+        core(namespace, "persistentvolumeclaims"), claim("data", storageClassName=klass)
+    )
+    assert created.status == 201, created.body
+    volume = ""
+    try:
+        volume = await bind_claim(http, cluster, namespace, "data", klass)
+        path = core(namespace, "persistentvolumeclaims", "data")
+
+        def requesting(storage: str) -> dict[str, Any]:
+            return {"spec": {"resources": {"requests": {"storage": storage}}}}
+
+        refused = await http.patch(path, requesting("2Gi"))
+        assert refused.status == 403, refused.body
+        assert refused.body["message"] == (
+            'persistentvolumeclaims "data" is forbidden: only dynamically provisioned pvc can be '
+            "resized and the storageclass that provisions the pvc must support resize"
+        )
+        shrunk = await http.patch(path, requesting("512Mi"))
+        assert shrunk.status == 422, shrunk.body
+        assert shrunk.body["message"] == (
+            'PersistentVolumeClaim "data" is invalid: spec.resources.requests.storage: Forbidden: '
+            "field can not be less than status.capacity"
+        )
+        limited = await http.patch(path, {"spec": {"resources": {"limits": {"storage": "3Gi"}}}})
+        assert limited.status == 422, limited.body
+        assert limited.body["message"].startswith(IMMUTABLE_CLAIM.format(name="data"))
+        expandable = await http.patch(f"{STORAGE_CLASSES}/{klass}", {"allowVolumeExpansion": True})
+        assert expandable.status == 200, expandable.body
+
+        async def grown() -> Reply | None:  # admission reads classes from an informer's cache
+            reply = await http.patch(path, requesting("2Gi"))
+            return reply if reply.status != 403 else None
+
+        reply = await wait_for(grown, timeout=30, message="the class's expansion never admitted")
+        assert reply.status == 200, reply.body
+        assert reply.body["spec"]["resources"]["requests"] == {"storage": "2Gi"}
+    finally:
+        await http.delete(core(namespace, "persistentvolumeclaims", "data"))
+        if volume:
+            await http.delete(f"/api/v1/persistentvolumes/{volume}")
+        await http.delete(f"{STORAGE_CLASSES}/{klass}")
 
 
 async def test_a_claim_needs_access_modes_and_storage(http: Http, namespace: str) -> None:
@@ -98,7 +200,11 @@ async def test_a_volume_gets_its_defaults_and_needs_a_source(http: Http) -> None
     assert spec["persistentVolumeReclaimPolicy"] == "Retain"
     assert spec["volumeMode"] == "Filesystem"
     assert spec["hostPath"] == {"path": "/tmp/pv", "type": ""}
-    assert created.body["status"] == {"phase": "Pending"}
+    # kube-apiserver v1.36.2 times the phase from the start (RFC 3339, whole seconds).
+    status = created.body["status"]
+    assert status.keys() == {"phase", "lastPhaseTransitionTime"}
+    assert status["phase"] == "Pending"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", status["lastPhaseTransitionTime"])
     assert created.body["metadata"]["finalizers"] == ["kubernetes.io/pv-protection"]
     sourceless = {**body, "metadata": {"name": "memop-test-nosource"}, "spec": {**spec, "hostPath": None}}
     del sourceless["spec"]["hostPath"]
@@ -123,16 +229,21 @@ async def test_a_resource_quota_checks_its_resources(http: Http, namespace: str)
     bad = {
         **body,
         "metadata": {"name": "bad"},
-        "spec": {"hard": {"gpus": "1", "pods": "1500m", "services": "-1"}},
+        "spec": {"hard": {"gpus": "1", "pods": "1500m", "services": "-1", "storage": "1Gi"}},
     }
     reply = await http.post(core(namespace, "resourcequotas"), bad)
-    assert reply.body["message"] == invalid(
-        "ResourceQuota",
-        "bad",
-        'spec.hard[gpus]: Invalid value: "gpus": must be a standard resource for quota',
-        'spec.hard[pods]: Invalid value: "1500m": must be an integer',
-        'spec.hard[services]: Invalid value: "-1": must be greater than or equal to 0',
-    )
+    assert reply.status == 422
+    assert reply.body["message"].startswith('ResourceQuota "bad" is invalid: [')
+    # Go validates spec.hard in map order, which kube-apiserver v1.36.2 varies from one request
+    # to the next: the errors are a set. An unknown bare name fails both name checks;
+    # ``storage`` is a standard resource but no quota resource.
+    assert causes(reply) == {
+        ("spec.hard[gpus]", 'Invalid value: "gpus": must be a standard resource type or fully qualified'),
+        ("spec.hard[gpus]", 'Invalid value: "gpus": must be a standard resource for quota'),
+        ("spec.hard[pods]", 'Invalid value: "1500m": must be an integer'),
+        ("spec.hard[services]", 'Invalid value: "-1": must be greater than or equal to 0'),
+        ("spec.hard[storage]", 'Invalid value: "storage": must be a standard resource for quota'),
+    }
 
 
 async def test_a_limit_range_defaults_container_limits_and_requests(http: Http, namespace: str) -> None:
@@ -211,8 +322,16 @@ async def test_an_autoscaler_gets_a_cpu_target_and_behavior_defaults(http: Http,
             "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
         },
     }
-    assert created.body["status"] == {"desiredReplicas": 0}
-    assert created.body["metadata"]["generation"] == 1
+    # currentMetrics has no omitempty: kube-apiserver v1.36.2 answers null for an empty list.
+    assert created.body["status"] == {"desiredReplicas": 0, "currentMetrics": None}
+    assert "generation" not in created.body["metadata"]  # the registry counts none
+    rescaled = await http.patch(f"{path}/web", {"spec": {"maxReplicas": 6}})
+    assert rescaled.status == 200, rescaled.body
+    assert "generation" not in rescaled.body["metadata"]
+    emptied = await http.patch(f"{path}/web/status", {"status": {"currentMetrics": [], "currentReplicas": 2}})
+    assert emptied.status == 200, emptied.body
+    assert emptied.body["status"]["currentMetrics"] is None
+    assert emptied.body["status"]["currentReplicas"] == 2
     bad = {
         **body,
         "metadata": {"name": "bad"},
@@ -225,6 +344,7 @@ async def test_an_autoscaler_gets_a_cpu_target_and_behavior_defaults(http: Http,
         "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
         "spec.scaleTargetRef.kind: Required value",
         "spec.scaleTargetRef.name: Required value",
+        'spec.scaleTargetRef.apiVersion: Invalid value: "": apiVersion must specify API group',
     )
 
 
@@ -266,3 +386,31 @@ async def test_priority_classes_default_their_policy_and_reserve_system_names(ht
         "memop-test-huge",
         "value: Forbidden: maximum allowed value of a user defined priority is 1000000000",
     )
+
+
+async def test_delete_answers_as_each_registry_does(http: Http, namespace: str) -> None:
+    """kube-apiserver v1.36.2 (measured): a ResourceQuota's DELETE answers with the quota, a
+    claim's with the claim it keeps (deletionTimestamp set, the pvc-protection finalizer holding
+    it), a LimitRange's with a Success Status."""
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q"},
+        "spec": {"hard": {"pods": "5"}},
+    }
+    assert (await http.post(core(namespace, "resourcequotas"), quota)).status == 201
+    deleted = await http.delete(core(namespace, "resourcequotas", "q"))
+    assert (deleted.status, deleted.body["kind"]) == (200, "ResourceQuota")
+    assert (await http.post(core(namespace, "persistentvolumeclaims"), claim("held"))).status == 201
+    deleted = await http.delete(core(namespace, "persistentvolumeclaims", "held"))
+    assert (deleted.status, deleted.body["kind"]) == (200, "PersistentVolumeClaim")
+    assert deleted.body["metadata"]["deletionTimestamp"]
+    limits = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "l"},
+        "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]},
+    }
+    assert (await http.post(core(namespace, "limitranges"), limits)).status == 201
+    deleted = await http.delete(core(namespace, "limitranges", "l"))
+    assert (deleted.status, deleted.body["kind"], deleted.body["status"]) == (200, "Status", "Success")

@@ -9,6 +9,7 @@ every built-in kind, as the hand-written kinds' tests pin for theirs.
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +19,7 @@ from memop.testing.apiserver.builtinapi import LISTED_ONLY_REASONS
 from memop.testing.auth.reviews import REVIEW_RESOURCES
 from memop.testing.kinds.generic import GenericStrategy
 from memop.testing.kinds.registry import BUILTIN_KINDS, FAITHFUL_KINDS
+from tests.testing.test_apiserver_discovery import _certificate_request
 
 if TYPE_CHECKING:
     from tests.conftest import Http
@@ -32,6 +34,18 @@ def _storage_class(name: str, **fields: Any) -> dict[str, Any]:
         "kind": "StorageClass",
         "metadata": {"name": name},
         "provisioner": "memop.test/none",
+        **fields,
+    }
+
+
+def _csr(name: str, signer: str = "memop.test/none", **fields: Any) -> dict[str, Any]:
+    """A CertificateSigningRequest kube-apiserver v1.36.2 accepts: a PEM request and usages."""
+    spec = {"request": _certificate_request(name), "signerName": signer, "usages": ["digital signature"]}
+    return {
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": spec,
         **fields,
     }
 
@@ -111,7 +125,13 @@ async def test_a_wrong_type_is_a_400_with_the_decoders_message(
 
 async def test_integers_are_checked_against_their_go_type(http: Http, namespace: str) -> None:
     path = f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions"
-    body = {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "r"}, "revision": 1.5}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {"name": "r"},
+        "revision": 1.5,
+        "data": {"k": "v"},  # a real server refuses a revision without it ("data is mandatory")
+    }
     reply = await http.post(path, body)
     assert reply.status == 400
     assert reply.body["message"].endswith(
@@ -162,48 +182,41 @@ async def test_quantities_come_back_canonical(http: Http, namespace: str) -> Non
 
 
 async def test_a_byte_field_must_be_base64(http: Http) -> None:
-    body: dict[str, Any] = {
-        "apiVersion": "certificates.k8s.io/v1",
-        "kind": "CertificateSigningRequest",
-        "metadata": {"name": "gen-bytes"},
-        "spec": {"request": "no!", "signerName": "memop.test/none"},
-    }
+    body = _csr("gen-bytes")
+    request = body["spec"]["request"]
+    body["spec"]["request"] = "no!"
     reply = await http.post(CSRS, body)
     assert reply.status == 400
     assert reply.body["message"] == (
         'CertificateSigningRequest in version "v1" cannot be handled as a CertificateSigningRequest: '
         "illegal base64 data at input byte 2"
     )
-    body["spec"]["request"] = [102, 111, 111]  # encoding/json takes a []byte as a list of bytes too
+    # encoding/json takes a []byte as a list of bytes too
+    body["spec"]["request"] = list(base64.b64decode(request))
     created = await http.post(CSRS, body)
     assert created.status == 201, created.body
-    assert created.body["spec"]["request"] == "Zm9v"
+    assert created.body["spec"]["request"] == request
     await http.delete(f"{CSRS}/gen-bytes")
 
 
 async def test_status_is_a_subresource_where_v1_36_has_one(http: Http) -> None:
-    body = {
-        "apiVersion": "certificates.k8s.io/v1",
-        "kind": "CertificateSigningRequest",
-        "metadata": {"name": "gen-status"},
-        "spec": {"request": "Zm9v", "signerName": "memop.test/none"},
-        "status": {"certificate": "Zm9v"},
-    }
+    body = _csr("gen-status", status={"certificate": "Zm9v"})
     created = await http.post(CSRS, body)
     assert created.status == 201, created.body
     assert created.body["status"] == {}  # a client's status is dropped on create
     assert "generation" not in created.body["metadata"]  # its registry keeps none
     obj = created.body
-    obj["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "Test"}]}
+    # (Approved and Denied go through /approval on a real server; Failed is a status condition.)
+    obj["status"] = {"conditions": [{"type": "Failed", "status": "True", "reason": "Test"}]}
     updated = await http.put(f"{CSRS}/gen-status/status", obj)
     assert updated.status == 200, updated.body
-    assert updated.body["status"]["conditions"][0]["type"] == "Approved"
-    main = dict(updated.body, status={})
-    main["spec"] = dict(main["spec"], signerName="memop.test/other")
+    assert updated.body["status"]["conditions"][0]["type"] == "Failed"
+    main = dict(updated.body, status={})  # (a CSR's spec is immutable on a real server)
+    main["metadata"] = dict(main["metadata"], labels={"memop.test/seen": "yes"})
     again = await http.put(f"{CSRS}/gen-status", main)
     assert again.status == 200, again.body
-    assert again.body["status"]["conditions"][0]["type"] == "Approved"  # the main resource keeps status
-    assert again.body["spec"]["signerName"] == "memop.test/other"
+    assert again.body["status"]["conditions"][0]["type"] == "Failed"  # the main resource keeps status
+    assert again.body["metadata"]["labels"] == {"memop.test/seen": "yes"}
     await http.delete(f"{CSRS}/gen-status")
 
 
@@ -272,15 +285,8 @@ async def test_field_selectors_on_name_and_namespace(http: Http, namespace: str)
 async def test_the_field_labels_of_a_kinds_conversion(http: Http) -> None:
     """A CSR selects on spec.signerName (certificates/v1's field-label conversion) and words an
     unknown label as core/v1 does; a ResourceSlice's conversion names its kind."""
-    body: dict[str, Any] = {
-        "apiVersion": "certificates.k8s.io/v1",
-        "kind": "CertificateSigningRequest",
-        "spec": {"request": "Zm9v"},
-    }
     for name, signer in (("gen-sign-a", "memop.test/a"), ("gen-sign-b", "memop.test/b")):
-        created = await http.post(
-            CSRS, {**body, "metadata": {"name": name}, "spec": {**body["spec"], "signerName": signer}}
-        )
+        created = await http.post(CSRS, _csr(name, signer))
         assert created.status == 201, created.body
     try:
         listed = await http.get(CSRS, query={"fieldSelector": "spec.signerName=memop.test/b"})
@@ -311,22 +317,28 @@ async def test_the_field_labels_of_a_kinds_conversion(http: Http) -> None:
 
 
 async def test_patches_merge_and_a_patch_that_does_not_decode_is_a_422(http: Http) -> None:
-    assert (await http.post(STORAGE_CLASSES, _storage_class("gen-smp", parameters={"a": "1"}))).status == 201
+    # (A class's parameters are immutable on a real server: the maps merged are metadata's.)
+    created = _storage_class("gen-smp")
+    created["metadata"]["annotations"] = {"a": "1"}
+    assert (await http.post(STORAGE_CLASSES, created)).status == 201
     try:
-        patch = {"metadata": {"labels": {"x": "y"}}, "parameters": {"b": "2"}}
+        patch = {"metadata": {"labels": {"x": "y"}, "annotations": {"b": "2"}}, "allowVolumeExpansion": True}
         reply = await http.patch(
             f"{STORAGE_CLASSES}/gen-smp", patch, content_type="application/strategic-merge-patch+json"
         )
         assert reply.status == 200, reply.body
-        assert reply.body["parameters"] == {"a": "1", "b": "2"}
+        assert reply.body["metadata"]["annotations"] == {"a": "1", "b": "2"}
         assert reply.body["metadata"]["labels"] == {"x": "y"}
+        assert reply.body["allowVolumeExpansion"] is True
         wrong = await http.patch(
-            f"{STORAGE_CLASSES}/gen-smp", {"reclaimPolicy": 5}, content_type="application/merge-patch+json"
+            f"{STORAGE_CLASSES}/gen-smp", {"provisioner": 5}, content_type="application/merge-patch+json"
         )
         assert wrong.status == 422, wrong.body
         assert wrong.body["details"]["causes"][0]["field"] == "patch"
         assert wrong.body["message"].endswith(
-            "json: cannot unmarshal number into Go struct field StorageClass.reclaimPolicy of type string"
+            # (a plain string: of a named one, such as reclaimPolicy, Go names the type,
+            # v1.PersistentVolumeReclaimPolicy, which typed decoding does not model)
+            "json: cannot unmarshal number into Go struct field StorageClass.provisioner of type string"
         )
     finally:
         await http.delete(f"{STORAGE_CLASSES}/gen-smp")

@@ -8,6 +8,7 @@ a real cluster; the ones that need the fake's control over time or garbage colle
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -320,6 +321,32 @@ async def test_pod_defaults(http: Http, namespace: str) -> None:
     # On pods (not templates) limits default the requests.
     assert guaranteed["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1", "memory": "64Mi"}
     assert guaranteed["status"]["qosClass"] == "Guaranteed"
+
+
+async def test_a_pod_counts_generations_of_its_spec(http: Http, namespace: str) -> None:
+    """As kube-apiserver v1.36.2 answers: 1 on create, +1 per spec change and on deletion;
+    labels and status leave it (a real cluster's binding, which sets spec.nodeName, too)."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    pod = {
+        "metadata": {"name": "p", "finalizers": ["memop.test/hold"]},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
+    created = await http.post(path, pod)
+    assert created.status == 201, created.body
+    assert created.body["metadata"]["generation"] == 1
+    try:
+        labelled = await http.patch(f"{path}/p", {"metadata": {"labels": {"a": "b"}}})
+        assert labelled.body["metadata"]["generation"] == 1
+        deadline = await http.patch(f"{path}/p", {"spec": {"activeDeadlineSeconds": 600}})
+        assert deadline.body["metadata"]["generation"] == 2
+        told = await http.patch(f"{path}/p/status", {"status": {"message": "hi"}})
+        assert told.status == 200, told.body
+        assert told.body["metadata"]["generation"] == 2
+        deleted = await http.delete(f"{path}/p", {"gracePeriodSeconds": 0})
+        assert deleted.status == 200, deleted.body
+        assert deleted.body["metadata"]["generation"] == 3
+    finally:
+        await http.patch(f"{path}/p", {"metadata": {"finalizers": None}})
 
 
 async def test_a_pod_image_must_not_have_surrounding_whitespace(http: Http, namespace: str) -> None:
@@ -747,3 +774,85 @@ async def test_condition_times_and_object_meta_times_are_typed_too(http: Http, n
         'ConfigMap in version "v1" cannot be handled as a ConfigMap: parsing time "yesterday" as '
         '"2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"'
     )
+
+
+def _put_created(namespace: str) -> dict[str, tuple[str, str, str, dict[str, Any]]]:
+    """Per resource: its collection, apiVersion, kind and a body kube-apiserver v1.36.2 takes."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}
+    subjects = [{"kind": "User", "name": "memop-test"}]
+    regarding = {"kind": "ConfigMap", "name": "x", "namespace": namespace}
+    core, ns = "/api/v1/namespaces", f"namespaces/{namespace}"
+    return {
+        "events": (
+            f"{core}/{namespace}/events",
+            "v1",
+            "Event",
+            {"involvedObject": regarding, "reason": "Tested", "message": "m", "type": "Normal"},
+        ),
+        "events.k8s.io": (
+            f"/apis/events.k8s.io/v1/{ns}/events",
+            "events.k8s.io/v1",
+            "Event",
+            {
+                "eventTime": "2026-01-01T00:00:00.000000Z",
+                "reportingController": "memop.test/x",
+                "reportingInstance": "i",
+                "action": "Test",
+                "reason": "Tested",
+                "regarding": regarding,
+                "type": "Normal",
+            },
+        ),
+        "leases": (
+            f"/apis/coordination.k8s.io/v1/{ns}/leases",
+            "coordination.k8s.io/v1",
+            "Lease",
+            {"spec": {"holderIdentity": "memop-test"}},
+        ),
+        "services": (f"{core}/{namespace}/services", "v1", "Service", {"spec": {"ports": [{"port": 80}]}}),
+        "limitranges": (
+            f"{core}/{namespace}/limitranges",
+            "v1",
+            "LimitRange",
+            {"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}},
+        ),
+        "roles": (f"/apis/{rbac}/{ns}/roles", rbac, "Role", {"rules": []}),
+        "rolebindings": (
+            f"/apis/{rbac}/{ns}/rolebindings",
+            rbac,
+            "RoleBinding",
+            {"roleRef": role_ref, "subjects": subjects},
+        ),
+        "clusterroles": (f"/apis/{rbac}/clusterroles", rbac, "ClusterRole", {"rules": []}),
+        "clusterrolebindings": (
+            f"/apis/{rbac}/clusterrolebindings",
+            rbac,
+            "ClusterRoleBinding",
+            {"roleRef": role_ref, "subjects": subjects},
+        ),
+    }
+
+
+@pytest.mark.parametrize("resource", sorted(_put_created("ns")))
+async def test_a_put_to_a_missing_name_creates_where_the_registry_allows_it(
+    http: Http, namespace: str, resource: str
+) -> None:
+    """kube-apiserver v1.36.2 (measured): these registries create on update (201); a ConfigMap's
+    does not (404)."""
+    name = f"memop-put-{uuid.uuid4().hex[:8]}"
+    collection, api_version, kind, body = _put_created(namespace)[resource]
+    reply = await http.put(
+        f"{collection}/{name}", {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, **body}
+    )
+    try:
+        assert reply.status == 201, reply.body
+        assert reply.body["metadata"]["name"] == name
+        assert (await http.get(f"{collection}/{name}")).status == 200
+    finally:
+        await http.delete(f"{collection}/{name}")
+    missing = await http.put(
+        f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
+    )
+    assert missing.status == 404, missing.body

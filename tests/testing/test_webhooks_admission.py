@@ -644,11 +644,24 @@ async def test_mutating_webhooks_run_in_order_and_if_needed_ones_again(
             ],
         )
     )
-    reply = await http.post(f"/api/v1/namespaces/{namespace}/configmaps", _cm("o"))
+    # (A JSON patch adds a label only where there are labels: an empty map is no map once decoded.)
+    reply = await http.post(f"/api/v1/namespaces/{namespace}/configmaps", _cm("o", app="o"))
     assert reply.status == 201, reply.body
     assert [path for path, _ in webhook.received] == ["/first", "/second", "/first"]
     # The second call of the first webhook sees what the second one added.
-    assert webhook.received[2][1]["request"]["object"]["metadata"]["labels"] == {"first": "x", "second": "x"}
+    assert webhook.received[2][1]["request"]["object"]["metadata"]["labels"] == {
+        "app": "o",
+        "first": "x",
+        "second": "x",
+    }
+    # Without labels (an empty map is none), kube-apiserver v1.36.2 answers the failed patch with
+    # a 500 naming the path.
+    webhook.received.clear()
+    reply = await http.post(f"/api/v1/namespaces/{namespace}/configmaps", _cm("p"))
+    assert reply.status == 500, reply.body
+    assert (
+        'add operation does not apply: doc is missing path: "/metadata/labels/first"' in reply.body["message"]
+    )
 
 
 async def test_selectors_decide_which_requests_a_webhook_sees(

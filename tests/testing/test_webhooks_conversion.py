@@ -93,14 +93,49 @@ def _crd(plural: str, webhook: Webhook, versions: tuple[str, ...] = ("v1", "v2")
     }
 
 
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+async def _established(http: Http, plural: str, versions: tuple[str, ...] = ("v1", "v2")) -> None:
+    """Wait until the CRD is Established and its versions are served (a real server takes a
+    moment: its resources answer 404 until then)."""
+
+    async def ready() -> bool:
+        crd = (await http.get(f"{CRDS}/{plural}.{GROUP}")).body
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+            return False
+        for version in versions:
+            if (await http.get(f"/apis/{GROUP}/{version}/{plural}")).status != 200:
+                return False
+        return True
+
+    await wait_for(ready, timeout=30, message=f"CRD {plural}.{GROUP} not served")
+
+
+async def _delete_crd(http: Http, name: str) -> None:
+    """Delete the CRD and wait until it is gone: the next test's Gadget CRD in the same group can
+    only have its names accepted (and be served) once no other CRD there claims kind Gadget."""
+    await http.delete(f"{CRDS}/{name}")
+
+    async def gone() -> bool:
+        return (await http.get(f"{CRDS}/{name}")).status == 404
+
+    await wait_for(gone, timeout=60, message=f"CRD {name} still there")
+
+
 @pytest.fixture
 async def gadgets(http: Http, webhook: Webhook) -> AsyncIterator[str]:
-    """A fresh Gadget CRD (its plural) converting through ``webhook``, deleted after the test."""
+    """A fresh Gadget CRD (its plural) converting through ``webhook``, served, deleted after the
+    test."""
     plural = f"g{uuid.uuid4().hex[:8]}s"
-    reply = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _crd(plural, webhook))
+    reply = await http.post(CRDS, _crd(plural, webhook))
     assert reply.status == 201, reply.body
-    yield plural
-    await http.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{GROUP}")
+    try:
+        await _established(http, plural)
+        yield plural
+    finally:
+        await _delete_crd(http, f"{plural}.{GROUP}")
 
 
 def _path(version: str, namespace: str, plural: str, name: str = "") -> str:
@@ -156,7 +191,7 @@ async def test_a_create_in_the_storage_version_is_converted_into_every_other_in_
 ) -> None:
     plural = f"g{uuid.uuid4().hex[:8]}s"
     crd = _crd(plural, webhook, versions=("v1", "v2", "v3"))
-    reply = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    reply = await http.post(CRDS, crd)
     assert reply.status == 201, reply.body
     release = asyncio.Event()
 
@@ -166,6 +201,7 @@ async def test_a_create_in_the_storage_version_is_converted_into_every_other_in_
 
     webhook.handlers["/convert"] = held  # type: ignore[assignment]
     try:
+        await _established(http, plural, ("v1", "v2", "v3"))
         # Answered while the reviews wait for the webhook: they are the watch caches' business.
         assert (await http.post(_path("v1", namespace, plural), _gadget("v1", "s", size=1))).status == 201
         # kube-apiserver v1.36.2 (measured): one ConversionReview to every other served version,
@@ -179,7 +215,7 @@ async def test_a_create_in_the_storage_version_is_converted_into_every_other_in_
         assert len(webhook.reviews("/convert")) == 2
     finally:
         release.set()
-        await http.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{GROUP}")
+        await _delete_crd(http, f"{plural}.{GROUP}")
 
 
 async def test_a_create_in_another_version_is_converted_to_storage_then_twice_back(
@@ -282,7 +318,7 @@ async def test_bad_conversion_responses_fail_the_request(  # noqa: PLR0917 - fix
 @pytest.mark.parametrize(
     ("bundle", "problem"),
     [
-        # Measured on v1.36.2 (a kubectl patch of a CRD's conversion with caBundle "PEM").
+        # Measured on v1.36.2 (a patch of an Established CRD's conversion with caBundle "PEM").
         (b"PEM", "unable to parse bytes as PEM block"),
         (b"-----BEGIN KEY-----\nAAAA\n-----END KEY-----\n", "no valid certificate authority data seen"),
     ],
@@ -290,19 +326,35 @@ async def test_bad_conversion_responses_fail_the_request(  # noqa: PLR0917 - fix
 async def test_a_conversion_ca_bundle_that_is_no_certificate_is_refused(
     http: Http, webhook: Webhook, bundle: bytes, problem: str
 ) -> None:
-    crd = _crd(f"g{uuid.uuid4().hex[:8]}s", webhook)
     encoded = base64.b64encode(bundle).decode()
-    crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] = encoded
-    reply = await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    assert reply.status == 422, reply.body
-    field = "spec.conversion.webhookClientConfig.caBundle"  # the internal type's name, as v1.36 says it
-    assert reply.body["details"]["causes"] == [
-        {
-            "reason": "FieldValueInvalid",
-            "message": f'Invalid value: "{encoded}": unable to load root certificates: {problem}',
-            "field": field,
-        }
-    ]
+    # On create, and until a CRD is Established, v1.36 takes any bundle (allowInvalidCABundle).
+    early = _crd(f"g{uuid.uuid4().hex[:8]}s", webhook)
+    early["spec"]["names"].update(kind="Early", listKind="EarlyList")  # beside the next one's Gadget
+    early["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] = encoded
+    taken = await http.post(CRDS, early)
+    assert taken.status == 201, taken.body
+    plural = f"g{uuid.uuid4().hex[:8]}s"
+    created = await http.post(CRDS, _crd(plural, webhook))
+    assert created.status == 201, created.body
+    try:
+        await _established(http, plural)
+        # An Established CRD whose bundle was valid (or absent) may not take an invalid one.
+        reply = await http.patch(
+            f"{CRDS}/{plural}.{GROUP}",
+            {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": encoded}}}}},
+        )
+        assert reply.status == 422, reply.body
+        field = "spec.conversion.webhookClientConfig.caBundle"  # the internal type's name, as v1.36 says it
+        assert reply.body["details"]["causes"] == [
+            {
+                "reason": "FieldValueInvalid",
+                "message": f'Invalid value: "{encoded}": unable to load root certificates: {problem}',
+                "field": field,
+            }
+        ]
+    finally:
+        await _delete_crd(http, f"{plural}.{GROUP}")
+        await _delete_crd(http, early["metadata"]["name"])
 
 
 async def test_a_real_ca_bundle_is_taken(http: Http, gadgets: str) -> None:

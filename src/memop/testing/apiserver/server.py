@@ -658,8 +658,13 @@ class ApiServer:
             copies = admission is not None or served.webhook_conversion
             guarded = self.auth.guard(request[USER_KEY], info, admission)
 
+            created = False
+
             def update() -> Entry:
+                nonlocal created
                 warnings.clear()
+                key = (namespace or "") if served.rtype.namespaced else ""
+                created = served.storage.get(key, info.name) is None  # a create on update: 201
                 return store.write_update(
                     served,
                     namespace,
@@ -674,7 +679,7 @@ class ApiServer:
                 )
 
             entry = await self._run(update, admission, warnings=warnings)
-            return self._entry_response(entry, 200, _admitted(warnings, admission))
+            return self._entry_response(entry, 201 if created else 200, _admitted(warnings, admission))
         if verb == "patch":
             content_type = request.headers.get("Content-Type", "")
             patch_type = content_type.split(";", 1)[0].strip().lower()

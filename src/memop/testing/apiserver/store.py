@@ -127,6 +127,22 @@ _METADATA_TIMES = (
     ("metadata", "managedFields", times.ITEM, "time"),
 )
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+# ObjectMeta's omitempty collections: an empty one is not there once decoded into the Go struct
+# (kube-apiserver v1.36.2 answers a create with `labels: {}` without labels, built-in kind or
+# custom resource, and a mutating webhook sees none: a JSON patch adding /metadata/labels/x fails).
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "ownerReferences", "finalizers")
+
+
+def _typed_metadata(obj: JsonDict) -> JsonDict:
+    """``obj`` with ObjectMeta's empty omitempty collections left out, as decoding drops them."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        for key in _OMITTED_WHEN_EMPTY:
+            if key in meta and meta[key] in ({}, []):
+                del meta[key]
+    return obj
+
+
 _PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 
 
@@ -864,7 +880,7 @@ class Store:
         self._unknown_fields(served, obj, field_validation, warnings)
         for key in (*_SYSTEM_FIELDS, "managedFields", "selfLink"):
             meta.pop(key, None)
-        obj = strategy.default(obj, rtype)
+        obj = strategy.default(_typed_metadata(obj), rtype)
         # create.go records the write in managedFields before admission and the registry's
         # PrepareForCreate: the mutating webhooks see the entry, and what they or the strategy
         # add is nobody's.
@@ -889,6 +905,7 @@ class Store:
             meta["name"] = self._generate_name(storage, ns, str(generate))
         meta["uid"] = str(uuid.UUID(int=self._random.getrandbits(128), version=4))
         strategy.prepare_create(obj, rtype)
+        strategy.record_times(obj, None, self._now())
         name = str(meta.get("name") or "")
         self._check_namespace_open(rtype, ns, name)
         self._raise_invalid(rtype, name, strategy.allocate(self, obj, None))
@@ -935,7 +952,7 @@ class Store:
         if old is None:
             for key in _SYSTEM_FIELDS:
                 mutated["metadata"].pop(key, None)
-        return served.storage.strategy.default(mutated, served.rtype)
+        return served.storage.strategy.default(_typed_metadata(mutated), served.rtype)
 
     def _generate_name(self, storage: Storage, namespace: str, prefix: str) -> str:
         base = prefix[: 63 - 5] if len(prefix) > 58 else prefix
@@ -1032,7 +1049,7 @@ class Store:
         storage, rtype, strategy = served.storage, served.rtype, served.storage.strategy
         old = existing.obj
         old_meta = old["metadata"]
-        obj = strategy.default(obj, rtype)
+        obj = strategy.default(_typed_metadata(obj), rtype)
         if admission is not None:
             obj = self._mutated(served, admission, obj, old)
         if subresource == "status":
@@ -1066,11 +1083,14 @@ class Store:
                     new.pop("status", None)
             strategy.prepare_update(new, old, rtype)
             self._raise_invalid(rtype, str(old_meta["name"]), strategy.allocate(self, new, old))
+        strategy.record_times(new, old, self._now())
         meta = new["metadata"]
         errors = validate_object_meta(meta, name_errors=strategy.name_errors)
         errors.extend(validate_object_meta_update(meta, old_meta))
         errors.extend(strategy.validate_update(new, old, rtype))
         self._raise_invalid(rtype, str(old_meta["name"]), errors)
+        if subresource is None:
+            strategy.admit_update(self, new, old, rtype)
         new = strategy.storage_form(new, rtype)
         if old_meta.get("deletionTimestamp") and self._finalized(storage, new):
             if admission is not None:

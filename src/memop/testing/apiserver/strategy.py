@@ -84,6 +84,16 @@ class Strategy:
     def prepare_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> None:
         """Normalise an update of the main resource (reset fields users may not change)."""
 
+    def record_times(self, new: JsonDict, old: JsonDict | None, now: str) -> None:
+        """Set the times the kind's registry strategy takes from its clock (``now``, RFC 3339)
+        on a create (``old`` None) or an update of the object or its status, before validation
+        (a PersistentVolume's ``status.lastPhaseTransitionTime``)."""
+
+    def admit_update(self, store: Store, new: JsonDict, old: JsonDict, rtype: ResourceType) -> None:
+        """The kind's validating admission plugins on an update of the main resource, after the
+        strategy's validation: raise an :class:`~memop.testing.apiserver.errors.ApiError` to
+        refuse (a PersistentVolumeClaim's resize check)."""
+
     def name_errors(self, name: str) -> list[str]:
         """Why ``name`` is no valid object name of the kind (empty when it is one)."""
         return dns1123_label_errors(name) if self.label_names else dns1123_subdomain_errors(name)

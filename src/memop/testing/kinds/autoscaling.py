@@ -3,11 +3,13 @@
 Defaulting is ``SetDefaults_HorizontalPodAutoscaler``: ``minReplicas`` 1, a CPU utilization
 target of 80% when no metric is given, and, once ``behavior`` is set, every rule it leaves out
 (scale up: no stabilization window, Max of 4 pods or 100% per 15 s; scale down: a 300 s window,
-Max of 100% per 15 s). The status subresource starts as ``{desiredReplicas: 0}``; spec changes
-count generations (the HPAGeneration feature gate, on by default). Validation as
-``ValidateHorizontalPodAutoscaler`` where operators meet it: ``minReplicas`` at least 1,
-``maxReplicas`` above 0 and not below ``minReplicas``, a target reference with a kind and a
-name, and metric types. autoscaling/v1 (which a real server also serves) is not served.
+Max of 100% per 15 s). The status subresource starts as ``{desiredReplicas: 0, currentMetrics:
+null}`` (a field without ``omitempty``, null whenever the list is empty); the registry keeps no
+``metadata.generation`` (kube-apiserver v1.36.2 sets none, on create or on spec changes).
+Validation as ``ValidateHorizontalPodAutoscaler`` where operators meet it: ``minReplicas`` at least 1,
+``maxReplicas`` above 0 and not below ``minReplicas``, a target reference with a kind, a
+name and an apiVersion naming a group, and metric types. autoscaling/v1 (which a real server
+also serves) is not served.
 """
 
 from __future__ import annotations
@@ -84,7 +86,29 @@ def default_autoscaler(obj: JsonDict) -> None:
         behavior["scaleDown"] = _rules(behavior.get("scaleDown"), _SCALE_DOWN)
 
 
-def _autoscaler_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+def _api_version_errors(ref: Mapping[str, Any], old_ref: Mapping[str, Any] | None) -> list[FieldError]:
+    """``ValidateAPIVersion`` of the target with the registry's options: skipped on an update
+    that keeps its apiVersion and kind, an empty group allowed only for a ReplicationController
+    (kube-apiserver v1.36.2 refuses an empty apiVersion otherwise)."""
+    version, kind = str(ref.get("apiVersion") or ""), ref.get("kind")
+    if (
+        old_ref is not None
+        and old_ref.get("apiVersion") == ref.get("apiVersion")
+        and old_ref.get("kind") == kind
+    ):
+        return []
+    path = "spec.scaleTargetRef.apiVersion"
+    if version.count("/") > 1:  # schema.ParseGroupVersion
+        return [invalid(path, version, f"unexpected GroupVersion string: {version}")]
+    group, slash, _ = version.partition("/")
+    if not slash:  # "v1": a version of the core group
+        group = ""
+    if not group and kind != "ReplicationController":
+        return [invalid(path, version, "apiVersion must specify API group")]
+    return []
+
+
+def _autoscaler_errors(obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[FieldError]:
     spec = _map(obj.get("spec"))
     errs: list[FieldError] = []
     low, high = spec.get("minReplicas"), spec.get("maxReplicas", 0)
@@ -103,6 +127,8 @@ def _autoscaler_errors(obj: Mapping[str, Any]) -> list[FieldError]:
             errs.extend(
                 invalid(f"spec.scaleTargetRef.{key}", value, m) for m in path_segment_name_errors(value)
             )
+    old_ref = None if old is None else _map(_map(old.get("spec")).get("scaleTargetRef"))
+    errs.extend(_api_version_errors(ref, old_ref))
     for i, metric in enumerate(spec.get("metrics") or ()):
         kind = _map(metric).get("type")
         if kind not in _METRIC_TYPES:
@@ -111,6 +137,7 @@ def _autoscaler_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 class HorizontalPodAutoscalerStrategy(BuiltinStrategy):
+    generation = False
     unconditional_update = True
     strategic_merge = True
     times = (("status", "lastScaleTime"), ("status", "conditions", "*", "lastTransitionTime"))
@@ -120,10 +147,21 @@ class HorizontalPodAutoscalerStrategy(BuiltinStrategy):
         return obj
 
     def initial_status(self, obj: JsonDict) -> Any:
-        return {"desiredReplicas": 0}
+        return {"desiredReplicas": 0, "currentMetrics": None}
+
+    def storage_form(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
+        """``status.currentMetrics`` has no ``omitempty``: an empty or missing list reads back
+        as null (kube-apiserver v1.36.2 answers ``"currentMetrics": null``)."""
+        status = obj.get("status")
+        if isinstance(status, dict) and not status.get("currentMetrics"):
+            status["currentMetrics"] = None
+        return obj
 
     def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
         return _autoscaler_errors(obj)
+
+    def validate_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> list[FieldError]:
+        return _autoscaler_errors(new, old)
 
 
 KINDS: tuple[Kind, ...] = (Kind(HORIZONTAL_POD_AUTOSCALERS, HorizontalPodAutoscalerStrategy()),)

@@ -2,10 +2,11 @@
 
 A Job: ``SetDefaults_Job`` (completions and parallelism 1 when both are unset, backoffLimit 6,
 NonIndexed completion, not suspended, ``podReplacementPolicy`` TerminatingOrFailed, or Failed with
-a pod failure policy, ``manualSelector: false``, the Job's labels copied from its template's
-when it has none), then the strategy's generated selector: the template gets the
+a pod failure policy, ``manualSelector: false``, the Job's labels its template's when it has
+none), then the strategy's generated selector: the template gets the
 ``batch.kubernetes.io/job-name``/``job-name`` and ``batch.kubernetes.io/controller-uid``/
-``controller-uid`` labels and the selector matches the controller uid. Validation as
+``controller-uid`` labels and the selector matches the controller uid. A Job whose labels were
+defaulted gets the generated labels too (Go shares the template's map). Validation as
 ``ValidateJob`` where operators meet it: the template's ``restartPolicy`` (OnFailure or Never,
 and a pod template defaults it to Always), non-negative counts, the selector, and on update an
 immutable selector, template (while the Job is not suspended) and completion mode. Selectable
@@ -98,7 +99,10 @@ def default_job(obj: JsonDict) -> None:
     labels = _map(template).get("metadata", {}).get("labels") if isinstance(template, dict) else None
     meta = obj.setdefault("metadata", {})
     if labels is not None and not meta.get("labels"):
-        meta["labels"] = dict(labels)
+        # Go assigns the template's map itself: the labels generateSelector adds to the template
+        # on create land in the Job's labels too (kube-apiserver v1.36.2 answers with them).
+        # prepare_create copies it once the selector is generated.
+        meta["labels"] = labels
     if spec.get("completionMode") is None:
         spec["completionMode"] = "NonIndexed"
     if spec.get("suspend") is None:
@@ -123,7 +127,8 @@ def generate_selector(obj: JsonDict) -> None:
     template = spec.setdefault("template", {})
     template_meta = template.setdefault("metadata", {})
     labels = template_meta.get("labels")
-    labels = template_meta["labels"] = dict(labels) if isinstance(labels, dict) else {}
+    if not isinstance(labels, dict):  # in place otherwise: the Job's labels may be this map
+        labels = template_meta["labels"] = {}
     for key in (LEGACY_JOB_NAME_LABEL, JOB_NAME_LABEL):
         labels.setdefault(key, str(meta.get("name") or ""))
     for key in (LEGACY_CONTROLLER_UID_LABEL, CONTROLLER_UID_LABEL):
@@ -146,15 +151,32 @@ def _non_negative(spec: Mapping[str, Any], path: str, *keys: str) -> list[FieldE
 def job_spec_errors(spec: Mapping[str, Any], path: str, *, template_only: bool = False) -> list[FieldError]:
     """``validateJobSpec`` at ``path`` (``spec`` of a Job, ``spec.jobTemplate.spec`` of a CronJob,
     where no selector is required)."""
-    errs = _non_negative(spec, path, "parallelism", "completions", "backoffLimit", "ttlSecondsAfterFinished")
-    deadline: Any = spec.get("activeDeadlineSeconds")
-    if _int(deadline) and deadline <= 0:
-        errs.append(invalid(f"{path}.activeDeadlineSeconds", deadline, "must be greater than zero"))
+    # A Job's activeDeadlineSeconds may be 0 (a pod's may not), checked in this order.
+    errs = _non_negative(
+        spec,
+        path,
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "ttlSecondsAfterFinished",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+    )
     selector = spec.get("selector")
     template = _map(spec.get("template"))
     if selector is None:
         if spec.get("manualSelector") is True and not template_only:
+            # LabelSelectorAsSelector(nil) is labels.Nothing(): no template matches it either.
+            labels = _map(_map(template.get("metadata")).get("labels"))
             errs.append(required(f"{path}.selector"))
+            errs.append(
+                invalid(
+                    f"{path}.template.metadata.labels",
+                    dict(labels),
+                    "`selector` does not match template `labels`",
+                )
+            )
     else:
         errs.extend(validate_label_selector(selector, f"{path}.selector"))
         try:
@@ -176,7 +198,9 @@ def job_spec_errors(spec: Mapping[str, Any], path: str, *, template_only: bool =
     pod_spec = template.get("spec")
     errs.extend(validate_containers(pod_spec, f"{path}.template.spec"))
     restart = _map(pod_spec).get("restartPolicy")
-    if restart not in ("OnFailure", "Never"):
+    if restart in ("Always", "", None):  # Always: what a template defaults an unset one to
+        errs.append(required(f"{path}.template.spec.restartPolicy", 'valid values: "OnFailure", "Never"'))
+    elif restart not in ("OnFailure", "Never"):
         errs.append(not_supported(f"{path}.template.spec.restartPolicy", restart, ["OnFailure", "Never"]))
     return errs
 
@@ -213,6 +237,9 @@ class JobStrategy(BuiltinStrategy):
     def prepare_create(self, obj: JsonDict, rtype: ResourceType) -> None:
         if _map(obj.get("spec")).get("manualSelector") is not True:
             generate_selector(obj)
+        meta = obj["metadata"]
+        if isinstance(meta.get("labels"), dict):  # no map shared with the template once stored
+            meta["labels"] = dict(meta["labels"])
 
     def bumps_generation(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> bool:
         return new.get("spec") != old.get("spec")

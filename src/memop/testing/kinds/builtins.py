@@ -505,8 +505,8 @@ _CONTAINER_STATES = tuple(
 
 
 class PodStrategy(BuiltinStrategy):
-    # Pods have no metadata.generation before Kubernetes 1.33.
-    generation = False
+    # Since Kubernetes 1.33 a pod's generation starts at 1 and counts spec changes (and the
+    # deletion), as kube-apiserver v1.36.2 answers; a binding, labels or status leave it.
     times = (
         ("status", "startTime"),
         ("status", "conditions", "*", "lastProbeTime"),
@@ -588,6 +588,7 @@ class ConfigMapStrategy(BuiltinStrategy):
 
 
 class LeaseStrategy(BuiltinStrategy):
+    create_on_update = True  # a PUT to a missing name creates it (kube-apiserver v1.36.2: 201)
     generation = False
     unconditional_update = False
     strategic_merge = True
@@ -730,6 +731,7 @@ def event_from_events_v1(obj: Mapping[str, Any]) -> JsonDict:
 
 
 class EventStrategy(BuiltinStrategy):
+    create_on_update = True  # a PUT to a missing name creates it (kube-apiserver v1.36.2: 201)
     generation = False
     unconditional_update = True
     strategic_merge = True
@@ -1131,6 +1133,7 @@ class ServiceAccountStrategy(BuiltinStrategy):
 
 
 class ServiceStrategy(BuiltinStrategy):
+    create_on_update = True  # a PUT to a missing name creates it (kube-apiserver v1.36.2: 201)
     generation = False
     unconditional_update = True
     return_deleted_object = True
@@ -1299,6 +1302,7 @@ def _validate_binding(obj: Mapping[str, Any], namespaced: bool) -> list[FieldErr
 
 
 class _RbacStrategy(BuiltinStrategy):
+    create_on_update = True  # a PUT to a missing name creates it (kube-apiserver v1.36.2: 201)
     generation = False
     unconditional_update = True
     strategic_merge = True

@@ -157,14 +157,14 @@ class CustomResourceDefinitionStrategy(Strategy):
                 errs.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
             elif not schema.get("type"):
                 errs.append(required(f"{path}.schema.openAPIV3Schema.type", "must not be empty at the root"))
-        errs.extend(_ca_bundle_errors(spec))
+        # allowInvalidCABundle: a CRD not Established yet may hold any conversion caBundle
+        # (kube-apiserver v1.36.2 created one with caBundle "PEM").
         return errs
 
     def validate_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> list[FieldError]:
         errs = self.validate_create(new, rtype)
-        if _ca_bundle_errors(old.get("spec") or {}):
-            # As v1.36 ratchets it: a bundle that was already invalid may stay so.
-            errs = [e for e in errs if e.field != _CA_BUNDLE_FIELD]
+        if not _allows_invalid_ca_bundle(old):
+            errs.extend(_ca_bundle_errors(new.get("spec") or {}))
         new_scope = (new.get("spec") or {}).get("scope")
         if new_scope != (old.get("spec") or {}).get("scope"):
             errs.append(invalid("spec.scope", new_scope, "field is immutable"))
@@ -455,6 +455,19 @@ class CustomResourceStrategy(Strategy):
 
 
 _CA_BUNDLE_FIELD = "spec.conversion.webhookClientConfig.caBundle"
+
+
+def _allows_invalid_ca_bundle(old: Mapping[str, Any]) -> bool:
+    """``allowInvalidCABundle``: an update may leave the conversion caBundle invalid while the CRD
+    is not Established, or when its bundle already was invalid."""
+    conditions = (old.get("status") or {}).get("conditions") or ()
+    if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+        return True
+    webhook = ((old.get("spec") or {}).get("conversion") or {}).get("webhook") or {}
+    client_config = webhook.get("clientConfig") if isinstance(webhook, Mapping) else None
+    if not isinstance(client_config, Mapping) or not client_config.get("caBundle"):
+        return False
+    return bool(_ca_bundle_errors(old.get("spec") or {}))
 
 
 def _ca_bundle_errors(spec: Mapping[str, Any]) -> list[FieldError]:

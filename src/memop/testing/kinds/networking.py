@@ -30,6 +30,7 @@ from typing import Any
 
 from memop.testing.apiserver.objects import (
     JsonDict,
+    dns1123_label_errors,
     dns1123_subdomain_errors,
     forbidden,
     invalid,
@@ -43,7 +44,6 @@ from memop.testing.apiserver.schema import FieldError
 from memop.testing.apiserver.strategy import Kind
 from memop.testing.kinds.builtins import (
     BuiltinStrategy,
-    dns1035_label_errors,
     path_segment_name_errors,
     port_name_errors,
 )
@@ -142,7 +142,8 @@ def _backend_errors(backend: Mapping[str, Any], path: str) -> list[FieldError]:
     if not name:
         errs.append(required(f"{path}.service.name"))
     else:
-        errs.extend(invalid(f"{path}.service.name", name, msg) for msg in dns1035_label_errors(name))
+        # RelaxedServiceNameValidation (beta, on in v1.36): an RFC 1123 label, not DNS-1035.
+        errs.extend(invalid(f"{path}.service.name", name, msg) for msg in dns1123_label_errors(name))
     port = _map(service.get("port"))
     port_name, number = str(port.get("name") or ""), port.get("number") or 0
     if port_name and number:
@@ -359,7 +360,8 @@ def _policy_port_errors(port: Mapping[str, Any], path: str) -> list[FieldError]:
             errs.append(invalid(f"{path}.port", number, _PORT_RANGE))
         if _is_int(end):
             if end < number:
-                errs.append(invalid(f"{path}.endPort", end, "must be greater than or equal to `port`"))
+                # kube-apiserver v1.36.2 reports the port's value here, not endPort's.
+                errs.append(invalid(f"{path}.endPort", number, "must be greater than or equal to `port`"))
             if not 1 <= end <= 65535:
                 errs.append(invalid(f"{path}.endPort", end, _PORT_RANGE))
     else:

@@ -94,12 +94,18 @@ def _canonical(amounts: Any) -> None:
 
 
 def _quota_name_errors(name: str, path: str) -> list[FieldError]:
-    """``ValidateResourceQuotaResourceName``."""
+    """``ValidateResourceQuotaResourceName``: ``validateResourceName`` (a qualified name and, when
+    that holds and it has no prefix, ``IsStandardResourceName``), then, unprefixed,
+    ``IsStandardQuotaResourceName``; an unknown bare name gets both errors, as kube-apiserver
+    v1.36.2 answers for ``gpus``."""
     errs = [invalid(path, name, msg) for msg in qualified_name_errors(name)]
-    standard = (
-        name in _COUNTABLE or name in _COMPUTE or name.startswith(("hugepages-", "requests.hugepages-"))
-    )
-    if "/" not in name and not standard:
+    if "/" in name:
+        return errs
+    huge_pages = name.startswith(("hugepages-", "requests.hugepages-"))  # IsQuotaHugePageResourceName
+    quota_standard = name in _COUNTABLE or name in _COMPUTE or huge_pages
+    if not errs and not (quota_standard or name == "storage"):  # IsStandardResourceName
+        errs.append(invalid(path, name, "must be a standard resource type or fully qualified"))
+    if not quota_standard:
         errs.append(invalid(path, name, "must be a standard resource for quota"))
     return errs
 
@@ -122,6 +128,7 @@ def _quota_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 class ResourceQuotaStrategy(BuiltinStrategy):
+    return_deleted_object = True  # kube-apiserver v1.36.2 answers a DELETE with the quota
     generation = False
     unconditional_update = True
     strategic_merge = True
@@ -248,6 +255,7 @@ def _limit_range_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 class LimitRangeStrategy(BuiltinStrategy):
+    create_on_update = True  # a PUT to a missing name creates it (kube-apiserver v1.36.2: 201)
     generation = False
     unconditional_update = True
     strategic_merge = True

@@ -282,7 +282,8 @@ class DaemonSetStrategy(BuiltinStrategy):
         return _daemon_set_errors(obj)
 
     def validate_update(self, new: JsonDict, old: JsonDict, rtype: ResourceType) -> list[FieldError]:
-        return _daemon_set_errors(new) + _immutable_selector(new, old)
+        # ValidateDaemonSetUpdate: the spec update's checks (an immutable selector) come first.
+        return _immutable_selector(new, old) + _daemon_set_errors(new)
 
 
 KINDS: tuple[Kind, ...] = (
