@@ -172,7 +172,8 @@ async def test_the_probe_script_reads_plain_metrics(memops: MemopProcesses, tmp_
     code, results = await probe(token_file(tmp_path, "any"), 200, url, tmp_path / "report")
     assert (code, results) == (0, [{"url": url, "status": 200, "metrics": True, "ok": True}])
     # Nothing listening: the probe fails, saying why.
-    closed = f"http://{address.rpartition(':')[0]}:1/metrics"
+    host, _, _ = str(address).rpartition(":")
+    closed = f"http://{host}:1/metrics"
     code, results = await probe(token_file(tmp_path, "any"), 200, closed, tmp_path / "report")
     assert code == 1
     assert results[0]["status"] == 0

@@ -2,7 +2,8 @@
 Kubebuilder's ``test/e2e`` suite does it, for any memop project (``memop init`` generates
 ``tests/cluster_e2e/`` on these functions; memop's own suite is ``tests/cluster_e2e/``).
 
-Nothing here runs unless the environment names a cluster and an image (:func:`settings_or_skip`):
+Nothing here runs unless the environment names a cluster and an image (:func:`skip_unless_configured`
+marks a test so, :func:`settings_or_skip` reads the settings):
 
 - ``E2E_IMAGE``: the operator's image reference, already on the cluster's nodes (or built and
   loaded by the next two); unset, the tests are skipped with :data:`SKIP_REASON`.
@@ -46,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pytest
 import yaml
 
 from memop.testing.cluster_metrics import (
@@ -138,12 +140,19 @@ def read_settings(environ: Mapping[str, str]) -> Settings | None:
     )
 
 
+def skip_unless_configured(environ: Mapping[str, str] | None = None) -> pytest.MarkDecorator:
+    """A pytest mark for a cluster e2e test or module (``pytestmark = skip_unless_configured()``):
+    skipped with :data:`SKIP_REASON`, reported at the test's line, unless ``environ`` (default:
+    the process's) sets ``E2E_IMAGE``."""
+    image = (os.environ if environ is None else environ).get(IMAGE, "").strip()
+    return pytest.mark.skipif(not image, reason=SKIP_REASON)
+
+
 def settings_or_skip(environ: Mapping[str, str] | None = None) -> Settings:
     """The settings of ``environ`` (default: the process's), for a test or fixture: the test is
-    skipped with :data:`SKIP_REASON` when none are given, and fails (one line, no traceback)
-    when they cannot be used or kubectl is missing."""
-    import pytest  # noqa: PLC0415 - only tests call this; the module stays usable without pytest
-
+    skipped with :data:`SKIP_REASON` when none are given (mark it with
+    :func:`skip_unless_configured` too, so that the skip names the test's line), and fails
+    (one line, no traceback) when they cannot be used or kubectl is missing."""
     try:
         settings = read_settings(os.environ if environ is None else environ)
     except ClusterE2EError as error:
