@@ -1,9 +1,7 @@
-"""memop.testing.cluster_e2e, the helper of the cluster e2e suites, on what can show it without
-a node: its settings, its pure steps, and the install's deploy, rollout wait, sample
-convergence and tear-down with kubectl against the in-memory API server, whose simulated
-controllers and kubelet roll Deployments out (memop's own operator runs in-process beside it,
-since no pod runs there). The metrics probe's script runs here against a real memop metrics
-server, plain and secure; its pod only a node can run (tests/cluster_e2e/).
+"""memop.testing.cluster_e2e's settings and pure steps: the environment read, the image set on
+the manager, the metrics endpoint and reader role read from the overlay, the probe pod and its
+verdict, the convergence condition. Its install against the in-memory API server is in
+tests/e2e/test_cluster_e2e_helper.py; on a real cluster, tests/cluster_e2e/.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from memop.builtin import PROJECT
 from memop.testing.cluster_e2e import (
     SKIP_REASON,
     ClusterE2EError,
@@ -32,6 +31,7 @@ from memop.testing.cluster_metrics import (
     probe_objects,
     probe_verdict,
 )
+from tests.cluster_e2e.test_memop_in_cluster import CONVERGED, SAMPLES
 
 REPO = Path(__file__).resolve().parents[2]
 needs_kubectl = [
@@ -229,4 +229,7 @@ def test_a_condition_counts_only_for_the_current_generation() -> None:
     assert not has_condition({"metadata": {"generation": 1}}, "Ready")
 
 
-# --- the probe's script, against memop's metrics server -----------------------------------------
+def test_memops_own_suite_converges_a_sample_of_each_operator() -> None:
+    kinds = {yaml.safe_load((SAMPLES / name).read_text())["kind"] for name in CONVERGED}
+    assert kinds == {"Memcached", "PodSet", "MyPod"}
+    assert {definition.name for definition in PROJECT.controllers} == {"memcached", "podset", "mypod"}
