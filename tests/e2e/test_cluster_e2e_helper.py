@@ -22,7 +22,7 @@ import pytest
 from memop.builtin import PROJECT
 from memop.testing.apiserver.server import ApiServer
 from memop.testing.cluster_e2e import ClusterE2EError, Install, Kubectl, Settings, deployed
-from memop.testing.cluster_metrics import PROBE_SCRIPT
+from memop.testing.cluster_e2e.metrics import PROBE_SCRIPT
 from memop.testing.envtest import Kube
 from memop.testing.operator import RunningOperator
 from memop.testing.process import MemopProcesses

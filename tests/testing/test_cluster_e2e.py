@@ -24,7 +24,7 @@ from memop.testing.cluster_e2e import (
     read_settings,
     with_image,
 )
-from memop.testing.cluster_metrics import (
+from memop.testing.cluster_e2e.metrics import (
     MetricsEndpoint,
     metrics_endpoint,
     metrics_reader_role,
