@@ -31,6 +31,7 @@ from memop.testing.cluster_e2e.metrics import (
     probe_objects,
     probe_verdict,
 )
+from memop.testing.cluster_e2e.objects import describe_pod, pod_is_ready
 from tests.cluster_e2e.test_memop_in_cluster import CONVERGED, SAMPLES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -233,3 +234,29 @@ def test_memops_own_suite_converges_a_sample_of_each_operator() -> None:
     kinds = {yaml.safe_load((SAMPLES / name).read_text())["kind"] for name in CONVERGED}
     assert kinds == {"Memcached", "PodSet", "MyPod"}
     assert {definition.name for definition in PROJECT.controllers} == {"memcached", "podset", "mypod"}
+
+
+def test_a_pod_is_described_by_what_keeps_it_from_running() -> None:
+    crashing = {
+        "metadata": {"name": "shop-controller-manager-1"},
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "Ready", "status": "False", "message": "containers with unready status: [manager]"}
+            ],
+            "containerStatuses": [
+                {
+                    "name": "manager",
+                    "restartCount": 3,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+                    "lastState": {"terminated": {"reason": "Error", "exitCode": 1}},
+                }
+            ],
+        },
+    }
+    assert describe_pod(crashing) == (
+        "pod shop-controller-manager-1: Running; Ready: containers with unready status: [manager]; "
+        "manager waiting: CrashLoopBackOff back-off 40s; manager last terminated: Error exitCode 1"
+    )
+    assert not pod_is_ready(crashing)
+    assert describe_pod({"metadata": {"name": "p"}}) == "pod p: no phase"

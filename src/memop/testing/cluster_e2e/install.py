@@ -24,6 +24,7 @@ from memop.testing.cluster_e2e.metrics import (
     probe_verdict,
 )
 from memop.testing.cluster_e2e.objects import (
+    MANAGER_CONTAINER,
     controller_deployment,
     describe_conditions,
     describe_pod,
@@ -151,9 +152,11 @@ class Install:
         async def why() -> str:
             current = await self.kubectl.get("deployments.apps", name, self.namespace)
             states = "; ".join(map(describe_pod, pods)) or "no pods"
+            logs = [await self._last_log_lines(pod) for pod in pods if not pod_is_ready(pod)][:1]
             return (
                 f"deployment {name} in {self.namespace} did not roll out {replicas} ready replicas "
                 f"of {self.image} within {self.timeout:g}s: {describe_conditions(current)}; {states}"
+                + "".join(logs)
             )
 
         await wait_until(rolled_out, self.timeout, why)
@@ -162,6 +165,18 @@ class Install:
             extra={"deployment": name, "pods": [p["metadata"]["name"] for p in pods]},
         )
         return pods
+
+    async def _last_log_lines(self, pod: Mapping[str, Any]) -> str:
+        """The manager's last log lines in ``pod`` (of its previous run when it restarted: why it
+        exited), as a paragraph; '' when there are none (not started yet)."""
+        restarted = any(
+            c.get("restartCount") for c in (pod.get("status") or {}).get("containerStatuses") or []
+        )
+        args = ["logs", pod["metadata"]["name"], "-n", self.namespace, "-c", MANAGER_CONTAINER, "--tail=10"]
+        code, out, _ = await self.kubectl.run(*args, *(["--previous"] if restarted else []))
+        if code != 0 or not out.strip():
+            return ""
+        return f"\nlast log lines of {pod['metadata']['name']}:\n{out.rstrip()}"
 
     async def check_metrics(self) -> None:
         """Every controller pod's ``/metrics`` answers 200 with memop's metrics, asked from a pod

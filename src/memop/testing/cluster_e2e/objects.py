@@ -77,17 +77,23 @@ def pod_is_ready(pod: Mapping[str, Any]) -> bool:
 
 
 def describe_pod(pod: Mapping[str, Any]) -> str:
-    """One line on a pod: its phase, and each container's state with its reason and message
-    (ImagePullBackOff, CrashLoopBackOff and their words)."""
+    """One line on a pod: its phase, its conditions that are not True, and each container's state
+    and last termination with their reason, message and exit code (ImagePullBackOff,
+    CrashLoopBackOff after an exit 1, and their words)."""
     status = pod.get("status") or {}
     parts = [f"pod {pod['metadata']['name']}: {status.get('phase', 'no phase')}"]
     for condition in status.get("conditions") or []:
         if condition.get("status") != "True" and condition.get("message"):
             parts.append(f"{condition['type']}: {condition['message']}")
     for container in [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]:
-        for state, detail in (container.get("state") or {}).items():
-            words = " ".join(str(detail.get(k)) for k in ("reason", "message", "exitCode") if k in detail)
-            parts.append(f"{container.get('name')} {state}{': ' + words if words else ''}")
+        for field, label in (("state", ""), ("lastState", "last ")):
+            for state, detail in (container.get(field) or {}).items():
+                words = " ".join(
+                    f"{k} {detail[k]}" if k == "exitCode" else str(detail[k])
+                    for k in ("reason", "message", "exitCode")
+                    if k in detail
+                )
+                parts.append(f"{container.get('name')} {label}{state}{': ' + words if words else ''}")
     return "; ".join(parts)
 
 
