@@ -31,7 +31,7 @@ from memop.testing.cluster_e2e.metrics import (
     probe_objects,
     probe_verdict,
 )
-from memop.testing.cluster_e2e.objects import describe_pod, pod_is_ready
+from memop.testing.cluster_e2e.objects import describe_pod, manager_flags, pod_is_ready, watched_namespaces
 from tests.cluster_e2e.test_memop_in_cluster import CONVERGED, SAMPLES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -260,3 +260,19 @@ def test_a_pod_is_described_by_what_keeps_it_from_running() -> None:
     )
     assert not pod_is_ready(crashing)
     assert describe_pod({"metadata": {"name": "p"}}) == "pod p: no phase"
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
+def test_the_watched_namespaces_come_from_the_overlay() -> None:
+    def deployment(overlay: str) -> dict[str, Any]:
+        return next(obj for obj in rendered(overlay) if obj["kind"] == "Deployment")
+
+    assert watched_namespaces(deployment("default")) == []
+    # WATCH_NAMESPACE from the downward API: the operator's own namespace.
+    assert watched_namespaces(deployment("namespaced")) == ["memop-system"]
+    assert watched_namespaces(deployment("namespaced/multi")) == ["team-a", "team-b"]
+    flags = manager_flags(deployment("sharded"))
+    assert flags["--sharding"] == "true"
+    assert flags["--project"] == "memop"  # the command: memop --project memop
+    assert "--leader-elect" not in flags  # sharded replicas elect no leader

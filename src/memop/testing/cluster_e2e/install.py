@@ -32,6 +32,7 @@ from memop.testing.cluster_e2e.objects import (
     has_condition,
     object_ref,
     pod_is_ready,
+    watched_namespaces,
     with_image,
 )
 from memop.testing.cluster_e2e.settings import BUILDERS, LOAD, OVERLAY, Settings
@@ -245,13 +246,20 @@ class Install:
     ) -> dict[str, Any]:
         """Apply ``sample`` (an object, or a YAML file holding one) and wait until its
         ``condition`` is True for its generation; the object then. A namespaced sample goes to
-        its own namespace, else ``namespace``, else :attr:`sample_namespace` (created when
-        missing). It is deleted by :meth:`tear_down`, first, while the operator still runs to
-        release its finalizers."""
+        its own namespace, else ``namespace``, else the first namespace the install watches
+        (``--watch-namespace``: manifests/namespaced), else :attr:`sample_namespace`; created
+        when missing. A namespace the install does not watch is refused. The sample is deleted
+        by :meth:`delete_samples` (first thing in :meth:`tear_down`), while the operator still
+        runs to release its finalizers."""
         obj = _load_sample(sample) if isinstance(sample, Path) else json.loads(json.dumps(sample))
-        namespaced = await self._namespaced(obj)
-        if namespaced:
-            target = obj["metadata"].get("namespace") or namespace or self.sample_namespace
+        if await self._namespaced(obj):
+            watched = watched_namespaces(self.deployment)
+            target = obj["metadata"].get("namespace") or namespace or (watched or [self.sample_namespace])[0]
+            if watched and target not in watched:
+                raise ClusterE2EError(
+                    f"{obj['kind']} {obj['metadata']['name']} would go to namespace {target}, which this "
+                    f"install does not watch (only {', '.join(watched)})"
+                )
             obj["metadata"]["namespace"] = target
             await self._ensure_namespace(target)
         self.samples.append(obj)

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from memop.testing.cluster_e2e.objects import manager_flags
+
 # The one metric every memop manager serves from its start (initialised to 0).
 METRIC = "controller_runtime_reconcile_total"
 TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -85,36 +87,10 @@ class MetricsEndpoint:
         return f"port {self.port} ({'HTTPS, --metrics-secure' if self.secure else 'HTTP'})"
 
 
-def _flag_values(container: Mapping[str, Any]) -> dict[str, str]:
-    """The manager's settings as memop reads them: each flag's environment variable (literal
-    values only), overridden by the command line (``--flag=value``, ``--flag value``, ``--flag``)."""
-    values = {
-        "--" + str(env["name"]).lower().replace("_", "-"): str(env["value"])
-        for env in container.get("env") or []
-        if "value" in env
-    }
-    words = [str(word) for word in [*(container.get("command") or []), *(container.get("args") or [])]]
-    for index, word in enumerate(words):
-        if not word.startswith("--"):
-            continue
-        name, equals, value = word.partition("=")
-        if equals:
-            values[name] = value
-        elif name == "--metrics-secure":
-            values[name] = "true"
-        elif name.startswith("--no-"):
-            values["--" + name[5:]] = "false"
-        elif index + 1 < len(words) and not words[index + 1].startswith("--"):
-            values[name] = words[index + 1]
-    return values
-
-
 def metrics_endpoint(deployment: Mapping[str, Any]) -> MetricsEndpoint | None:
     """The metrics endpoint of the Deployment's ``manager`` container; None when its metrics
     are off (``--metrics-bind-address=0``)."""
-    containers = deployment["spec"]["template"]["spec"]["containers"]
-    manager = next((c for c in containers if c.get("name") == "manager"), containers[0])
-    values = _flag_values(manager)
+    values = manager_flags(deployment)
     address = values.get("--metrics-bind-address", DEFAULT_METRICS_ADDRESS)
     if address == "0":
         return None

@@ -15,6 +15,8 @@ CONTROLLER_LABEL = ("control-plane", "controller-manager")
 
 
 MANAGER_CONTAINER = "manager"
+# memop's flags that take no value (the others take the next word when it is not a flag).
+SWITCHES = frozenset({"--metrics-secure", "--leader-elect", "--sharding", "--enable-webhooks"})
 
 
 def controller_deployment(objects: Iterable[Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -47,6 +49,44 @@ def with_image(objects: Sequence[Mapping[str, Any]], image: str) -> list[dict[st
         container["image"] = image
         container["imagePullPolicy"] = "IfNotPresent"
     return copies
+
+
+def manager_flags(deployment: Mapping[str, Any]) -> dict[str, str]:
+    """The settings of the Deployment's manager container as memop reads them: each flag's
+    environment variable (a literal value, or the pod's namespace from the downward API),
+    overridden by the command line (``--flag=value``, ``--flag value``, ``--flag``, ``--no-flag``)."""
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    manager = next((c for c in containers if c.get("name") == MANAGER_CONTAINER), containers[0])
+    values: dict[str, str] = {}
+    for env in manager.get("env") or []:
+        field_path = ((env.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        value = env.get("value") if field_path is None else None
+        if field_path == "metadata.namespace":
+            value = deployment["metadata"].get("namespace")
+        if value is not None:
+            values["--" + str(env["name"]).lower().replace("_", "-")] = str(value)
+    words = [str(word) for word in [*(manager.get("command") or []), *(manager.get("args") or [])]]
+    for index, word in enumerate(words):
+        if not word.startswith("--"):
+            continue
+        name, equals, value = word.partition("=")
+        if equals:
+            values[name] = value
+        elif name.startswith("--no-"):
+            values["--" + name[5:]] = "false"
+        elif name in SWITCHES:
+            values[name] = "true"
+        elif index + 1 < len(words) and not words[index + 1].startswith("--"):
+            values[name] = words[index + 1]
+        else:
+            values[name] = "true"  # a switch: --metrics-secure, --leader-elect
+    return values
+
+
+def watched_namespaces(deployment: Mapping[str, Any]) -> list[str]:
+    """The namespaces the manager watches (``--watch-namespace``), [] for every namespace."""
+    value = manager_flags(deployment).get("--watch-namespace", "")
+    return [name.strip() for name in value.split(",") if name.strip()]
 
 
 def group_version(api_version: str) -> str:
