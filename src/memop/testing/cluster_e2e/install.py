@@ -37,6 +37,8 @@ from memop.testing.cluster_e2e.objects import (
 )
 from memop.testing.cluster_e2e.settings import BUILDERS, LOAD, OVERLAY, Settings
 
+# Functions with __tracebackhide__ stay out of pytest's tracebacks: a failure shows the test's
+# line and the error, which says what the cluster showed.
 log = logging.getLogger("memop.testing.cluster_e2e")
 
 
@@ -47,6 +49,7 @@ BUILD_TIMEOUT = 1800.0
 async def prepare_image(settings: Settings, context: Path) -> None:
     """Build the image from ``context``'s Dockerfile when ``E2E_BUILD`` says how, then run
     ``E2E_LOAD`` when given; :class:`ClusterE2EError` with the tool's last lines when one fails."""
+    __tracebackhide__ = True
     if settings.build is not None:
         argv = [*BUILDERS[settings.build], settings.image, str(context)]
         log.info("building the image", extra={"command": shlex.join(argv)})
@@ -70,6 +73,7 @@ def load_command(template: str, image: str) -> str:
 
 async def render(kubectl: Kubectl, overlay: Path) -> list[dict[str, Any]]:
     """The objects ``kubectl kustomize overlay`` renders."""
+    __tracebackhide__ = True
     if not (overlay / "kustomization.yaml").is_file():
         raise ClusterE2EError(f"{overlay} is not a kustomize overlay (no kustomization.yaml)")
     out = await kubectl.ok("kustomize", str(overlay))
@@ -132,6 +136,7 @@ class Install:
         """Wait until the Deployment has rolled out (every replica updated and available) and
         exactly ``replicas`` of its pods are Ready; those pods. On timeout the error shows the
         Deployment's conditions and each pod's state."""
+        __tracebackhide__ = True
         name = str(self.deployment["metadata"]["name"])
         replicas = int(self.deployment["spec"].get("replicas", 1))
         pods: list[dict[str, Any]] = []
@@ -185,6 +190,7 @@ class Install:
         ServiceAccount token bound to the overlay's metrics-reader ClusterRole. With
         ``--metrics-secure`` (HTTPS, every scrape authenticated and authorised), a second
         account, bound to nothing, must get 403. The probes and their accounts are deleted after."""
+        __tracebackhide__ = True
         endpoint = metrics_endpoint(self.deployment)
         if endpoint is None:
             raise ClusterE2EError("the controller's metrics are off (--metrics-bind-address=0)")
@@ -213,7 +219,9 @@ class Install:
                 )
                 created.extend(objects)
                 await self.kubectl.apply(objects)
-            verdicts = [await self._probe_verdict(obj) for obj in created if obj["kind"] == "Pod"]
+            verdicts = []
+            for probe in (obj for obj in created if obj["kind"] == "Pod"):
+                verdicts.append(await self._probe_verdict(probe))
         finally:
             await self.kubectl.delete(created)
         failures = [verdict for verdict in verdicts if verdict]
@@ -223,6 +231,7 @@ class Install:
 
     async def _probe_verdict(self, probe: Mapping[str, Any]) -> str:
         """Wait for the probe pod to finish: '' when it found what it expected, else why not."""
+        __tracebackhide__ = True
         name = probe["metadata"]["name"]
         finished: dict[str, Any] = {}
 
@@ -251,6 +260,7 @@ class Install:
         when missing. A namespace the install does not watch is refused. The sample is deleted
         by :meth:`delete_samples` (first thing in :meth:`tear_down`), while the operator still
         runs to release its finalizers."""
+        __tracebackhide__ = True
         obj = _load_sample(sample) if isinstance(sample, Path) else json.loads(json.dumps(sample))
         if await self._namespaced(obj):
             watched = watched_namespaces(self.deployment)
@@ -300,6 +310,7 @@ class Install:
     async def delete_samples(self) -> None:
         """Delete the samples :meth:`converge` applied and wait until they are gone (the operator
         must still run, to release their finalizers); :class:`ClusterE2EError` naming each left."""
+        __tracebackhide__ = True
         samples = list(reversed(self.samples))
         await self.kubectl.delete(samples)
         await gone(self.kubectl, samples, self.timeout, "the samples")
@@ -309,6 +320,7 @@ class Install:
         """:meth:`delete_samples`, then delete the namespaces the tests created and every object
         applied (what ``kubectl delete -k`` of the overlay deletes), and wait until all are gone;
         :class:`ClusterE2EError` naming every object left after the timeout and what holds it."""
+        __tracebackhide__ = True
         await self.delete_samples()
         created = [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in self.namespaces
@@ -336,6 +348,7 @@ async def deployed(
     down on exit (:meth:`Install.tear_down`), whatever the body did. Nothing is applied when
     the overlay holds a kind the cluster does not serve (cert-manager's, say): the error names
     each, and the overlay to use instead."""
+    __tracebackhide__ = True
     kubectl = kubectl or Kubectl(settings.kubeconfig)
     await prepare_image(settings, project)
     overlay = project / settings.overlay

@@ -1,6 +1,7 @@
 """kubectl on the cluster under test, read by its exit codes and JSON output only (never its
 wording), and the waits built on it: each poll is a kubectl process, so they poll once a second,
-with a deadline, and fail with the state that explains a timeout."""
+with a deadline, and fail with the state that explains a timeout. Functions on the error path
+carry ``__tracebackhide__``: pytest shows the test's line and the error, not their frames."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ class Kubectl:
 
     async def ok(self, *args: str, stdin: str | None = None) -> str:
         """kubectl's stdout; :class:`ClusterE2EError` with its stderr when it exits non-zero."""
+        __tracebackhide__ = True
         code, out, err = await self.run(*args, stdin=stdin)
         if code != 0:
             raise ClusterE2EError(f"kubectl {' '.join(args)} exited {code}: {last_lines(err or out)}")
@@ -125,6 +127,7 @@ async def wait_until(
     """Poll ``predicate`` at kubectl's pace (:func:`memop.testing.wait_for`) until it is true; at
     ``timeout`` a :class:`ClusterE2EError` carrying ``message()`` alone (the state that explains
     it: a predicate's name and value say nothing to a reader)."""
+    __tracebackhide__ = True
     try:
         await wait_for(predicate, timeout, interval=POLL_INTERVAL, max_interval=POLL_INTERVAL)
     except WaitTimeout:
@@ -135,6 +138,7 @@ async def wait_until(
 async def gone(kubectl: Kubectl, objects: Sequence[Mapping[str, Any]], timeout: float, what: str) -> None:
     """Wait until every one of ``objects`` is gone; :class:`ClusterE2EError` naming those left
     (and their finalizers) after ``timeout``."""
+    __tracebackhide__ = True
     left: list[dict[str, Any]] = []
 
     async def none_left() -> bool:
