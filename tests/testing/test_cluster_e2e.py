@@ -21,6 +21,7 @@ from memop.testing.cluster_e2e import (
     Settings,
     has_condition,
     load_command,
+    prepare_image,
     read_settings,
     with_image,
 )
@@ -276,3 +277,16 @@ def test_the_watched_namespaces_come_from_the_overlay() -> None:
     assert flags["--sharding"] == "true"
     assert flags["--project"] == "memop"  # the command: memop --project memop
     assert "--leader-elect" not in flags  # sharded replicas elect no leader
+
+
+async def test_the_load_command_runs_in_a_shell_with_the_image(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("{}")
+    seen = tmp_path / "seen"
+    loaded = Settings("registry.local/shop:e2e", kubeconfig, load=f"printf '%s|' {{image}} > {seen}")
+    await prepare_image(loaded, tmp_path)
+    assert seen.read_text() == "registry.local/shop:e2e|"
+    failing = Settings("shop:e2e", kubeconfig, load="echo no node for {image} >&2; exit 3")
+    message = r"E2E_LOAD \(echo no node for shop:e2e >&2; exit 3\) exited 3: no node for shop:e2e"
+    with pytest.raises(ClusterE2EError, match=message):
+        await prepare_image(failing, tmp_path)
