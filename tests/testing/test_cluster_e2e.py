@@ -232,8 +232,12 @@ def test_a_condition_counts_only_for_the_current_generation() -> None:
 
 
 def test_memops_own_suite_converges_a_sample_of_each_operator() -> None:
-    kinds = {yaml.safe_load((SAMPLES / name).read_text())["kind"] for name in CONVERGED}
-    assert kinds == {"Memcached", "PodSet", "MyPod"}
+    samples = [yaml.safe_load((SAMPLES / name).read_text()) for name in CONVERGED]
+    assert {sample["kind"] for sample in samples} == {"Memcached", "PodSet", "MyPod"}
+    assert {s["apiVersion"] for s in samples if s["kind"] == "Memcached"} == {
+        "cache.example.com/v1alpha1",
+        "cache.example.com/v1beta1",
+    }
     assert {definition.name for definition in PROJECT.controllers} == {"memcached", "podset", "mypod"}
 
 
