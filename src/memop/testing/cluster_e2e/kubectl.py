@@ -20,11 +20,7 @@ from memop.testing.cluster_e2e.objects import describe_stuck, object_ref
 from memop.testing.wait import WaitTimeout, wait_for
 
 KUBECTL_TIMEOUT = 120.0
-
-
 FIELD_MANAGER = "memop-cluster-e2e"
-
-
 # How often a wait asks the cluster again: each ask is a kubectl process.
 POLL_INTERVAL = 1.0
 

@@ -12,8 +12,6 @@ from memop.testing.cluster_e2e.errors import ClusterE2EError
 
 # The label memop's manifests put on the manager Deployment, and the container that runs memop.
 CONTROLLER_LABEL = ("control-plane", "controller-manager")
-
-
 MANAGER_CONTAINER = "manager"
 # memop's flags that take no value (the others take the next word when it is not a flag).
 SWITCHES = frozenset({"--metrics-secure", "--leader-elect", "--sharding", "--enable-webhooks"})

@@ -13,27 +13,15 @@ import pytest
 
 from memop.testing.cluster_e2e.errors import ClusterE2EError
 
+# The environment variables (see memop.testing.cluster_e2e).
 IMAGE = "E2E_IMAGE"
-
-
 KUBECONFIG = "E2E_KUBECONFIG"
-
-
 BUILD = "E2E_BUILD"
-
-
 LOAD = "E2E_LOAD"
-
-
 OVERLAY = "E2E_OVERLAY"
-
-
 TIMEOUT = "E2E_TIMEOUT"
 
-
 DEFAULT_OVERLAY = "manifests/default"
-
-
 DEFAULT_TIMEOUT = 300.0
 
 BUILDERS: dict[str, tuple[str, ...]] = {
