@@ -66,6 +66,21 @@ async def test_an_overlay_whose_kinds_the_cluster_lacks_is_refused_before_applyi
     assert await kubectl.get("namespaces", "memop-system") is None
 
 
+async def test_an_install_already_there_is_left_alone(kubeconfig: Path) -> None:
+    kubectl = kubectl_for(kubeconfig)
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "memop-system"}}
+    await kubectl.apply([namespace])
+    with pytest.raises(ClusterE2EError) as refused:
+        async with deployed(REPO, settings(kubeconfig), kubectl=kubectl):
+            pytest.fail("deployed over an install, which the tear-down would delete")
+    assert str(refused.value) == (
+        "manifests/webhook-self-managed is installed already (1 of its objects exist), and the test would "
+        "delete it after: namespace/memop-system. Run it on a cluster without this operator installed"
+    )
+    assert await kubectl.get("namespaces", "memop-system") is not None
+    assert await kubectl.get("deployments.apps", "memop-controller-manager", "memop-system") is None
+
+
 async def test_deploy_roll_out_converge_the_samples_and_tear_down(kube: Kube, kubeconfig: Path) -> None:
     kubectl = kubectl_for(kubeconfig)
     async with deployed(REPO, settings(kubeconfig), kubectl=kubectl) as install:

@@ -28,6 +28,7 @@ from memop.testing.cluster_e2e.objects import (
     controller_deployment,
     describe_conditions,
     describe_pod,
+    describe_stuck,
     group_version,
     has_condition,
     object_ref,
@@ -347,7 +348,9 @@ async def deployed(
     cluster with ``settings.image``, built and loaded first when the settings say so; torn
     down on exit (:meth:`Install.tear_down`), whatever the body did. Nothing is applied when
     the overlay holds a kind the cluster does not serve (cert-manager's, say): the error names
-    each, and the overlay to use instead."""
+    each, and the overlay to use instead; nor when some of its objects exist already (an install
+    of this operator, or the remains of a run whose tear-down failed), which the tear-down would
+    delete: the error names them."""
     __tracebackhide__ = True
     kubectl = kubectl or Kubectl(settings.kubeconfig)
     await prepare_image(settings, project)
@@ -356,6 +359,15 @@ async def deployed(
     unserved = await unserved_kinds(kubectl, objects)
     if unserved:
         _refuse_unserved(settings.overlay, unserved)
+    # The tear-down deletes everything applied: an install already there (its CRDs, and with
+    # them every object of its kinds) is not the test's to delete.
+    there = await kubectl.existing(objects)
+    if there:
+        named = "; ".join(map(describe_stuck, there[:5])) + ("; ..." if len(there) > 5 else "")
+        raise ClusterE2EError(
+            f"{settings.overlay} is installed already ({len(there)} of its objects exist), and the test "
+            f"would delete it after: {named}. Run it on a cluster without this operator installed"
+        )
     install = Install(
         kubectl,
         objects,

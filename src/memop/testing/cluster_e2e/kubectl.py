@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from memop.testing.cluster_e2e.errors import ClusterE2EError
-from memop.testing.cluster_e2e.objects import describe_stuck, object_ref
+from memop.testing.cluster_e2e.objects import describe_stuck, group_version, object_ref
 from memop.testing.wait import WaitTimeout, wait_for
 
 KUBECTL_TIMEOUT = 120.0
@@ -53,6 +53,33 @@ class Kubectl:
         args = ["get", kind, name, "--ignore-not-found", "-o", "json"]
         out = await self.ok(*args, *(["-n", namespace] if namespace else []))
         return json.loads(out) if out.strip() else None
+
+    async def existing(self, objects: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Those of ``objects`` that exist, as the cluster has them: one ``kubectl get -f`` for
+        all, else (a kind no longer served: its CRD deleted, its objects with it) one each."""
+        if not objects:
+            return []
+        code, out, _ = await self.run(
+            "get", "--ignore-not-found", "-o", "json", "-f", "-", stdin=_documents(objects)
+        )
+        if code == 0:
+            if not out.strip():  # --ignore-not-found, and none found
+                return []
+            found = json.loads(out)
+            items: list[dict[str, Any]] = found["items"] if found.get("kind") == "List" else [found]
+            return items
+        left = []
+        for obj in objects:
+            if await self.serves(obj["apiVersion"], obj["kind"]):
+                found = await self.get(*object_ref(obj))
+                left.extend([found] if found is not None else [])
+        return left
+
+    async def serves(self, api_version: str, kind: str) -> bool:
+        """Whether the cluster serves ``kind`` at ``api_version`` (its discovery document)."""
+        code, out, _ = await self.run("get", "--raw", group_version(api_version))
+        resources = json.loads(out).get("resources", []) if code == 0 else []
+        return any(r.get("kind") == kind and "/" not in r.get("name", "/") for r in resources)
 
     async def list(self, kind: str, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
         """The objects of ``kind`` in ``namespace`` whose labels match ``selector``."""
@@ -138,12 +165,7 @@ async def gone(kubectl: Kubectl, objects: Sequence[Mapping[str, Any]], timeout: 
     left: list[dict[str, Any]] = []
 
     async def none_left() -> bool:
-        left.clear()
-        for obj in objects:
-            kind, name, namespace = object_ref(obj)
-            found = await kubectl.get(kind, name, namespace)
-            if found is not None:
-                left.append(found)
+        left[:] = await kubectl.existing(objects)
         return not left
 
     await wait_until(

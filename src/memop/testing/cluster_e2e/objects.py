@@ -156,12 +156,11 @@ def object_ref(obj: Mapping[str, Any]) -> tuple[str, str, str | None]:
 
 
 def describe_stuck(obj: Mapping[str, Any]) -> str:
-    """``kind/name`` (and namespace), and what keeps it: its finalizers, or that it is not being
-    deleted at all."""
+    """``kind/name`` (and namespace), and when it is being deleted, since when and its finalizers."""
     kind, name, namespace = object_ref(obj)
     where = f" in {namespace}" if namespace else ""
     meta = obj["metadata"]
     if meta.get("deletionTimestamp") is None:
-        return f"{kind}/{name}{where} (not being deleted)"
+        return f"{kind}/{name}{where}"
     finalizers = meta.get("finalizers") or (obj.get("spec") or {}).get("finalizers") or []
     return f"{kind}/{name}{where} (deleting since {meta['deletionTimestamp']}, finalizers {finalizers})"
