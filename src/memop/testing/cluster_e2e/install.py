@@ -29,7 +29,6 @@ from memop.testing.cluster_e2e.objects import (
     describe_conditions,
     describe_pod,
     describe_stuck,
-    group_version,
     has_condition,
     object_ref,
     pod_is_ready,
@@ -93,9 +92,7 @@ async def unserved_kinds(kubectl: Kubectl, objects: Sequence[Mapping[str, Any]])
     wanted = {(obj["apiVersion"], obj["kind"]) for obj in objects} - defined
     served: dict[str, set[str]] = {}
     for api_version in sorted({api_version for api_version, _ in wanted}):
-        code, out, _ = await kubectl.run("get", "--raw", group_version(api_version))
-        kinds = {r.get("kind") for r in json.loads(out).get("resources", [])} if code == 0 else set()
-        served[api_version] = {kind for kind in kinds if isinstance(kind, str)}
+        served[api_version] = {str(r.get("kind")) for r in await kubectl.resources(api_version)}
     return [
         f"{kind} ({api_version})" for api_version, kind in sorted(wanted) if kind not in served[api_version]
     ]
@@ -297,9 +294,8 @@ class Install:
 
     async def _namespaced(self, obj: Mapping[str, Any]) -> bool:
         api_version, kind = obj["apiVersion"], obj["kind"]
-        out = await self.kubectl.ok("get", "--raw", group_version(api_version))
-        for resource in json.loads(out).get("resources", []):
-            if resource.get("kind") == kind and "/" not in resource.get("name", "/"):
+        for resource in await self.kubectl.resources(api_version):
+            if resource.get("kind") == kind:
                 return bool(resource.get("namespaced"))
         raise ClusterE2EError(f"the cluster does not serve {kind} ({api_version})")
 

@@ -75,11 +75,17 @@ class Kubectl:
                 left.extend([found] if found is not None else [])
         return left
 
-    async def serves(self, api_version: str, kind: str) -> bool:
-        """Whether the cluster serves ``kind`` at ``api_version`` (its discovery document)."""
+    async def resources(self, api_version: str) -> list[dict[str, Any]]:
+        """The resources the cluster serves at ``api_version`` (its discovery document: each
+        one's ``name``, ``kind``, ``namespaced``...), subresources left out; [] when it serves
+        none there."""
         code, out, _ = await self.run("get", "--raw", group_version(api_version))
-        resources = json.loads(out).get("resources", []) if code == 0 else []
-        return any(r.get("kind") == kind and "/" not in r.get("name", "/") for r in resources)
+        resources: list[dict[str, Any]] = json.loads(out).get("resources", []) if code == 0 else []
+        return [r for r in resources if "/" not in str(r.get("name", "/"))]
+
+    async def serves(self, api_version: str, kind: str) -> bool:
+        """Whether the cluster serves ``kind`` at ``api_version``."""
+        return any(r.get("kind") == kind for r in await self.resources(api_version))
 
     async def list(self, kind: str, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
         """The objects of ``kind`` in ``namespace`` whose labels match ``selector``."""
