@@ -17,7 +17,7 @@ import yaml
 
 from memop.scaffold import main, names
 from memop.scaffold.newwebhook import wire
-from tests.test_scaffold import refused, run, tree
+from tests.test_scaffold import GENERATED_CODE_IMPORTS, refused, run, tree
 
 PACKAGE = "shop"
 BIN = Path(sys.executable).parent
@@ -133,7 +133,7 @@ def test_the_generated_code_imports_only_memops_public_names(project: Path) -> N
         )
         == 0
     )
-    allowed = {"memop", "memop.runtime", "memop.testing.plugin"}
+    allowed = GENERATED_CODE_IMPORTS
     for path in [*project.joinpath("src").rglob("*.py"), *project.joinpath("tests").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "memop":

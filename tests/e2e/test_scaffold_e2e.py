@@ -27,6 +27,7 @@ from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop.runtime import CONFIGMAPS, Client, NotFound, Resource
+from memop.testing.cluster_e2e import SKIP_REASON
 from memop.testing.wait import wait_for
 
 PROJECT = "shop"
@@ -104,7 +105,10 @@ def test_the_projects_tests_pass_as_generated(project: Path) -> None:
     output = check(project, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", timeout=180)
     assert "passed" in output
     assert "failed" not in output
-    assert "skipped" not in output
+    # Only the cluster e2e suite, unless the environment names a cluster and an image.
+    if not os.environ.get("E2E_IMAGE"):
+        assert "1 skipped" in output
+        assert "tests/cluster_e2e/test_in_cluster.py:" in output
     # Each kind's unit and e2e tests, and the project's own.
     for name in (
         "test_widget.py",
@@ -114,8 +118,41 @@ def test_the_projects_tests_pass_as_generated(project: Path) -> None:
         "test_cart.py",
         "test_cart_e2e.py",
         "test_project.py",
+        "cluster_e2e/test_in_cluster.py",
     ):
         assert (project / "tests" / name).exists()
+
+
+def run_cluster_e2e(project: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The project's cluster e2e suite, with ``env`` as its only E2E_* settings."""
+    clean = {k: v for k, v in environment().items() if not k.startswith("E2E_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/cluster_e2e"],
+        check=False,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**clean, **env},
+        timeout=120,
+    )
+
+
+def test_the_cluster_e2e_suite_skips_with_its_reason_without_a_cluster(project: Path) -> None:
+    done = run_cluster_e2e(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 skipped" in done.stdout
+    # -ra: the reason, whole, on the test's line.
+    line = next(line for line in done.stdout.splitlines() if line.startswith("SKIPPED [1]"))
+    assert line.endswith(f": {SKIP_REASON}"), line
+    assert "tests/cluster_e2e/test_in_cluster.py:" in line
+
+
+def test_the_cluster_e2e_suite_fails_in_one_line_when_its_settings_cannot_be_used(project: Path) -> None:
+    done = run_cluster_e2e(project, E2E_IMAGE="shop:e2e", E2E_KUBECONFIG=str(project / "no-such-kubeconfig"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout
+    assert f"the kubeconfig {project / 'no-such-kubeconfig'} is not a file" in done.stdout
+    assert "1 failed" in done.stdout
 
 
 def readme_run_commands(project: Path) -> list[str]:

@@ -4,7 +4,9 @@ It writes (never over an existing file: it refuses, naming the file, before writ
 ``pyproject.toml`` depending on memop, with the project registered in the ``memop.controllers``
 entry-point group and its settings for pytest, mypy and ruff; the package ``src/PKG`` with its
 ``project.py`` (the :class:`memop.Project`, whose controllers ``memop create api`` adds), its
-``__main__`` (``python -m PKG`` runs the operator) and ``py.typed``; ``tests/``; a
+``__main__`` (``python -m PKG`` runs the operator) and ``py.typed``; ``tests/``, with
+``tests/cluster_e2e/`` (the image deployed to a real cluster, skipped unless the environment
+names one: :mod:`memop.testing.cluster_e2e`); a
 ``Dockerfile``; a README with the project's own run and test commands; a CI script
 (``.ci/run``) and ``.gitignore``/``.dockerignore``. The dependency on memop is on the memop
 that runs (:mod:`memop.scaffold.origin`): its version range when memop came from a package
@@ -49,6 +51,8 @@ _FILES: tuple[tuple[str, str, bool], ...] = (
     ("package/project.py", "src/{package}/project.py", False),
     ("package/py.typed", "src/{package}/py.typed", False),
     ("tests/test_project.py", "tests/test_project.py", False),
+    # A folder of its own: run alone (pytest tests/cluster_e2e), against a real cluster.
+    ("tests/test_in_cluster.py", "tests/cluster_e2e/test_in_cluster.py", False),
 )
 # Only when memop is not from a package index: the folder the image takes memop's wheel from.
 _NOT_FROM_INDEX_FILES = (("wheels-README.md", "wheels/README.md", False),)

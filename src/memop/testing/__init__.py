@@ -17,6 +17,9 @@ The names exported here are the public surface for a project's tests; the plugin
   CRD conversions, as ``memop manifests`` writes them but called on a loopback URL, where the
   test's operator serves them (envtest's ``WebhookInstallOptions``); ``uninstall`` takes them back.
 - :func:`wait_for` / :class:`WaitTimeout`: poll a condition with a deadline (tests never sleep).
+- :mod:`cluster_e2e`: the project's image deployed to a real cluster with its own manifests, its
+  rollout, metrics and samples checked, and torn down (Kubebuilder's ``test/e2e``; what
+  ``memop init``'s ``tests/cluster_e2e`` runs), skipped unless ``E2E_IMAGE`` is set.
 - :class:`Kind`, :class:`ResourceType`, :class:`Strategy`: a kind the in-memory server lacks,
   added through the ``extra_kinds`` fixture, ``ApiServer(extra_kinds=...)`` or
   ``python -m memop.testing serve --extra-kinds module:attribute`` (:mod:`memop.testing.kinds`).
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING
 from memop.runtime.util.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from memop.testing import cluster_e2e
     from memop.testing.apiserver.resources import ResourceType
     from memop.testing.apiserver.server import ApiServer
     from memop.testing.apiserver.strategy import Kind, Strategy
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
 # must not bring the server or kubernetes_asyncio with it.
 _EXPORTS: dict[str, str] = {
     "ApiServer": "memop.testing.apiserver.server",
+    "cluster_e2e": "memop.testing.cluster_e2e",
     "InstalledWebhooks": "memop.testing.webhooks",
     "install_webhooks": "memop.testing.webhooks",
     "InstallCrds": "memop.testing.plugin",
@@ -83,6 +88,7 @@ __all__ = [
     "Strategy",
     "WaitTimeout",
     "cluster",
+    "cluster_e2e",
     "event_recorded",
     "install_crds",
     "install_webhooks",
