@@ -19,6 +19,7 @@ stop() {
   echo "stopped $1"
 }
 
+stop certmanager-standin
 stop kubelet
 stop kube-proxy
 # The containers outlive containerd (each has its shim): kill and delete them through it.
