@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -53,7 +54,14 @@ SYSTEM = "memop-system"
 DEPLOYMENT = "memop-controller-manager"
 SERVICE_ACCOUNT = f"system:serviceaccount:{SYSTEM}:memop-controller-manager"
 LEADER_LOCK = "memop-leader.cache.example.com"
-ALL_OVERLAYS = ["webhook-self-managed", "default", "secure-metrics", "namespaced", "leader-for-life", "sharded"]
+ALL_OVERLAYS = [
+    "webhook-self-managed",
+    "default",
+    "secure-metrics",
+    "namespaced",
+    "leader-for-life",
+    "sharded",
+]
 BAD_MEMCACHED = {
     "apiVersion": "cache.example.com/v1alpha1",
     "kind": "Memcached",
@@ -80,7 +88,9 @@ class CheckFailed(Exception):
 
 
 def kubectl(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([KUBECTL, *args], input=stdin, capture_output=True, text=True, check=False, timeout=300)
+    done = subprocess.run(
+        [KUBECTL, *args], input=stdin, capture_output=True, text=True, check=False, timeout=300
+    )
     if check and done.returncode != 0:
         raise CheckFailed(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
     return done
@@ -118,7 +128,11 @@ def ready(pod: dict[str, Any]) -> bool:
 
 def operator_pods() -> list[dict[str, Any]]:
     selector = "app.kubernetes.io/name=memop,control-plane=controller-manager"
-    return [p for p in get("pods", "-n", SYSTEM, "-l", selector)["items"] if not p["metadata"].get("deletionTimestamp")]
+    return [
+        p
+        for p in get("pods", "-n", SYSTEM, "-l", selector)["items"]
+        if not p["metadata"].get("deletionTimestamp")
+    ]
 
 
 class Run:
@@ -164,8 +178,12 @@ class Run:
             return pods if len(pods) == self.replicas and all(ready(p) for p in pods) else None
 
         pods, seconds = wait_until(f"{self.replicas} Ready operator pods", 180, all_ready)
-        restarts = sum(c.get("restartCount", 0) for p in pods for c in p["status"].get("containerStatuses", []))
-        return f"{len(pods)} pods Ready {seconds:.1f}s after apply -k, restricted enforced, {restarts} restarts"
+        restarts = sum(
+            c.get("restartCount", 0) for p in pods for c in p["status"].get("containerStatuses", [])
+        )
+        return (
+            f"{len(pods)} pods Ready {seconds:.1f}s after apply -k, restricted enforced, {restarts} restarts"
+        )
 
     # --- 2 ---
     def samples(self) -> str:
@@ -173,7 +191,11 @@ class Run:
         if not self.namespaced:
             kubectl("create", "namespace", "test-mypod", check=False)
         kubectl("label", "node", "--all", "project=test", "--overwrite")
-        for sample in ("cache_v1alpha1_memcached.yaml", "cache_v1beta1_memcached.yaml", "batch_v1_podset_template.yaml"):
+        for sample in (
+            "cache_v1alpha1_memcached.yaml",
+            "cache_v1beta1_memcached.yaml",
+            "batch_v1_podset_template.yaml",
+        ):
             kubectl("apply", "-n", namespace, "-f", str(SAMPLES / sample))
         mypod_namespace = namespace if self.namespaced else "test-mypod"
         kubectl("apply", "-n", mypod_namespace, "-f", "-", stdin=mypod_sample(mypod_namespace))
@@ -182,7 +204,9 @@ class Run:
         def available(name: str) -> Callable[[], bool]:
             def probe() -> bool:
                 status = get("memcacheds.v1alpha1.cache.example.com", "-n", namespace, name).get("status", {})
-                return any(c["type"] == "Available" and c["status"] == "True" for c in status.get("conditions", []))
+                return any(
+                    c["type"] == "Available" and c["status"] == "True" for c in status.get("conditions", [])
+                )
 
             return probe
 
@@ -191,13 +215,23 @@ class Run:
         wait_until("memcached-sample-v1beta1 Available", 180, available("memcached-sample-v1beta1"))
         problems = []
         try:
-            wait_until("PodSet podset-web 3 pods Running", 120, lambda: running_pods(namespace, "podset-web-pod") >= 3)
+            wait_until(
+                "PodSet podset-web 3 pods Running",
+                120,
+                lambda: running_pods(namespace, "podset-web-pod") >= 3,
+            )
         except CheckFailed as error:
-            problems.append(f"{error}; PodSet status {get('podsets', '-n', namespace, 'podset-web').get('status')}")
+            problems.append(
+                f"{error}; PodSet status {get('podsets', '-n', namespace, 'podset-web').get('status')}"
+            )
         try:
-            wait_until("MyPod mypod-sample Running", 120, lambda: running_pods(mypod_namespace, "mypod-sample") >= 1)
+            wait_until(
+                "MyPod mypod-sample Running", 120, lambda: running_pods(mypod_namespace, "mypod-sample") >= 1
+            )
         except CheckFailed as error:
-            problems.append(f"{error}; MyPod status {get('mypods', '-n', mypod_namespace, 'mypod-sample').get('status')}")
+            problems.append(
+                f"{error}; MyPod status {get('mypods', '-n', mypod_namespace, 'mypod-sample').get('status')}"
+            )
         memcached_pods = running_pods(namespace, "memcached-sample")
         detail = (
             f"Memcached Available {first:.1f}s after its apply ({since_apply:.1f}s after apply -k), "
@@ -231,10 +265,14 @@ class Run:
             raise CheckFailed(f"v1alpha1 sample read at v1beta1 as {alpha_at_beta['apiVersion']}")
         ports = {
             c["ports"][0]["containerPort"]
-            for p in get("pods", "-n", namespace, "-l", "app.kubernetes.io/instance=memcached-sample-v1beta1")["items"]
+            for p in get(
+                "pods", "-n", namespace, "-l", "app.kubernetes.io/instance=memcached-sample-v1beta1"
+            )["items"]
             for c in p["spec"]["containers"]
         }
-        return f"v1beta1 containerPort 11311 kept (pods' port {sorted(ports)}); v1alpha1 sample served at v1beta1"
+        return (
+            f"v1beta1 containerPort 11311 kept (pods' port {sorted(ports)}); v1alpha1 sample read at v1beta1"
+        )
 
     # --- 5 ---
     def metrics(self) -> str:
@@ -245,13 +283,18 @@ class Run:
             code, body = http_get(f"http://{ip}:8080/metrics", None)
             if code != 200 or "memop" not in body:
                 raise CheckFailed(f"GET http://{ip}:8080/metrics: {code}")
-            return f"HTTP 200 from {pod['metadata']['name']} ({len(body.splitlines())} lines); not --metrics-secure"
+            lines = len(body.splitlines())
+            return f"HTTP 200 from {pod['metadata']['name']} ({lines} lines); not --metrics-secure"
         kubectl("create", "namespace", "metrics-check", check=False)
         for account in ("reader", "stranger"):
             kubectl("create", "serviceaccount", "-n", "metrics-check", account, check=False)
         kubectl(
-            "create", "clusterrolebinding", "metrics-check-reader", "--clusterrole=memop-metrics-reader",
-            "--serviceaccount=metrics-check:reader", check=False,
+            "create",
+            "clusterrolebinding",
+            "metrics-check-reader",
+            "--clusterrole=memop-metrics-reader",
+            "--serviceaccount=metrics-check:reader",
+            check=False,
         )
         codes = {}
         for account in ("reader", "stranger"):
@@ -268,12 +311,8 @@ class Run:
     def handover(self) -> str:
         if self.overlay == "sharded":
             return self.rollout_restart()
-        if self.overlay == "leader-for-life":
-            holder = lambda: get("configmap", "-n", SYSTEM, LEADER_LOCK)["metadata"]["ownerReferences"][0]["name"]  # noqa: E731
-            limit = 90.0
-        else:
-            holder = lambda: get("lease", "-n", SYSTEM, LEADER_LOCK)["spec"]["holderIdentity"].split("_")[0]  # noqa: E731
-            limit = get("lease", "-n", SYSTEM, LEADER_LOCK)["spec"].get("leaseDurationSeconds", 15) + 5.0
+        limit = lease_seconds() + 5.0 if self.overlay != "leader-for-life" else 90.0
+        holder = for_life_holder if self.overlay == "leader-for-life" else lease_holder
         leader, _ = wait_until("a leader", 60, holder)
         kubectl("delete", "pod", "-n", SYSTEM, leader, "--wait=false")
         deleted = time.monotonic()
@@ -288,8 +327,14 @@ class Run:
         successor, seconds = wait_until("a new leader", limit + 60, new_leader)
         seconds = time.monotonic() - deleted
         if seconds > limit:
-            raise CheckFailed(f"{successor} leads {seconds:.1f}s after {leader} was deleted (limit {limit:.0f}s)")
-        wait_until(f"{self.replicas} Ready operator pods", 180, lambda: len([p for p in operator_pods() if ready(p)]) == self.replicas)
+            raise CheckFailed(
+                f"{successor} leads {seconds:.1f}s after {leader} was deleted (limit {limit:.0f}s)"
+            )
+        wait_until(
+            f"{self.replicas} Ready operator pods",
+            180,
+            lambda: len([p for p in operator_pods() if ready(p)]) == self.replicas,
+        )
         return f"{leader} deleted, {successor} leads {seconds:.1f}s later (limit {limit:.0f}s)"
 
     def rollout_restart(self) -> str:
@@ -302,7 +347,7 @@ class Run:
         for name in before:
             kubectl("apply", "-n", namespace, "-f", "-", stdin=json.dumps(small_memcached(name)))
         for name in before:
-            wait_until(f"{name} Available", 180, lambda name=name: memcached_available(namespace, name))
+            wait_until(f"{name} Available", 180, functools.partial(memcached_available, namespace, name))
         time.sleep(5)  # let status writes settle before the window opens
         offset = audit.stat().st_size
         started = time.monotonic()
@@ -312,7 +357,7 @@ class Run:
             time.sleep(1)
         kubectl("rollout", "status", "-n", SYSTEM, f"deployment/{DEPLOYMENT}", "--timeout=240s")
         for name in before + during:
-            wait_until(f"{name} Available", 180, lambda name=name: memcached_available(namespace, name))
+            wait_until(f"{name} Available", 180, functools.partial(memcached_available, namespace, name))
         handover = time.monotonic() - started
         time.sleep(5)
         writes = [
@@ -332,13 +377,18 @@ class Run:
             creates = [e for e in writes if e["objectRef"]["name"] == name and e["verb"] == "create"]
             ok = [e for e in creates if e.get("responseStatus", {}).get("code") == 201]
             if len(ok) != 1:
-                problems.append(f"{name}: {len(ok)} successful creates of its Deployment ({len(creates)} tries)")
+                problems.append(
+                    f"{name}: {len(ok)} successful creates of its Deployment ({len(creates)} tries)"
+                )
         for name in before + during:
-            kubectl("delete", "memcacheds.cache.example.com", "-n", namespace, name, "--wait=false", check=False)
+            kubectl(
+                "delete", "memcacheds.cache.example.com", "-n", namespace, name, "--wait=false", check=False
+            )
         if problems:
             raise CheckFailed("; ".join(problems))
         return (
-            f"rollout restart with 6 Memcacheds created during it: all 12 Available {handover:.1f}s after it began; "
+            "rollout restart with 6 Memcacheds created during it: "
+            f"all 12 Available {handover:.1f}s after it began; "
             f"audit log: 0 writes to the 6 converged ones' Deployments, each new Deployment created once "
             f"({len(writes)} Deployment writes in all)"
         )
@@ -346,13 +396,28 @@ class Run:
     # --- 7 ---
     def uninstall(self) -> str:
         started = time.monotonic()
-        done = kubectl("delete", "-k", str(REPO / "manifests" / self.overlay), "--timeout=180s", check=False)
-        seconds = time.monotonic() - started
-        left = leftovers()
-        if done.returncode != 0 or left:
+        done = kubectl("delete", "-k", str(REPO / "manifests" / self.overlay), "--wait=false", check=False)
+        try:
+            wait_until("everything removed", 90, lambda: not leftovers())
+        except CheckFailed:
+            left = leftovers()
             force_clean()
-            raise CheckFailed(f"delete -k rc={done.returncode} {done.stderr.strip()[:200]}; left: {left}")
-        return f"everything removed in {seconds:.1f}s, no finalizer stuck"
+            raise CheckFailed(f"delete -k rc={done.returncode}; 90s later still there: {left}") from None
+        return f"everything removed {time.monotonic() - started:.1f}s after delete -k, no finalizer stuck"
+
+
+def lease_holder() -> str:
+    """The pod holding the leader Lease (its holderIdentity is <pod>_<uuid>)."""
+    return str(get("lease", "-n", SYSTEM, LEADER_LOCK)["spec"]["holderIdentity"]).split("_")[0]
+
+
+def lease_seconds() -> float:
+    return float(get("lease", "-n", SYSTEM, LEADER_LOCK)["spec"].get("leaseDurationSeconds", 15))
+
+
+def for_life_holder() -> str:
+    """The pod owning leader-for-life's ConfigMap lock."""
+    return str(get("configmap", "-n", SYSTEM, LEADER_LOCK)["metadata"]["ownerReferences"][0]["name"])
 
 
 def mypod_sample(namespace: str) -> str:
@@ -361,7 +426,12 @@ def mypod_sample(namespace: str) -> str:
 
 
 def small_memcached(name: str) -> dict[str, Any]:
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name}, "spec": {"size": 1}}
+    return {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {"name": name},
+        "spec": {"size": 1},
+    }
 
 
 def memcached_available(namespace: str, name: str) -> bool:
@@ -371,13 +441,17 @@ def memcached_available(namespace: str, name: str) -> bool:
 
 def running_pods(namespace: str, prefix: str) -> int:
     pods = get("pods", "-n", namespace)["items"]
-    return sum(1 for p in pods if p["metadata"]["name"].startswith(prefix) and p["status"].get("phase") == "Running")
+    return sum(
+        1 for p in pods if p["metadata"]["name"].startswith(prefix) and p["status"].get("phase") == "Running"
+    )
 
 
 def http_get(url: str, token: str | None) -> tuple[int, str]:
     context = ssl.create_default_context()
     context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # memop's self-signed metrics certificate, as Prometheus' insecureSkipVerify
+    context.verify_mode = (
+        ssl.CERT_NONE
+    )  # memop's self-signed metrics certificate, as Prometheus' insecureSkipVerify
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
         with urllib.request.urlopen(request, timeout=10, context=context) as response:
@@ -392,19 +466,28 @@ def leftovers() -> list[str]:
     """What memop's install left: its kinds' objects (with their finalizers), its CRDs,
     namespace and labelled cluster objects."""
     left = []
-    for resource in ("memcacheds.v1alpha1.cache.example.com", "podsets.batch.tutorial.kubebuilder.io", "mypods.harryyann.github.io"):
+    for resource in (
+        "memcacheds.v1alpha1.cache.example.com",
+        "podsets.batch.tutorial.kubebuilder.io",
+        "mypods.harryyann.github.io",
+    ):
         done = kubectl("get", resource, "-A", "-o", "json", check=False)
         if done.returncode == 0:
             left += [
-                f"{resource.split('.')[0]}/{o['metadata']['name']} (finalizers {o['metadata'].get('finalizers')})"
-                for o in json.loads(done.stdout)["items"]
+                f"{resource.split('.')[0]}/{meta['name']} (finalizers {meta.get('finalizers')})"
+                for meta in (o["metadata"] for o in json.loads(done.stdout)["items"])
             ]
     crds = [c["metadata"]["name"] for c in get("crd")["items"]]
     left += [f"crd/{name}" for name in crds if name.split(".", 1)[1] in MEMOP_GROUPS]
     if kubectl("get", "namespace", SYSTEM, check=False).returncode == 0:
         phase = get("namespace", SYSTEM)["status"].get("phase")
         left.append(f"namespace/{SYSTEM} ({phase})")
-    for kind in ("clusterroles", "clusterrolebindings", "validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+    for kind in (
+        "clusterroles",
+        "clusterrolebindings",
+        "validatingwebhookconfigurations",
+        "mutatingwebhookconfigurations",
+    ):
         names = kubectl("get", kind, "-l", "app.kubernetes.io/part-of=memop", "-o", "name").stdout.split()
         left += names
     return left
@@ -417,17 +500,30 @@ def force_clean() -> None:
     """After a failed uninstall: drop finalizers of memop's kinds so the next overlay starts clean."""
     # Memcacheds at v1alpha1, their stored version: listing at v1beta1 needs the conversion
     # webhook, gone with memop.
-    for resource in ("memcacheds.v1alpha1.cache.example.com", "podsets.batch.tutorial.kubebuilder.io", "mypods.harryyann.github.io"):
+    for resource in (
+        "memcacheds.v1alpha1.cache.example.com",
+        "podsets.batch.tutorial.kubebuilder.io",
+        "mypods.harryyann.github.io",
+    ):
         done = kubectl("get", resource, "-A", "-o", "json", check=False)
         if done.returncode != 0:
             continue
         for obj in json.loads(done.stdout)["items"]:
             meta = obj["metadata"]
             kubectl(
-                "patch", resource, "-n", meta["namespace"], meta["name"], "--type=merge",
-                "-p", '{"metadata":{"finalizers":null}}', check=False,
+                "patch",
+                resource,
+                "-n",
+                meta["namespace"],
+                meta["name"],
+                "--type=merge",
+                "-p",
+                '{"metadata":{"finalizers":null}}',
+                check=False,
             )
-    kinds = "crd,clusterrole,clusterrolebinding,validatingwebhookconfiguration,mutatingwebhookconfiguration,namespace"
+    kinds = ",".join(
+        ("crd", "clusterrole", "clusterrolebinding", "validatingwebhookconfiguration", "namespace")
+    )
     kubectl("delete", kinds, "-l", "app.kubernetes.io/part-of=memop", "--timeout=120s", check=False)
     wait_until("memop's install gone", 180, lambda: not leftovers())
 
@@ -454,7 +550,7 @@ def main() -> None:
             run.check("6 hand-over", run.handover)
         run.check("7 delete -k", run.uninstall)
     if options.results:
-        when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         with options.results.open("a") as out:
             out.write(f"\n### {when}, {platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs)\n\n")
             out.write("| Overlay | Check | Outcome | Detail |\n|---|---|---|---|\n")
