@@ -54,6 +54,14 @@ SYSTEM = "memop-system"
 DEPLOYMENT = "memop-controller-manager"
 SERVICE_ACCOUNT = f"system:serviceaccount:{SYSTEM}:memop-controller-manager"
 LEADER_LOCK = "memop-leader.cache.example.com"
+# Memcacheds at v1alpha1, their stored version: reading them at v1beta1 needs the conversion
+# webhook, which goes with memop.
+MEMOP_KINDS = (
+    "memcacheds.v1alpha1.cache.example.com",
+    "podsets.batch.tutorial.kubebuilder.io",
+    "mypods.harryyann.github.io",
+)
+MEMOP_GROUPS = {"cache.example.com", "batch.tutorial.kubebuilder.io", "harryyann.github.io"}
 ALL_OVERLAYS = [
     "webhook-self-managed",
     "default",
@@ -143,7 +151,7 @@ class Run:
         self.results = results
         self.namespaced = overlay == "namespaced"
         self.samples_namespace = SYSTEM if self.namespaced else "default"
-        self.replicas = 3 if overlay == "sharded" else 2
+        self.replicas = 0  # the Deployment's, once applied (2; sharded: 4)
         self.applied_at = 0.0
 
     def record(self, check: str, outcome: str, detail: str) -> None:
@@ -172,6 +180,8 @@ class Run:
         labels = get("namespace", SYSTEM)["metadata"].get("labels", {})
         if labels.get("pod-security.kubernetes.io/enforce") != "restricted":
             raise CheckFailed(f"namespace {SYSTEM} does not enforce restricted: {labels}")
+
+        self.replicas = get("deployment", "-n", SYSTEM, DEPLOYMENT)["spec"]["replicas"]
 
         def all_ready() -> list[dict[str, Any]] | None:
             pods = operator_pods()
@@ -395,7 +405,15 @@ class Run:
 
     # --- 7 ---
     def uninstall(self) -> str:
+        """As docs/how-to/cluster.md says: the custom resources first, while memop runs to
+        remove its finalizers; then ``kubectl delete -k``. (``delete -k`` alone races: it
+        deletes memop's ClusterRoleBinding with the CRDs, and memop's finalizer removal is
+        then refused, 403, leaving a Memcached and its CRD stuck.) With
+        ``LOCAL_CLUSTER_DELETE_K_ONLY=1``, ``delete -k`` alone, to see that race."""
         started = time.monotonic()
+        if os.environ.get("LOCAL_CLUSTER_DELETE_K_ONLY") != "1":
+            kubectl("delete", ",".join(MEMOP_KINDS), "--all", "--all-namespaces", "--wait=false")
+            wait_until("memop's custom resources finalized", 90, lambda: not custom_resources())
         done = kubectl("delete", "-k", str(REPO / "manifests" / self.overlay), "--wait=false", check=False)
         try:
             wait_until("everything removed", 90, lambda: not leftovers())
@@ -403,7 +421,8 @@ class Run:
             left = leftovers()
             force_clean()
             raise CheckFailed(f"delete -k rc={done.returncode}; 90s later still there: {left}") from None
-        return f"everything removed {time.monotonic() - started:.1f}s after delete -k, no finalizer stuck"
+        seconds = time.monotonic() - started
+        return f"custom resources, then delete -k: everything removed in {seconds:.1f}s, no finalizer stuck"
 
 
 def lease_holder() -> str:
@@ -462,21 +481,23 @@ def http_get(url: str, token: str | None) -> tuple[int, str]:
         raise CheckFailed(f"GET {url}: {error}") from error
 
 
-def leftovers() -> list[str]:
-    """What memop's install left: its kinds' objects (with their finalizers), its CRDs,
-    namespace and labelled cluster objects."""
+def custom_resources() -> list[str]:
+    """memop's kinds' objects left in the cluster, with their finalizers."""
     left = []
-    for resource in (
-        "memcacheds.v1alpha1.cache.example.com",
-        "podsets.batch.tutorial.kubebuilder.io",
-        "mypods.harryyann.github.io",
-    ):
+    for resource in MEMOP_KINDS:
         done = kubectl("get", resource, "-A", "-o", "json", check=False)
         if done.returncode == 0:
             left += [
                 f"{resource.split('.')[0]}/{meta['name']} (finalizers {meta.get('finalizers')})"
                 for meta in (o["metadata"] for o in json.loads(done.stdout)["items"])
             ]
+    return left
+
+
+def leftovers() -> list[str]:
+    """What memop's install left: its kinds' objects (with their finalizers), its CRDs,
+    namespace and labelled cluster objects."""
+    left = custom_resources()
     crds = [c["metadata"]["name"] for c in get("crd")["items"]]
     left += [f"crd/{name}" for name in crds if name.split(".", 1)[1] in MEMOP_GROUPS]
     if kubectl("get", "namespace", SYSTEM, check=False).returncode == 0:
@@ -493,18 +514,9 @@ def leftovers() -> list[str]:
     return left
 
 
-MEMOP_GROUPS = {"cache.example.com", "batch.tutorial.kubebuilder.io", "harryyann.github.io"}
-
-
 def force_clean() -> None:
     """After a failed uninstall: drop finalizers of memop's kinds so the next overlay starts clean."""
-    # Memcacheds at v1alpha1, their stored version: listing at v1beta1 needs the conversion
-    # webhook, gone with memop.
-    for resource in (
-        "memcacheds.v1alpha1.cache.example.com",
-        "podsets.batch.tutorial.kubebuilder.io",
-        "mypods.harryyann.github.io",
-    ):
+    for resource in MEMOP_KINDS:
         done = kubectl("get", resource, "-A", "-o", "json", check=False)
         if done.returncode != 0:
             continue
