@@ -1,4 +1,4 @@
-"""memop as its users run it: its image on a real cluster, installed by ``manifests/default``
+r"""memop as its users run it: its image on a real cluster, installed by ``manifests/default``
 (or the overlay ``E2E_OVERLAY`` names), as a project's generated ``tests/cluster_e2e`` does it.
 The controller's pods become Ready under the namespace's restricted Pod Security level, their
 /metrics answer a pod of memop's image (with a metrics-reader token, and 403 for another one
@@ -9,7 +9,7 @@ finalizer stuck.
 Skipped unless the environment names the cluster and the image (never in CI), e.g. on a kind
 cluster:
 
-    E2E_IMAGE=memop:e2e E2E_BUILD=docker E2E_LOAD="kind load docker-image" \\
+    E2E_IMAGE=memop:e2e E2E_BUILD=docker E2E_LOAD="kind load docker-image" \
         E2E_KUBECONFIG=~/.kube/config pytest tests/cluster_e2e
 
 Every variable is in :mod:`memop.testing.cluster_e2e`. ``manifests/default`` takes the webhooks'

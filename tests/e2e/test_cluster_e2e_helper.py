@@ -213,3 +213,18 @@ async def test_the_probe_script_checks_who_may_read_secure_metrics(
     code, results = await probe(token_file(tmp_path, "stranger-token"), 200, url, report)
     assert code == 1
     assert results == [{"url": url, "status": 403, "metrics": False, "ok": False}]
+
+
+async def test_objects_of_a_kind_no_longer_served_count_as_gone(kubeconfig: Path) -> None:
+    kubectl = kubectl_for(kubeconfig)
+    default = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
+    # What a sample is once its CRD is deleted: kubectl get -f cannot map it, so each is asked alone.
+    orphan = {
+        "apiVersion": "gone.example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"},
+    }
+    missing = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nope", "namespace": "default"}}
+    found = await kubectl.existing([orphan, default, missing])
+    assert [(obj["kind"], obj["metadata"]["name"]) for obj in found] == [("Namespace", "default")]
+    assert await kubectl.existing([missing]) == []
