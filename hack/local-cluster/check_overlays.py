@@ -20,7 +20,9 @@ from a cluster without memop:
    without a token.
 6. Hand-over: the leader's Pod deleted, another replica leads (Lease, or leader-for-life's
    ConfigMap lock) within the lease; sharded: a rollout restart while Memcacheds are created
-   loses and repeats no work, counted from the API server's audit log.
+   loses and repeats no work, counted from the API server's audit log. 6b: a replica's
+   container SIGKILLed through containerd (the leader's): restarted by the kubelet and Ready
+   again, and (Lease overlays) a new Lease holder once the unreleased Lease expires.
 7. ``kubectl delete -k`` with the samples still there: everything memop installed is gone and
    no object is left stuck on a finalizer.
 
@@ -347,6 +349,55 @@ class Run:
         )
         return f"{leader} deleted, {successor} leads {seconds:.1f}s later (limit {limit:.0f}s)"
 
+    def container_killed(self) -> str:
+        """SIGKILL to a replica's container through containerd (the leader's; sharded: any
+        replica's), as an OOM kill would: no Lease is released. The kubelet restarts it in its
+        Pod, which is Ready again, and there is a leader (a standby after the Lease expires,
+        or, leader-for-life, the same Pod, whose ConfigMap lock outlives the container)."""
+        ctr = shutil.which(
+            "ctr", path=os.pathsep.join([os.environ.get("CONTAINERD_BIN", ""), os.environ["PATH"]])
+        )
+        socket = Path(os.environ.get("LOCAL_CLUSTER_DIR", "")) / "containerd" / "containerd.sock"
+        if not ctr or not socket.is_socket():
+            return f"skipped: needs ctr and the local cluster's containerd socket ({socket})"
+        leases = self.overlay not in ("leader-for-life", "sharded")
+        before = lease_identity() if leases else ""
+        victim = before.split("_")[0] if leases else operator_pods()[0]["metadata"]["name"]
+        if self.overlay == "leader-for-life":
+            victim = for_life_holder()
+        status = get("pod", "-n", SYSTEM, victim)["status"]["containerStatuses"][0]
+        restarts, container = status["restartCount"], status["containerID"].split("://", 1)[1]
+        subprocess.run(
+            [ctr, "--address", str(socket), "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", container],
+            check=True,
+            capture_output=True,
+        )
+        killed = time.monotonic()
+
+        def restarted_and_ready() -> bool:
+            pod = get("pod", "-n", SYSTEM, victim)
+            return bool(pod["status"]["containerStatuses"][0]["restartCount"] > restarts and ready(pod))
+
+        detail = f"{victim}'s container killed"
+        if leases:
+            # The killed process never released the Lease: a new holder (another Pod, or the
+            # restarted process with a new identity) once it expires.
+            limit = lease_seconds() + 10.0
+
+            def new_holder() -> str | None:
+                identity = lease_identity()
+                return identity if identity and identity != before else None
+
+            after, _ = wait_until("a new Lease holder", limit + 60, new_holder)
+            led = time.monotonic() - killed
+            if led > limit:
+                raise CheckFailed(
+                    f"{detail}: {after.split('_')[0]} leads only {led:.1f}s later (limit {limit:.0f}s)"
+                )
+            detail += f"; {after.split('_')[0]} leads {led:.1f}s later (Lease {lease_seconds():.0f}s)"
+        wait_until(f"{victim} restarted and Ready", 180, restarted_and_ready)
+        return f"{detail}; restarted by the kubelet and Ready {time.monotonic() - killed:.1f}s after the kill"
+
     def rollout_restart(self) -> str:
         namespace = self.samples_namespace
         audit = Path(os.environ.get("LOCAL_CLUSTER_DIR", "")) / "logs" / "audit.log"
@@ -428,6 +479,10 @@ class Run:
 def lease_holder() -> str:
     """The pod holding the leader Lease (its holderIdentity is <pod>_<uuid>)."""
     return str(get("lease", "-n", SYSTEM, LEADER_LOCK)["spec"]["holderIdentity"]).split("_")[0]
+
+
+def lease_identity() -> str:
+    return str(get("lease", "-n", SYSTEM, LEADER_LOCK)["spec"].get("holderIdentity") or "")
 
 
 def lease_seconds() -> float:
@@ -560,6 +615,7 @@ def main() -> None:
             run.check("4 conversion v1beta1", run.conversion)
             run.check("5 metrics", run.metrics)
             run.check("6 hand-over", run.handover)
+            run.check("6b container killed", run.container_killed)
         run.check("7 delete -k", run.uninstall)
     if options.results:
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")

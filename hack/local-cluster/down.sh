@@ -49,6 +49,19 @@ if [ "${1:-}" = --clean ]; then
   done
   proxy=$(find_bin kube-proxy "${K8S_BIN:-}")
   [ -n "$proxy" ] && "$proxy" --cleanup >/dev/null 2>&1 || true
+  # The kubelet's own chains (kube-proxy --cleanup leaves them): its canaries, the iptables
+  # hint, and KUBE-FIREWALL, which drops traffic to 127.0.0.0/8 from other addresses.
+  for ipt in iptables ip6tables; do
+    command -v $ipt >/dev/null || continue
+    for chain in INPUT OUTPUT; do
+      while $ipt -D $chain -j KUBE-FIREWALL 2>/dev/null; do :; done
+    done
+    for table in filter nat mangle; do
+      for own in KUBE-FIREWALL KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT; do
+        $ipt -t $table -F $own 2>/dev/null && $ipt -t $table -X $own 2>/dev/null || true
+      done
+    done
+  done
   ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE"
   rm -rf "$D"
   echo "removed $D"

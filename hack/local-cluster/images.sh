@@ -41,8 +41,11 @@ if [ "${1:-}" != --no-memop ]; then
     [ -n "${!var:-}" ] && args+=(--build-arg "$var=${!var}")
   done
   [ -n "${PIP_CA_BUNDLE:-}" ] && args+=(--secret "id=pipca,src=$PIP_CA_BUNDLE")
+  # --no-cache: podman 4.3 / buildah 1.28 (Debian 12's) cannot bind-mount a *cached* stage
+  # (the Dockerfile's RUN --mount=type=bind,from=build finds no /wheels on a rebuild:
+  # containers/podman#16281, fixed in later releases); a full build of memop takes 25-90 s.
   started=$SECONDS
-  "${BUILD[@]}" "${args[@]}" -t docker.io/library/memop:0.1.0 "$repo" >"$work/build.log" 2>&1 \
+  "${BUILD[@]}" --no-cache "${args[@]}" -t docker.io/library/memop:0.1.0 "$repo" >"$work/build.log" 2>&1 \
     || { tail -20 "$work/build.log" >&2; die "memop's image did not build (above: the last lines)"; }
   echo "memop:0.1.0 built in $((SECONDS - started))s"
   images+=(docker.io/library/memop:0.1.0)

@@ -79,6 +79,12 @@ fi
 ip addr show dev "$BRIDGE" | grep -q "inet $NODE_IP/" || ip addr add "$NODE_IP/$prefix" dev "$BRIDGE"
 ip link set "$BRIDGE" up
 sysctl -qw net.ipv4.ip_forward=1
+# kube-proxy's rules see bridged traffic only with br_netfilter: without it a pod reaching a
+# ClusterIP served by a pod on the same bridge (the reply skips the DNAT) can hang.
+if [ "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null)" != 1 ]; then
+  modprobe br_netfilter 2>/dev/null && sysctl -qw net.bridge.bridge-nf-call-iptables=1 \
+    || echo "local-cluster: warning: no br_netfilter (modprobe br_netfilter): ClusterIPs between pods may hang" >&2
+fi
 
 # --- etcd and the control plane ---
 start etcd "$ETCD" --name=local --data-dir="$D/etcd" \
