@@ -856,3 +856,64 @@ async def test_a_put_to_a_missing_name_creates_where_the_registry_allows_it(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
     )
     assert missing.status == 404, missing.body
+
+
+RESOURCE_VERSION_REQUIRED = {
+    "validatingwebhookconfigurations": (
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "webhooks": [],
+        },
+    ),
+    "mutatingwebhookconfigurations": (
+        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "webhooks": [],
+        },
+    ),
+    "poddisruptionbudgets": (
+        "/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("resource", sorted(RESOURCE_VERSION_REQUIRED))
+async def test_an_update_without_a_resource_version_is_refused_where_the_registry_says_so(
+    http: Http, namespace: str, resource: str
+) -> None:
+    """kube-apiserver v1.36.2 (measured): webhook configurations and PodDisruptionBudgets need
+    metadata.resourceVersion on a PUT (their registries do not allow unconditional updates)."""
+    collection, body = RESOURCE_VERSION_REQUIRED[resource]
+    collection = collection.format(namespace=namespace)
+    name = f"memop-rv-{uuid.uuid4().hex[:8]}"
+    created = await http.post(collection, {**body, "metadata": {"name": name}})
+    assert created.status == 201, created.body
+    try:
+        reply = await http.put(
+            f"{collection}/{name}", {**body, "metadata": {"name": name, "labels": {"a": "b"}}}
+        )
+        assert reply.status == 422, reply.body
+        assert reply.body["message"].endswith(
+            f'"{name}" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an '
+            "update"
+        )
+
+        async def versioned_put() -> bool:  # a real disruption controller writes a PDB's status
+            current = (await http.get(f"{collection}/{name}")).body
+            labelled = {**current, "metadata": {**current["metadata"], "labels": {"a": "b"}}}
+            answer = await http.put(f"{collection}/{name}", labelled)
+            assert answer.status in (200, 409), answer.body
+            return answer.status == 200
+
+        await wait_for(versioned_put, timeout=30)
+    finally:
+        await http.delete(f"{collection}/{name}")

@@ -20,7 +20,8 @@ import pytest
 from aiohttp import web
 
 from memop.testing.tls import ServingCertificates
-from tests.testing.webhooks import Webhook, allowed, json_patch
+from memop.testing.wait import wait_for
+from tests.testing.webhooks import MARKER_LABEL, Webhook, allowed, json_patch
 
 if TYPE_CHECKING:
     from tests.conftest import Http
@@ -57,12 +58,43 @@ def _hook(name: str, namespace: str, client_config: dict[str, Any], **extra: Any
     }
 
 
+def _marker_hook(name: str, hooks: list[dict[str, Any]]) -> dict[str, Any]:
+    """A webhook of configuration ``name`` that judges only ConfigMaps labelled as its markers,
+    at the first hook's server (the test webhook refuses markers without recording them)."""
+    client_config = dict(hooks[0]["clientConfig"])
+    if "url" in client_config:
+        client_config["url"] = client_config["url"].rsplit("/", 1)[0] + "/memop-marker"
+    return {
+        "name": "marker.memop.test",
+        "clientConfig": client_config,
+        "rules": [
+            {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+        ],
+        "objectSelector": {"matchLabels": {MARKER_LABEL: name}},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 5,
+    }
+
+
 async def _configure(http: Http, kind: str, hooks: list[dict[str, Any]]) -> str:
+    """Create a configuration of ``hooks`` and return its path once it is in effect: a real
+    kube-apiserver calls a new configuration's webhooks only once its informer has it, so a
+    marker webhook of the configuration is probed with dry-run creates until it answers."""
     plural = "mutatingwebhookconfigurations" if kind == "Mutating" else "validatingwebhookconfigurations"
     name = f"memop-test-{uuid.uuid4().hex[:8]}"
-    body = {"metadata": {"name": name}, "webhooks": hooks}
+    body = {"metadata": {"name": name}, "webhooks": [*hooks, _marker_hook(name, hooks)] if hooks else []}
     reply = await http.post(f"{ARV1}/{plural}", body)
     assert reply.status == 201, reply.body
+    marker = {"metadata": {"generateName": "memop-marker-", "labels": {MARKER_LABEL: name}}}
+
+    async def in_effect() -> bool:  # refused (by the marker or failing to call it): in effect
+        probe = await http.post("/api/v1/namespaces/default/configmaps", marker, query={"dryRun": "All"})
+        return probe.status != 201
+
+    if hooks:
+        await wait_for(in_effect, timeout=30, message=f"webhook configuration {name} never took effect")
     return f"{ARV1}/{plural}/{name}"
 
 

@@ -227,7 +227,9 @@ class WebhookConfigurationStrategy(Strategy):
 
     builtin = True
     strategic_merge = True
-    unconditional_update = True
+    # AllowUnconditionalUpdate is false: a PUT needs metadata.resourceVersion (kube-apiserver
+    # v1.36.2: 422 "metadata.resourceVersion: Invalid value: 0: must be specified for an update").
+    unconditional_update = False
 
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         mutating = rtype.plural == MUTATING.plural

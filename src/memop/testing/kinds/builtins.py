@@ -1378,7 +1378,8 @@ def _int_or_percent_errors(path: str, value: Any) -> list[FieldError]:
 
 
 class PodDisruptionBudgetStrategy(BuiltinStrategy):
-    unconditional_update = True
+    # A PUT needs metadata.resourceVersion (kube-apiserver v1.36.2 answers 422 without one).
+    unconditional_update = False
     strategic_merge = True
     times = (("status", "conditions", "*", "lastTransitionTime"),)
 
