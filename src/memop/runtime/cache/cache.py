@@ -723,6 +723,7 @@ def _record(informer: Informer, obj: Obj) -> bool:
         return False
     stored = informer.store.prepare_copy(obj)  # the caller keeps using obj
     old = informer.store.upsert(stored)
+    reflector.expect_echo(obj)  # its event changes nothing now: skipped undecoded
     informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
     return True
 
