@@ -50,7 +50,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from typing import Any
 
 from memop.runtime.cache.labels import Selector
-from memop.runtime.cache.sharing import Path, SubtreeSharer, share_paths
+from memop.runtime.cache.sharing import EVERY_ITEM, LEAF, Path, PathTree, SubtreeSharer, path_tree
 from memop.runtime.client.resources import Resource
 
 log = logging.getLogger("memop.store")
@@ -149,6 +149,7 @@ class ObjectStore:
         self._transform = transform
         self._shared = shared
         self._sharer = SubtreeSharer()
+        self._shared_tree = path_tree(shared)
         # MEMOP_CHECK_CACHE=1: key -> the JSON of the object as stored, to catch mutations.
         self._fingerprints: dict[Key, str] | None = {} if os.environ.get(CHECK_ENV) == "1" else None
         self._objects: dict[Key, Obj] = {}
@@ -304,10 +305,9 @@ class ObjectStore:
     def _transformed_copy(self, obj: Obj) -> Obj:
         if self._transform is not None:
             obj = self._transform(obj)
-        obj = compact(obj)
-        if self._shared:
-            share_paths(obj, self._shared, self._sharer)
-        return obj
+        if self._shared_tree:
+            return compact_sharing(obj, self._shared_tree, self._sharer)
+        return compact(obj)
 
     def upsert(self, obj: Obj) -> Obj | None:
         """Store ``obj`` (already prepared); return the object it replaced, if any."""
@@ -479,6 +479,51 @@ def _compact_dict(source: dict[Any, Any]) -> dict[Any, Any]:
             value = item
         out[_intern(key) if type(key) is str else key] = value
     return out
+
+
+def compact_sharing(obj: Obj, shared: PathTree, sharer: SubtreeSharer) -> Obj:
+    """:func:`compact` of ``obj`` with the subtrees at the ``shared`` paths held once through
+    ``sharer`` (:mod:`memop.runtime.cache.sharing`): a subtree equal to one held already is
+    not copied at all, only looked up (a Deployment's pod template, the bulk of it)."""
+    return _compact_dict_sharing(obj, shared, sharer)
+
+
+def _compact_value(item: Any) -> Any:
+    kind = type(item)
+    if kind is str:
+        return _intern(item)
+    if kind is dict:
+        return _compact_dict(item)
+    if kind is list:
+        return _compact_list(item)
+    return item
+
+
+def _compact_dict_sharing(source: dict[Any, Any], shared: PathTree, sharer: SubtreeSharer) -> dict[Any, Any]:
+    out = {}
+    value: Any
+    for key, item in source.items():
+        below = shared.get(key) if type(key) is str else None
+        if below is None:
+            value = item if type(item) is str and key in _NOT_INTERNED else _compact_value(item)
+        elif below is LEAF:
+            value = sharer.share_copy(item, _compact_value)
+        else:
+            value = _compact_below(item, below, sharer)
+        out[_intern(key) if type(key) is str else key] = value
+    return out
+
+
+def _compact_below(item: Any, shared: PathTree, sharer: SubtreeSharer) -> Any:
+    """``item`` compacted, with the ``shared`` paths below it shared."""
+    if type(item) is dict:
+        return _compact_dict_sharing(item, shared, sharer)
+    every = shared.get(EVERY_ITEM)
+    if type(item) is list and every is not None:
+        if every is LEAF:
+            return [sharer.share_copy(element, _compact_value) for element in item]
+        return [_compact_below(element, every, sharer) for element in item]
+    return _compact_value(item)
 
 
 def _compact_list(source: builtins.list[Any]) -> builtins.list[Any]:
