@@ -475,3 +475,41 @@ async def test_the_echo_of_a_recorded_write_is_skipped_without_being_decoded(
         assert events.seen[-1] == (MODIFIED, "default/cm", version)
     finally:
         await cache.stop()
+
+
+async def test_an_update_only_the_transform_drops_is_stored_but_not_dispatched(
+    server: ApiServer, client: Client
+) -> None:
+    # What the informer's transform drops no reader can see: an update that changes only that
+    # (a pod's conditions, say) is stored for its version, and queues no reconcile.
+    await client.create(CONFIGMAPS, {**configmap("cm"), "data": {"k": "1", "noise": "1"}}, "default")
+    viewed = Cache(client, namespaces=["default"])
+    whole = Cache(client, namespaces=["default"])
+
+    def keep_k(obj: Obj) -> Obj:
+        return {"metadata": obj["metadata"], "data": {"k": (obj.get("data") or {}).get("k")}}
+
+    seen, seen_whole = Events(), Events()
+    viewed.informer(CONFIGMAPS, transform=keep_k).add_handler(seen)
+    whole.informer(CONFIGMAPS).add_handler(seen_whole)
+    for cache in (viewed, whole):
+        await cache.start()
+    try:
+        assert await viewed.wait_for_sync(timeout=5)
+        assert await whole.wait_for_sync(timeout=5)
+        noise = await client.patch(CONFIGMAPS, "cm", {"data": {"noise": "2"}}, "default")
+        version = noise["metadata"]["resourceVersion"]
+        for cache in (viewed, whole):
+            await wait_for(
+                lambda c=cache: c.get(CONFIGMAPS, "cm", "default")["metadata"]["resourceVersion"] == version,  # type: ignore[index,misc]
+                timeout=5,
+            )
+        assert seen.of(MODIFIED) == []
+        assert seen_whole.of(MODIFIED) == ["default/cm"]  # without a transform every update is told
+        seen_version = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "2"}}, "default")
+        await wait_for(lambda: seen.of(MODIFIED) == ["default/cm"], timeout=5)
+        assert seen.seen[-1][2] == seen_version["metadata"]["resourceVersion"]
+        assert viewed.get(CONFIGMAPS, "cm", "default")["data"] == {"k": "2"}  # type: ignore[index]
+    finally:
+        await viewed.stop()
+        await whole.stop()

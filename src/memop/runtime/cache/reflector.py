@@ -29,6 +29,9 @@ Where this differs, on purpose:
   servers send a bookmark about every minute: a connection that stays silent longer than that
   is dead or stuck, and is replaced by a new watch from the same resourceVersion (no LIST).
 - a malformed object in a watch event is logged and skipped, it never stops the watch.
+- an update that changes only what the informer's transform drops (and the
+  resourceVersion) is stored, for its version, but not dispatched: no reader can see it. Every
+  update is dispatched where there is no transform;
 - the event that echoes a write of ours (its answer stored by ``Cache.record_write``, which
   tells the reflector: :meth:`Reflector.expect_echo`) is skipped without being decoded: its
   object's JSON is the answer's, byte for byte (kube-apiserver encodes both alike), so a digest
@@ -54,7 +57,16 @@ from typing import Any, Protocol
 
 from memop.runtime import metrics
 from memop.runtime.cache.labels import Selector
-from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, Obj, ObjectStore, object_key, resource_version
+from memop.runtime.cache.store import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    Obj,
+    ObjectStore,
+    equal_but_version,
+    object_key,
+    resource_version,
+)
 from memop.runtime.client.errors import (
     ApiError,
     ConnectError,
@@ -151,7 +163,10 @@ class Reflector:
         self.echoes_skipped = 0
         # Digest of the JSON of a write's answer -> (its key, its resourceVersion), until its
         # echo arrives; oldest first, at most _MAX_ECHOES.
-        self._echoes: dict[bytes, tuple[tuple[str, str], str]] = {}
+        self._echoes: dict[bytes, tuple[tuple[str, str], str, int]] = {}
+        # Their JSON's lengths (length -> entries): only an event of one of these lengths can
+        # be an echo, so no other is digested.
+        self._echo_lengths: dict[int, int] = {}
         self._client = client
         self._dispatch = dispatch
         self._selector = str(label_selector) if label_selector and not label_selector.is_empty() else None
@@ -287,6 +302,7 @@ class Reflector:
         self._listed_at = self._clock.monotonic()
         self.relists += 1
         self._echoes.clear()  # the list is at or past them: their echoes may never come
+        self._echo_lengths.clear()
         for change in changes:
             self._dispatch(*change)
         self.synced.set()
@@ -418,19 +434,33 @@ class Reflector:
         except TypeError:
             return  # not JSON: no event can carry it
         if len(self._echoes) >= _MAX_ECHOES:
-            del self._echoes[next(iter(self._echoes))]
-        self._echoes[_digest(raw)] = (object_key(written), rv)
+            self._forget_echo(next(iter(self._echoes)))
+        digest = _digest(raw)
+        if digest in self._echoes:
+            self._forget_echo(digest)
+        self._echoes[digest] = (object_key(written), rv, len(raw))
+        self._echo_lengths[len(raw)] = self._echo_lengths.get(len(raw), 0) + 1
+
+    def _forget_echo(self, digest: bytes) -> tuple[tuple[str, str], str, int] | None:
+        entry = self._echoes.pop(digest, None)
+        if entry is not None:
+            length = entry[2]
+            if self._echo_lengths[length] == 1:
+                del self._echo_lengths[length]
+            else:
+                self._echo_lengths[length] -= 1
+        return entry
 
     def _skip_echo(self, raw: memoryview) -> bool:
         """Whether the event whose object's JSON is ``raw`` echoes a write :meth:`expect_echo`
         was told of, and the store holds that version or a later one (then the stream's
         position moves past it, as applying it would have)."""
-        if not self._echoes:
+        if len(raw) not in self._echo_lengths:
             return False
-        expected = self._echoes.pop(_digest(raw), None)
+        expected = self._forget_echo(_digest(raw))
         if expected is None:
             return False
-        (namespace, name), rv = expected
+        (namespace, name), rv, _ = expected
         stored = self.store.get(name, namespace or None)
         if stored is None or _newer(rv, resource_version(stored)):
             return False  # no longer as it was recorded: decode and apply the event as usual
@@ -496,7 +526,11 @@ class Reflector:
             self._dispatch(DELETED, obj, old)
         else:
             old = self.store.upsert(obj)
-            self._dispatch(ADDED if old is None else MODIFIED, obj, old)
+            if old is None or not self.store.transformed or not equal_but_version(old, obj):
+                self._dispatch(ADDED if old is None else MODIFIED, obj, old)
+            # else: what changed is only what the informer's transform drops (a pod's
+            # conditions, a Deployment's condition messages): no reader can see it, and
+            # telling the handlers would only queue reconciles with nothing to do.
         self.last_resource_version = rv
         return 1
 

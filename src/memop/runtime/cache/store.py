@@ -309,6 +309,11 @@ class ObjectStore:
             return compact_sharing(obj, self._shared_tree, self._sharer)
         return compact(obj)
 
+    @property
+    def transformed(self) -> bool:
+        """Whether objects are stored through a transform (a view of what readers read)."""
+        return self._transform is not None
+
     def upsert(self, obj: Obj) -> Obj | None:
         """Store ``obj`` (already prepared); return the object it replaced, if any."""
         key = object_key(obj)
@@ -427,6 +432,26 @@ class ObjectStore:
         for _, index, values_of in self._custom.values():
             for value in values_of.pop(key, ()):
                 index.discard(value, key)
+
+
+def equal_but_version(a: Obj, b: Obj) -> bool:
+    """Whether two stored objects are equal but for ``metadata.resourceVersion``: a change
+    made only in what the store's transform dropped (their equal subtrees are mostly the same
+    shared instances, compared by identity)."""
+    if a.keys() != b.keys():
+        return False
+    for key, value in a.items():
+        if key != "metadata":
+            if value != b[key]:
+                return False
+            continue
+        other = b[key]
+        if type(value) is not dict or type(other) is not dict or value.keys() != other.keys():
+            return bool(value == other)
+        for name, item in value.items():
+            if name != "resourceVersion" and item != other[name]:
+                return False
+    return True
 
 
 def _as_int(version: str | None) -> int | None:
