@@ -107,6 +107,9 @@ def test_memops_caches_hold_the_repeated_parts_once() -> None:
     deployments = ObjectStore(DEPLOYMENTS, CACHE_TRANSFORMS[DEPLOYMENTS], CACHE_SHARED[DEPLOYMENTS])
     a, b = (deployments.prepare(desired_deployment(_memcached(n), parse_spec(_memcached(n)))) for n in "ab")
     assert a["spec"]["template"]["spec"] is b["spec"]["template"]["spec"]
+    counts = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}
+    c, d = (deployments.prepare({**deployment, "status": dict(counts)}) for deployment in (a, b))
+    assert c["status"] is d["status"]  # the replica counts of Deployments in the same state
     assert a["spec"]["selector"] != b["spec"]["selector"]  # per instance: not shared, not equal
     memcacheds = ObjectStore(MEMCACHEDS, None, CACHE_SHARED[MEMCACHEDS])
     x, y = (memcacheds.prepare(_memcached(n)) for n in "xy")
