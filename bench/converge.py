@@ -85,7 +85,15 @@ request counts then come from memop's ``rest_client_requests_total`` and are by 
 only, Events and Leases included; ``--server-pid`` (repeatable) names that control plane's
 processes when they run on this machine, whose CPU is then reported as the in-memory server's
 is. Each run then uses fresh namespaces
-(``bench-<random>-<i>``), which it deletes (and waits for) before the next run.
+(``bench-<random>-<i>``), which it deletes (and waits for) before the next run; or, with
+``--fresh-cmd COMMAND``, the command gives every run a fresh control plane (etcd wiped) and
+nothing is deleted: deleting 10,000 converged Memcacheds keeps kube-apiserver and its garbage
+collector busy for minutes, and a run started meanwhile is slowed by it. ``--server-pid-file
+GLOB`` then names the control plane's processes by their pid files, read again before each run.
+The floor runs on memop's event loop (``--floor-event-loop``, uvloop where installed); each
+size's summary gives memop's CPU from its start over the floor process's
+(``memop_cpu_from_start_over_floor``: the ratio of the medians, and round by round) and memop's
+CPU per 1,000 CRs; ``--profile-floor FILE`` samples the floor as ``--profile`` samples memop.
 ``--skip-settle`` stops each run at convergence (on a real cluster, readying a thousand pods
 measures its kubelets more than memop).
 """
@@ -95,6 +103,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import glob
 import json
 import os
 import platform
@@ -116,15 +125,16 @@ from kubernetes_asyncio.client import ApiClient
 from otheroperator import OperatorProcess, parse_operator
 from prometheus_client.parser import text_string_to_metric_families
 
+from memop.cli import eventloop
 from memop.memcached.api import FINALIZER, MEMCACHEDS, parse_spec
 from memop.memcached.desired import desired_deployment
 from memop.memcached.status import compute_status
 from memop.runtime.cache.reflector import Reflector
 from memop.runtime.cache.store import DELETED, Obj, ObjectStore
 from memop.runtime.client.client import Client
-from memop.runtime.client.errors import AlreadyExists, ApiError, TransportError
+from memop.runtime.client.errors import AlreadyExists, ApiError, NotFound, TransportError
 from memop.runtime.client.kubeconfig import load_configuration
-from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, PODS, Resource
+from memop.runtime.client.resources import DEPLOYMENTS, NAMESPACES, PODS, SERVICE_ACCOUNTS, Resource
 from memop.runtime.manager.events import NORMAL, EventRecorder
 from memop.testing.apiserver import featuregates
 from memop.testing.process import MemopProcess
@@ -839,7 +849,8 @@ async def floor(args: argparse.Namespace) -> int:
         await asyncio.gather(*tasks, return_exceptions=True)
         if recorder is not None:
             await recorder.stop()
-    print(json.dumps({"done": done, "errors": errors}), flush=True)
+    loop = "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
+    print(json.dumps({"done": done, "errors": errors, "event_loop": loop}), flush=True)
     return 0
 
 
@@ -853,10 +864,19 @@ class FloorProcess:
         owned: Sequence[str],
         watches: bool,
         events: bool,
+        event_loop: str = eventloop.AUTO,
     ) -> None:
         """``namespaces``: what it watches (none: all); ``owned``: the run's namespaces, the only
-        ones whose Memcacheds it writes to."""
-        self.args = ["floor", "--kubeconfig", kubeconfig, "--workers", str(workers)]
+        ones whose Memcacheds it writes to; ``event_loop``: one of memop's --event-loop choices."""
+        self.args = [
+            "floor",
+            "--kubeconfig",
+            kubeconfig,
+            "--workers",
+            str(workers),
+            "--event-loop",
+            event_loop,
+        ]
         if watches:
             self.args.append("--floor-watches")
         if events:
@@ -1306,6 +1326,7 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
         owned=namespaces,
         watches=args.floor_watches,
         events=args.floor_events,
+        event_loop=args.floor_event_loop,
     ).start()
     share_core(args, server, process.pid)
     try:
@@ -1316,9 +1337,12 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
         server_profiler = (
             await start_profiler(args.profile_server, server.pid) if args.profile_server and server else None
         )
+        profiler = await start_profiler(args.profile_floor, process.pid) if args.profile_floor else None
         run = await create_and_converge(args, client, tracker, keys, pid=process.pid, server=server)
         cpu0, stats, others = run.cpu_before, run.cpu_after, run.others
         t0, t_created, t_converged = run.started, run.created, run.converged
+        if profiler is not None:
+            await stop_profiler(profiler)
         if server_profiler is not None:
             await stop_profiler(server_profiler)
         requests = await server.requests(start_log) if server else None
@@ -1341,6 +1365,7 @@ async def run_floor(args: argparse.Namespace, where: Cluster, namespaces: list[s
         "floor_rss_mb": {"peak": stats.peak_rss_mb},
         "while_converging": others.report(t_converged - t0),
         "floor_errors": outcome.get("errors"),
+        "floor_event_loop": outcome.get("event_loop"),
     }
     if requests is not None:
         calls = requests.by_call(FLOOR_AGENT)
@@ -1441,10 +1466,13 @@ async def run_rounds(args: argparse.Namespace, modes: Sequence[str]) -> dict[str
     runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     for _ in range(args.repeat):
         for mode in modes:
+            await refresh_control_plane(args)
             namespaces = bench_namespaces(args)
             with tempfile.TemporaryDirectory(prefix="memop-bench-") as tmp:
                 async with cluster(args, Path(tmp)) as where:
                     await create_namespaces(where.client, namespaces)
+                    if args.fresh_cmd:
+                        await wait_default_service_accounts(where.client, namespaces, args.timeout)
                     try:
                         if mode == "memop":
                             runs[mode].append(await run_memop(args, where, namespaces))
@@ -1454,9 +1482,52 @@ async def run_rounds(args: argparse.Namespace, modes: Sequence[str]) -> dict[str
                             template = dict(args.operator)[mode]
                             runs[mode].append(await run_operator(args, where, namespaces, mode, template))
                     finally:
-                        if args.kubeconfig:
+                        # A fresh control plane replaces this one before the next run.
+                        if args.kubeconfig and not args.fresh_cmd:
                             await remove_namespaces(where.client, namespaces, args.timeout)
     return runs
+
+
+async def refresh_control_plane(args: argparse.Namespace) -> None:
+    """Before a run: ``--fresh-cmd`` (a fresh control plane), then the control plane's pids
+    from ``--server-pid-file`` (into ``args.server_pid``, the processes whose CPU is reported)."""
+    if args.fresh_cmd:
+        process = await asyncio.create_subprocess_shell(
+            args.fresh_cmd, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+        )
+        _, stderr = await process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(
+                f"--fresh-cmd exited with {process.returncode}: {stderr.decode(errors='replace')[-500:]}"
+            )
+    if args.server_pid_file:
+        args.server_pid = sorted(pids_from_files(args.server_pid_file))
+
+
+def pids_from_files(patterns: Iterable[str]) -> set[int]:
+    """The live processes named by the pid files matching ``patterns`` (globs)."""
+    pids: set[int] = set()
+    for pattern in patterns:
+        for path in glob.glob(pattern):
+            text = Path(path).read_text().strip()
+            if text.isdigit() and Path(f"/proc/{text}/stat").exists():
+                pids.add(int(text))
+    return pids
+
+
+async def wait_default_service_accounts(client: Client, namespaces: Sequence[str], timeout: float) -> None:
+    """Until the controller-manager of a fresh control plane has given each namespace its
+    ``default`` ServiceAccount: its controllers run, and pods can be admitted."""
+
+    async def present() -> bool:
+        for namespace in namespaces:
+            try:
+                await client.get(SERVICE_ACCOUNTS, "default", namespace)
+            except NotFound:
+                return False
+        return True
+
+    await wait_for(present, timeout=timeout, interval=0.5)
 
 
 def setup_report(args: argparse.Namespace) -> dict[str, Any]:
@@ -1479,6 +1550,10 @@ def setup_report(args: argparse.Namespace) -> dict[str, Any]:
             "control_plane_cpu_per_write": args.control_plane_cpu,
         },
         "server_pids": args.server_pid or None,
+        # Options of this bench only (bench/sharding.py reports its setup through here too).
+        "server_pid_files": getattr(args, "server_pid_file", None) or None,
+        "fresh_control_plane_per_run": getattr(args, "fresh_cmd", None),
+        "floor_event_loop": eventloop.resolve(getattr(args, "floor_event_loop", eventloop.AUTO)),
         "repeat": args.repeat,
     }
 
@@ -1558,6 +1633,7 @@ def size_summary(crs: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, A
     pairs = [round(m["wall_seconds"] / f["wall_seconds"], 3) for m, f in zip(memop, floor, strict=True)]
     cpu = [m["memop_cpu_seconds"]["to_converge"] for m in memop]
     cpu_from_start = [m["memop_cpu_seconds"]["from_start_to_converge"] for m in memop]
+    floor_from_start = [f["floor_cpu_seconds_from_start"] for f in floor]
     gc_seconds = [m["memop_gc"]["seconds_to_converge"] for m in memop]
     reconciles = [sum(m["reconciles_per_cr"].values()) for m in memop]
     writes = [memop_writes_per_cr(m) for m in memop]
@@ -1585,7 +1661,17 @@ def size_summary(crs: int, runs: dict[str, list[dict[str, Any]]]) -> dict[str, A
             "from_start_each_round": cpu_from_start,
         },
         "floor_cpu_seconds": round(median([f["floor_cpu_seconds"] for f in floor]), 2),
-        "floor_cpu_seconds_from_start": round(median([f["floor_cpu_seconds_from_start"] for f in floor]), 2),
+        "floor_cpu_seconds_from_start": round(median(floor_from_start), 2),
+        "floor_cpu_from_start_each_round": floor_from_start,
+        # The issue's measure: memop's CPU from its start to convergence over the floor
+        # process's, the ratio of the medians, and each round's memop over its floor.
+        "memop_cpu_from_start_over_floor": {
+            "median": round(median(cpu_from_start) / median(floor_from_start), 3),
+            "each_round": [round(m / f, 3) for m, f in zip(cpu_from_start, floor_from_start, strict=True)],
+        },
+        # Grows with the size if memop's cost per object does.
+        "memop_cpu_seconds_from_start_per_1000_crs": round(median(cpu_from_start) / crs * 1000, 3),
+        "floor_peak_rss_mb": round(median([f["floor_rss_mb"]["peak"] for f in floor]), 1),
         "memop_peak_rss_mb": {
             "median": round(median([m["memop_rss_mb"]["peak"] for m in memop]), 1),
             "max": max(m["memop_rss_mb"]["peak"] for m in memop),
@@ -1745,6 +1831,7 @@ def build_parser() -> argparse.ArgumentParser:
     floored.add_argument("--owned-namespace", action="append", default=[])
     floored.add_argument("--floor-watches", action="store_true")
     floored.add_argument("--floor-events", action="store_true")
+    floored.add_argument("--event-loop", choices=eventloop.EVENT_LOOPS, default=eventloop.AUTO)
     add_bench_options(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--floor", action="store_true", help="measure the floor instead of memop")
@@ -1758,6 +1845,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--floor-events",
         action="store_true",
         help="the floor also records memop's Event per Memcached",
+    )
+    parser.add_argument(
+        "--floor-event-loop",
+        choices=eventloop.EVENT_LOOPS,
+        default=eventloop.AUTO,
+        help="the floor's event loop, as memop's --event-loop: auto (uvloop when installed, as memop "
+        "runs; the default), uvloop or asyncio",
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per mode; figures are the median run's (default 1)"
@@ -1781,6 +1875,29 @@ def build_parser() -> argparse.ArgumentParser:
         "is (its wall time over the floor's, CPU from its start, peak RSS); COMMAND's {kubeconfig}, "
         "{workers} and {namespaces} are replaced, and it gets KUBECONFIG and WATCH_NAMESPACE (unless "
         "--all-namespaces); ready once it converged a probe Memcached; repeatable",
+    )
+    parser.add_argument(
+        "--profile-floor",
+        metavar="FILE",
+        help="sample the floor process with py-spy from the first create until converged; collapsed stacks",
+    )
+    parser.add_argument(
+        "--fresh-cmd",
+        metavar="COMMAND",
+        help="with --kubeconfig, a shell command run before every run that gives it a fresh control "
+        "plane (e.g. '/opt/k8s-local/start.sh --clean': etcd wiped); the bench then waits for the "
+        "controller-manager's default ServiceAccount in each of the run's namespaces and deletes "
+        "nothing after a run (deleting 10,000 Memcacheds' namespaces keeps a real control plane "
+        "busy for minutes, and a run started meanwhile is slowed by it)",
+    )
+    parser.add_argument(
+        "--server-pid-file",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="with --kubeconfig, pid files of that control plane's processes (e.g. "
+        "'/opt/k8s-local/run/*.pid'; repeatable), read again before every run (a fresh control "
+        "plane has new processes): their CPU while converging is reported, as --server-pid's",
     )
     return parser
 
@@ -1944,11 +2061,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--operator: each NAME once")
     if args.role is None and (args.write_latency < 0 or args.control_plane_cpu < 0):
         parser.error("--write-latency and --control-plane-cpu must not be negative")
-    if args.role is None and (args.profile or args.profile_server) and shutil.which("py-spy") is None:
-        option = "--profile" if args.profile else "--profile-server"
+    profiling = {
+        "--profile": args.profile,
+        "--profile-floor": args.profile_floor,
+        "--profile-server": args.profile_server,
+    }
+    if args.role is None and any(profiling.values()) and shutil.which("py-spy") is None:
+        option = next(name for name, value in profiling.items() if value)
         parser.error(f"{option} needs py-spy, which is not on PATH (pip install py-spy)")
     if args.role is None and args.server_pid and not args.kubeconfig:
         parser.error("--server-pid is for a control plane given by --kubeconfig")
+    if args.role is None and (args.fresh_cmd or args.server_pid_file) and not args.kubeconfig:
+        parser.error("--fresh-cmd and --server-pid-file are for a control plane given by --kubeconfig")
     if args.role is None:
         for pid in args.server_pid:
             if not Path(f"/proc/{pid}/stat").exists():
@@ -1956,7 +2080,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.role == "serve":
         return asyncio.run(serve(args))
     if args.role == "floor":
-        return asyncio.run(floor(args))
+        return eventloop.run(floor(args), eventloop.resolve(args.event_loop))
     print(json.dumps(asyncio.run(run_sizes(args) if args.sizes else run(args))))
     return 0
 

@@ -8,6 +8,7 @@ and are sane.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -156,6 +157,8 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         "control_plane_cpu_per_write": 0.001,
     }
     assert [size["crs"] for size in result["sizes"]] == [6, 12]
+    # The floor runs on memop's event loop (uvloop where installed), as the issue's floor does.
+    assert result["floor_event_loop"] == ("uvloop" if importlib.util.find_spec("uvloop") else "asyncio")
     for size in result["sizes"]:
         assert size["rounds"] == 1
         [pair] = size["memop_over_floor"]["each_round"]
@@ -168,6 +171,14 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         # The floor's start-up counts in its figure from the start, as memop's does (its CPU to
         # converge a dozen CRs can round to 0.00).
         assert size["floor_cpu_seconds_from_start"] > size["floor_cpu_seconds"] >= 0
+        # The issue's measure: memop's CPU from its start over the floor process's, round by
+        # round and as the ratio of the medians; and memop's CPU per 1,000 CRs.
+        [floor_cpu] = size["floor_cpu_from_start_each_round"]
+        [memop_cpu] = cpu["from_start_each_round"]
+        assert size["memop_cpu_from_start_over_floor"]["each_round"] == [round(memop_cpu / floor_cpu, 3)]
+        assert size["memop_cpu_from_start_over_floor"]["median"] == round(memop_cpu / floor_cpu, 3)
+        assert size["memop_cpu_seconds_from_start_per_1000_crs"] == round(memop_cpu / size["crs"] * 1000, 3)
+        assert size["floor_peak_rss_mb"] > 0
         assert size["memop_peak_rss_mb"]["max"] > 0
         # The modelled control plane's CPU: the server's and its load processes'.
         assert size["server_cpu_seconds_while_converging"] > 0
@@ -199,6 +210,11 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         (["--write-latency=-0.1"], "--write-latency and --control-plane-cpu must not be negative"),
         (["--control-plane-cpu=-1"], "--write-latency and --control-plane-cpu must not be negative"),
         (["--server-pid=1"], "--server-pid is for a control plane given by --kubeconfig"),
+        (
+            ["--fresh-cmd=true"],
+            "--fresh-cmd and --server-pid-file are for a control plane given by --kubeconfig",
+        ),
+        (["--server-pid-file=/x/*.pid"], "--fresh-cmd and --server-pid-file are for a control plane given"),
         (["--kubeconfig=k", "--server-pid=999999999"], "--server-pid 999999999: no such process"),
         (["--operator=cr"], "expected NAME=COMMAND"),
         (["--operator=cr=/nonexistent/manager"], "is not an executable"),

@@ -429,3 +429,87 @@ async def test_shards_gained_and_given_up_while_the_filtering_mode_switches_leav
         assert cache.shards == {0, 2, 3}
     finally:
         await cache.stop()
+
+
+async def test_the_echo_of_a_recorded_write_is_skipped_without_being_decoded(
+    server: ApiServer, client: Client
+) -> None:
+    # The watch brings every write of ours back; once record_write stored its answer, that
+    # event changes nothing, and the reflector knows it by the bytes alone: the answer's JSON
+    # is the event's object's, byte for byte, on this server as on kube-apiserver.
+    await client.create(CONFIGMAPS, configmap("cm"), "default")
+    cache = Cache(client, namespaces=["default"])
+    events = Events()
+    cache.informer(CONFIGMAPS).add_handler(events)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(timeout=5)
+        reflector = cache.informer(CONFIGMAPS).reflectors[0]
+        seen = len(events.seen)
+        server.silence_watches(True)
+        written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "ours"}}, "default")
+        assert cache.record_write(CONFIGMAPS, written)
+        version = written["metadata"]["resourceVersion"]
+        server.silence_watches(False)
+        await wait_for(lambda: int(reflector.last_resource_version) >= int(version), timeout=5)
+        assert reflector.echoes_skipped == 1
+        assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]  # told once, when recorded
+        # Another writer's change is decoded and applied as ever.
+        theirs = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "theirs"}}, "default")
+        await wait_for(lambda: cache.get(CONFIGMAPS, "cm", "default")["data"] == {"k": "theirs"}, timeout=5)  # type: ignore[index]
+        assert reflector.echoes_skipped == 1
+        assert events.seen[-1] == (MODIFIED, "default/cm", theirs["metadata"]["resourceVersion"])
+        # An answer recorded other than as the server wrote it matches no event's bytes: its
+        # echo is decoded, and judged by its version as before (the store has it already).
+        server.silence_watches(True)
+        written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "ours again"}}, "default")
+        recorded = {**written, "metadata": {**written["metadata"], "annotations": {"a": "b"}}}
+        assert cache.record_write(CONFIGMAPS, recorded)
+        version = written["metadata"]["resourceVersion"]
+        server.silence_watches(False)
+        await wait_for(lambda: int(reflector.last_resource_version) >= int(version), timeout=5)
+        assert reflector.echoes_skipped == 1
+        stored = cache.get(CONFIGMAPS, "cm", "default")
+        assert stored is not None
+        assert stored["metadata"]["annotations"] == {"a": "b"}  # not taken back by its own echo
+        assert events.seen[-1] == (MODIFIED, "default/cm", version)
+    finally:
+        await cache.stop()
+
+
+async def test_an_update_only_the_transform_drops_is_stored_but_not_dispatched(
+    server: ApiServer, client: Client
+) -> None:
+    # What the informer's transform drops no reader can see: an update that changes only that
+    # (a pod's conditions, say) is stored for its version, and queues no reconcile.
+    await client.create(CONFIGMAPS, {**configmap("cm"), "data": {"k": "1", "noise": "1"}}, "default")
+    viewed = Cache(client, namespaces=["default"])
+    whole = Cache(client, namespaces=["default"])
+
+    def keep_k(obj: Obj) -> Obj:
+        return {"metadata": obj["metadata"], "data": {"k": (obj.get("data") or {}).get("k")}}
+
+    seen, seen_whole = Events(), Events()
+    viewed.informer(CONFIGMAPS, transform=keep_k).add_handler(seen)
+    whole.informer(CONFIGMAPS).add_handler(seen_whole)
+    for cache in (viewed, whole):
+        await cache.start()
+    try:
+        assert await viewed.wait_for_sync(timeout=5)
+        assert await whole.wait_for_sync(timeout=5)
+        noise = await client.patch(CONFIGMAPS, "cm", {"data": {"noise": "2"}}, "default")
+        version = noise["metadata"]["resourceVersion"]
+        for cache in (viewed, whole):
+            await wait_for(
+                lambda c=cache: c.get(CONFIGMAPS, "cm", "default")["metadata"]["resourceVersion"] == version,  # type: ignore[index,misc]
+                timeout=5,
+            )
+        assert seen.of(MODIFIED) == []
+        assert seen_whole.of(MODIFIED) == ["default/cm"]  # without a transform every update is told
+        seen_version = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "2"}}, "default")
+        await wait_for(lambda: seen.of(MODIFIED) == ["default/cm"], timeout=5)
+        assert seen.seen[-1][2] == seen_version["metadata"]["resourceVersion"]
+        assert viewed.get(CONFIGMAPS, "cm", "default")["data"] == {"k": "2"}  # type: ignore[index]
+    finally:
+        await viewed.stop()
+        await whole.stop()

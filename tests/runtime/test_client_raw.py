@@ -526,3 +526,33 @@ async def test_list_all_relists_in_full_when_a_continue_token_expires() -> None:
     assert all((i["apiVersion"], i["kind"]) == ("v1", "ConfigMap") for i in items)
     assert rv == "12"
     assert [dict(r.query) for r in raw.received] == [{"limit": "1"}, {"limit": "1", "continue": "c1"}, {}]
+
+
+def test_event_lines_skip_only_added_and_modified_objects_their_reader_knows() -> None:
+    # The reader is handed each ADDED or MODIFIED line's object as bytes, undecoded; what it
+    # says it knows is skipped, anything else is decoded (and an ERROR still raises).
+    known_object = b'{"metadata":{"name":"a","resourceVersion":"2"}}'
+    lines = [
+        b'{"type":"ADDED","object":' + known_object + b"}",
+        b'{"type":"MODIFIED","object":' + known_object + b"}",
+        b'{"type":"DELETED","object":' + known_object + b"}",
+        b'{"type":"MODIFIED","object":{"metadata":{"name":"b","resourceVersion":"3"}}}',
+        b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"4"}}}',
+    ]
+    asked: list[bytes] = []
+
+    def known(raw: memoryview) -> bool:
+        asked.append(bytes(raw))
+        return bytes(raw) == known_object
+
+    events = list(watchstream.EventLines(lines).events(known))
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in events] == [
+        ("DELETED", "a"),
+        ("MODIFIED", "b"),
+        ("BOOKMARK", None),
+    ]
+    assert asked == [known_object, known_object, b'{"metadata":{"name":"b","resourceVersion":"3"}}']
+    assert len(list(watchstream.EventLines(lines))) == 5  # without a reader that knows, all of them
+    error = b'{"type":"ERROR","object":{"kind":"Status","code":410,"message":"too old"}}'
+    with pytest.raises(errors.Gone):
+        list(watchstream.EventLines([error]).events(known))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import sys
 from typing import Any
 
 import pytest
@@ -12,8 +13,8 @@ from memop.memcached.api import MEMCACHEDS, parse_spec
 from memop.memcached.controller import CACHE_SHARED, CACHE_TRANSFORMS
 from memop.memcached.desired import desired_deployment
 from memop.runtime.cache import store as store_module
-from memop.runtime.cache.sharing import SubtreeSharer, share_paths
-from memop.runtime.cache.store import ObjectStore
+from memop.runtime.cache.sharing import SubtreeSharer, path_tree, share_paths
+from memop.runtime.cache.store import ObjectStore, compact, compact_sharing
 from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, PODS
 
 
@@ -106,6 +107,9 @@ def test_memops_caches_hold_the_repeated_parts_once() -> None:
     deployments = ObjectStore(DEPLOYMENTS, CACHE_TRANSFORMS[DEPLOYMENTS], CACHE_SHARED[DEPLOYMENTS])
     a, b = (deployments.prepare(desired_deployment(_memcached(n), parse_spec(_memcached(n)))) for n in "ab")
     assert a["spec"]["template"]["spec"] is b["spec"]["template"]["spec"]
+    counts = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}
+    c, d = (deployments.prepare({**deployment, "status": dict(counts)}) for deployment in (a, b))
+    assert c["status"] is d["status"]  # the replica counts of Deployments in the same state
     assert a["spec"]["selector"] != b["spec"]["selector"]  # per instance: not shared, not equal
     memcacheds = ObjectStore(MEMCACHEDS, None, CACHE_SHARED[MEMCACHEDS])
     x, y = (memcacheds.prepare(_memcached(n)) for n in "xy")
@@ -158,3 +162,44 @@ def test_an_untouched_object_passes_the_check(checked: ObjectStore) -> None:
         checked.upsert(checked.prepare({"metadata": {"name": "c", "resourceVersion": version}, "data": {}}))
     assert checked.remove(("", "c")) is not None
     assert store_module.MUTATIONS_DETECTED[before:] == []
+
+
+def test_compacting_with_shared_paths_copies_only_what_is_not_held_yet() -> None:
+    # The store's way in: compaction and sharing in one walk, equal to compacting then sharing,
+    # without copying a subtree an equal one of which is held already.
+    paths = (("spec", "template"), ("status", "conditions", "*"), ("missing", "path"), ("spec", "n", "x"))
+    tree = path_tree(paths)
+
+    def obj(name: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "uid": f"uid-{name}"},
+            "spec": {"template": {"containers": [{"image": "i" + "mage"}]}, "n": 1},
+            "status": {"conditions": [{"type": "A"}, {"type": "B", "name": name}]},
+        }
+
+    sharer, reference = SubtreeSharer(), SubtreeSharer()
+    one, two = (compact_sharing(obj(n), tree, sharer) for n in ("one", "two"))
+    assert one == obj("one")
+    assert two == obj("two")
+    assert one["spec"]["template"] is two["spec"]["template"]
+    assert one["status"]["conditions"][0] is two["status"]["conditions"][0]
+    assert one["status"]["conditions"][1] is not two["status"]["conditions"][1]
+    image = one["spec"]["template"]["containers"][0]["image"]
+    assert image is sys.intern("image")  # the held subtree is a compacted copy
+    source = obj("three")
+    three = compact_sharing(source, tree, sharer)
+    assert three["spec"]["template"] is one["spec"]["template"]
+    assert three["metadata"] is not source["metadata"]  # the rest is copied, as compact does
+    for name in ("one", "two"):
+        expected = compact(obj(name))
+        share_paths(expected, paths, reference)
+        assert compact_sharing(obj(name), tree, SubtreeSharer()) == expected
+    odd = {"status": {"conditions": "not a list"}, "spec": [], "missing": {"path": 3}}
+    assert compact_sharing(copy.deepcopy(odd), tree, sharer) == odd
+
+
+def test_path_tree_ends_a_path_where_a_shorter_one_shares_its_subtree_whole() -> None:
+    assert path_tree([("a", "b"), ("a", "b", "c"), ("a", "d"), ("e", "*")]) == {
+        "a": {"b": {}, "d": {}},
+        "e": {"*": {}},
+    }

@@ -56,13 +56,13 @@ def test_labels_the_watch_implies_are_not_indexed_yet_still_filter() -> None:
     def names(selector: str) -> set[str]:
         return {o["metadata"]["name"] for o in store.list("a", selector=selector)}
 
-    assert store._by_label.members(("app", "x")) == ()  # no entry holding every key
+    assert store._label_index().members(("app", "x")) == ()  # no entry holding every key
     assert names("app=x") == {"a", "b"}
     assert names("app=x,i=1") == {"a"}
     assert names("app=y") == {"c"}
     store.remove(("a", "a"))
     assert names("app=x") == {"b"}
-    assert len(store._by_label) == 3  # app=y, i=1, i=2
+    assert len(store._label_index()) == 3  # app=y, i=1, i=2
 
 
 def test_list_filters_by_namespace_owner_and_selector() -> None:
@@ -140,7 +140,8 @@ names_st = st.sampled_from(["p1", "p2", "p3", "p4"])
 label_st = st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["x", "y"]), max_size=2)
 ops_st = st.lists(
     st.tuples(
-        st.sampled_from(["upsert", "remove"]),
+        # "list": a read that builds the indexes it needs there, kept through the ops after it.
+        st.sampled_from(["upsert", "remove", "list"]),
         names_st,
         st.sampled_from(["a", "b"]),
         label_st,
@@ -159,8 +160,10 @@ def test_indexes_always_agree_with_a_full_scan(
     for rv, (op, name, ns, labels, owner) in enumerate(ops):
         if op == "upsert":
             store.upsert(pod(name, ns, rv=str(rv), labels=labels, owner=owner))
-        else:
+        elif op == "remove":
             store.remove((ns, name))
+        else:
+            store.list(ns, selector=",".join(f"{k}={v}" for k, v in labels.items()) or None, owner_uid=owner)
     everything = store.list()
     for ns in (None, "a", "b"):
         for selector in ("", "app=x", "app=y,tier=x", "tier"):
@@ -187,9 +190,9 @@ def test_indexes_always_agree_with_a_full_scan(
     # Index entries with no keys left are dropped, so churn does not grow memory; and every
     # entry holds exactly the keys of the stored objects that have it.
     for index, entries_of in (
-        (store._by_namespace, lambda o: [o["metadata"]["namespace"]]),
-        (store._by_owner, lambda o: [r["uid"] for r in o["metadata"].get("ownerReferences") or []]),
-        (store._by_label, lambda o: list((o["metadata"].get("labels") or {}).items())),
+        (store._namespace_index(), lambda o: [o["metadata"]["namespace"]]),
+        (store._owner_index(), lambda o: [r["uid"] for r in o["metadata"].get("ownerReferences") or []]),
+        (store._label_index(), lambda o: list((o["metadata"].get("labels") or {}).items())),
     ):
         expected: dict[Any, set[tuple[str, str]]] = {}
         for o in everything:
@@ -308,3 +311,25 @@ def test_prepare_keeps_nothing_of_the_parsed_input() -> None:
     assert not any(v is c for v in walk(prepared) for c in containers if isinstance(v, dict | list))
     assert prepared["metadata"]["labels"] == {"app": "x"}
     assert "managedFields" not in prepared["metadata"]
+
+
+def test_indexes_are_built_by_the_first_read_that_needs_them() -> None:
+    # A store read only by name (an operator's children it gets by name) keeps no index of
+    # namespaces, owners or labels: they would cost memory and every change CPU for nothing.
+    store = ObjectStore(PODS)
+    store.upsert(pod("a1", "a", labels={"app": "x"}, owner="u1"))
+    store.upsert(pod("b1", "b", labels={"app": "y"}, owner="u2"))
+    assert store.get("a1", "a") is not None
+    assert (store._by_namespace, store._by_owner, store._by_label) == (None, None, None)
+    assert [o["metadata"]["name"] for o in store.list(selector="app=x")] == ["a1"]
+    assert store._by_label is not None
+    assert (store._by_namespace, store._by_owner) == (None, None)
+    assert [o["metadata"]["name"] for o in store.list(owner_uid="u2")] == ["b1"]
+    assert store.keys("b") == [("b", "b1")]
+    # Built, they follow every change.
+    store.upsert(pod("a2", "b", labels={"app": "x"}, owner="u2"))
+    store.remove(("a", "a1"))
+    assert [o["metadata"]["name"] for o in store.list(selector="app=x")] == ["a2"]
+    assert sorted(o["metadata"]["name"] for o in store.list(owner_uid="u2")) == ["a2", "b1"]
+    assert sorted(store.keys("b")) == [("b", "a2"), ("b", "b1")]
+    assert store.keys("a") == []

@@ -469,10 +469,11 @@ CACHE_TRANSFORMS: dict[Resource, Transform] = {
 
 # The parts of cached objects that are equal across many objects, held once each (see
 # memop.runtime.cache.sharing): a Deployment's pod template (the same for every Memcached of one
-# spec), a pod's kept labels and status, a Memcached's spec, finalizers and conditions (equal
-# for the Memcacheds that changed in the same second the same way).
+# spec) and its kept status (replica counts: the same for every Deployment in the same state), a
+# pod's kept labels and status, a Memcached's spec, finalizers and conditions (equal for the
+# Memcacheds that changed in the same second the same way).
 CACHE_SHARED: dict[Resource, tuple[Path, ...]] = {
-    DEPLOYMENTS: (("spec", "template", "spec"),),
+    DEPLOYMENTS: (("spec", "template", "spec"), ("status",)),
     PODS: (("metadata", "labels"), ("status",)),
     MEMCACHEDS: (("spec",), ("metadata", "finalizers"), ("status", "conditions", EVERY_ITEM)),
 }

@@ -17,8 +17,10 @@ resource before the cache starts and kept by every informer of that resource, so
 can find the objects that refer to another (``by_index``) without scanning them all.
 
 Invariants: an informer's handlers see every change to its store exactly once and in store
-order; a handler added after objects are stored is first replayed the current objects as
-ADDED (as client-go's shared informer does), so no subscriber misses state.
+order, except an update that changes only what the informer's transform drops (and the
+resourceVersion): that one is stored but told to no one, since no reader can see it; a handler
+added after objects are stored is first replayed the current objects as ADDED (as client-go's
+shared informer does), so no subscriber misses state.
 
 Sharded (:meth:`Cache.enable_sharding`), an informer declared with a ``shard_key`` holds only
 the objects of the shards this replica owns. Each owned shard has its own reflectors, which
@@ -189,11 +191,13 @@ class Cache:
         ``transform`` runs on every object as it enters the store (after managedFields are
         stripped), to drop fields no controller reads; it returns a new object and must not
         change the one it is given (:meth:`record_write` passes objects their writer still
-        uses). The subtrees at the ``shared`` paths are held once however many objects have
-        them equal (see :mod:`memop.runtime.cache.sharing`); ``label_selector`` narrows the watch
-        itself. The transform and shared paths are fixed by the first caller. ``shard_key``:
-        how its objects map to shards when the cache is sharded (see the module docstring); an
-        informer first declared without one (shared by another controller) gets it here.
+        uses). An update that changes only what it drops is stored but not told to the
+        handlers (nothing they can read changed). The subtrees at the ``shared`` paths are
+        held once however many objects have them equal (see :mod:`memop.runtime.cache.sharing`);
+        ``label_selector`` narrows the watch itself. The transform and shared paths are fixed
+        by the first caller. ``shard_key``: how its objects map to shards when the cache is
+        sharded (see the module docstring); an informer first declared without one (shared by
+        another controller) gets it here.
 
         Without a ``label_selector`` (and no transform), a resource that already has exactly
         one informer gets that one, whatever its selector: code that only subscribes to a
@@ -723,6 +727,7 @@ def _record(informer: Informer, obj: Obj) -> bool:
         return False
     stored = informer.store.prepare_copy(obj)  # the caller keeps using obj
     old = informer.store.upsert(stored)
+    reflector.expect_echo(obj)  # its event changes nothing now: skipped undecoded
     informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
     return True
 

@@ -22,7 +22,7 @@ long the process runs.
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from memop.runtime.util import jsoncodec
@@ -65,6 +65,28 @@ class SubtreeSharer:
             self.purge()
         return value
 
+    def share_copy(self, value: Any, copy: Callable[[Any], Any]) -> Any:
+        """:meth:`share` of ``copy(value)``, without making the copy when an equal subtree is
+        held already (``copy`` must keep the value equal: compaction). Values other than dicts
+        and lists are copied and returned."""
+        if not isinstance(value, dict | list):
+            return copy(value)
+        key = _flat_key(value)
+        if key is None:
+            try:
+                key = jsoncodec.canonical(value)
+            except (TypeError, ValueError):  # not JSON (cannot come from the API): keep it apart
+                return copy(value)
+        canonical = self._table.get(key)
+        if canonical is not None:
+            return canonical
+        copied = copy(value)
+        # Keyed by the copy's own strings (interned), not by those of the value it replaces.
+        self._table[_flat_key(copied) if type(key) is tuple else key] = copied
+        if len(self._table) >= self._purge_at:
+            self.purge()
+        return copied
+
     def purge(self) -> None:
         """Forget the subtrees nothing but this table references."""
         table = self._table
@@ -92,6 +114,28 @@ def _flat_key(value: dict[Any, Any] | list[Any]) -> Hashable | None:
         if type(item) is not str and type(item) is not int:
             return None
     return (list, tuple(value))
+
+
+# A set of paths as nested dicts: key (or EVERY_ITEM) -> the rest of the paths below it, or
+# LEAF where a path ends.
+PathTree = dict[str, Any]
+LEAF: PathTree = {}
+
+
+def path_tree(paths: Sequence[Path]) -> PathTree:
+    """``paths`` as a :data:`PathTree` (a path ending inside another ends there: its subtree is
+    shared whole)."""
+    tree: PathTree = {}
+    for path in sorted(paths, key=len):
+        node = tree
+        for step in path[:-1]:
+            child = node.setdefault(step, {})
+            if child is LEAF:
+                break
+            node = child
+        else:
+            node[path[-1]] = LEAF
+    return tree
 
 
 def share_paths(obj: dict[str, Any], paths: Sequence[Path], sharer: SubtreeSharer) -> None:

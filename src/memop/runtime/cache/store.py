@@ -27,10 +27,16 @@ function from a stored object to the values it is found under (a ConfigMapSync u
 ``namespace/name`` of its source ConfigMap), kept current through every add, update, delete and
 relist, so a read by value (:meth:`ObjectStore.by_index`) costs a lookup, not a scan.
 
+The indexes by namespace, owner and label are built on the first read that needs each (a
+``list`` by that filter, ``keys`` of a namespace) and kept from then on: most stores are only
+ever read by name (an operator's own kind, the children it gets by name), and for them the
+indexes cost memory (a third of a cached Deployment's overhead) and CPU on every change for
+nothing. Custom indexes are declared to be read, so they are kept from the start.
+
 Invariants: every key in ``_objects`` appears in exactly the index entries its object implies
 (namespace, controller owner uid, each label pair, the values each custom index function gave
-for it when it was stored) and in no other; an index entry with no keys left is removed, so the
-indexes never grow with churn (see :class:`KeyIndex`).
+for it when it was stored) and in no other, in every index built so far; an index entry with no
+keys left is removed, so the indexes never grow with churn (see :class:`KeyIndex`).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from typing import Any
 
 from memop.runtime.cache.labels import Selector
-from memop.runtime.cache.sharing import Path, SubtreeSharer, share_paths
+from memop.runtime.cache.sharing import EVERY_ITEM, LEAF, Path, PathTree, SubtreeSharer, path_tree
 from memop.runtime.client.resources import Resource
 
 log = logging.getLogger("memop.store")
@@ -143,12 +149,14 @@ class ObjectStore:
         self._transform = transform
         self._shared = shared
         self._sharer = SubtreeSharer()
+        self._shared_tree = path_tree(shared)
         # MEMOP_CHECK_CACHE=1: key -> the JSON of the object as stored, to catch mutations.
         self._fingerprints: dict[Key, str] | None = {} if os.environ.get(CHECK_ENV) == "1" else None
         self._objects: dict[Key, Obj] = {}
-        self._by_namespace = KeyIndex()
-        self._by_owner = KeyIndex()
-        self._by_label = KeyIndex()
+        # Built on first use (see the module docstring): None until then.
+        self._by_namespace: KeyIndex | None = None
+        self._by_owner: KeyIndex | None = None
+        self._by_label: KeyIndex | None = None
         # Custom indexes by name: the function, its index, and the values it gave each stored
         # key (kept, so an object is unindexed from exactly where it went in, whatever the
         # function would say now). Keys with no values are not in the last dict.
@@ -187,13 +195,13 @@ class ObjectStore:
             indexed = self._index_members(*index)
             candidate_sets.append(indexed)
         if namespace:
-            candidate_sets.append(self._by_namespace.members(namespace))
+            candidate_sets.append(self._namespace_index().members(namespace))
         if owner_uid is not None:
-            candidate_sets.append(self._by_owner.members(owner_uid))
+            candidate_sets.append(self._owner_index().members(owner_uid))
         if selector is not None and not selector.is_empty():
             for pair in selector.exact_pairs().items():
                 if pair not in self._implied_labels:  # else: every key; matches() still checks
-                    candidate_sets.append(self._by_label.members(pair))
+                    candidate_sets.append(self._label_index().members(pair))
         keys: Iterable[Key] = self._objects.keys()
         if candidate_sets:
             smallest: Collection[Key] = min(candidate_sets, key=len)
@@ -248,7 +256,31 @@ class ObjectStore:
     def keys(self, namespace: str | None = None) -> builtins.list[Key]:
         if namespace is None:
             return list(self._objects)
-        return list(self._by_namespace.members(namespace))
+        return list(self._namespace_index().members(namespace))
+
+    def _namespace_index(self) -> KeyIndex:
+        if self._by_namespace is None:
+            self._by_namespace = KeyIndex()
+            for key in self._objects:
+                self._by_namespace.add(key[0], key)
+        return self._by_namespace
+
+    def _owner_index(self) -> KeyIndex:
+        if self._by_owner is None:
+            self._by_owner = KeyIndex()
+            for key, obj in self._objects.items():
+                owner = controller_owner_uid(obj)
+                if owner is not None:
+                    self._by_owner.add(owner, key)
+        return self._by_owner
+
+    def _label_index(self) -> KeyIndex:
+        if self._by_label is None:
+            self._by_label = KeyIndex()
+            for key, obj in self._objects.items():
+                for pair in self._indexed_label_pairs(obj):
+                    self._by_label.add(pair, key)
+        return self._by_label
 
     # -- writes (the reflector's) ------------------------------------------------------------
 
@@ -273,10 +305,14 @@ class ObjectStore:
     def _transformed_copy(self, obj: Obj) -> Obj:
         if self._transform is not None:
             obj = self._transform(obj)
-        obj = compact(obj)
-        if self._shared:
-            share_paths(obj, self._shared, self._sharer)
-        return obj
+        if self._shared_tree:
+            return compact_sharing(obj, self._shared_tree, self._sharer)
+        return compact(obj)
+
+    @property
+    def transformed(self) -> bool:
+        """Whether objects are stored through a transform (a view of what readers read)."""
+        return self._transform is not None
 
     def upsert(self, obj: Obj) -> Obj | None:
         """Store ``obj`` (already prepared); return the object it replaced, if any."""
@@ -358,12 +394,13 @@ class ObjectStore:
     # -- indexes -----------------------------------------------------------------------------
 
     def _index(self, key: Key, obj: Obj) -> None:
-        self._by_namespace.add(key[0], key)
-        owner = controller_owner_uid(obj)
-        if owner is not None:
+        if self._by_namespace is not None:
+            self._by_namespace.add(key[0], key)
+        if self._by_owner is not None and (owner := controller_owner_uid(obj)) is not None:
             self._by_owner.add(owner, key)
-        for pair in self._indexed_label_pairs(obj):
-            self._by_label.add(pair, key)
+        if self._by_label is not None:
+            for pair in self._indexed_label_pairs(obj):
+                self._by_label.add(pair, key)
         for name in self._custom:
             self._index_custom(name, key, obj)
 
@@ -385,15 +422,36 @@ class ObjectStore:
         return [pair for pair in _label_pairs(obj) if pair not in self._implied_labels]
 
     def _unindex(self, key: Key, obj: Obj) -> None:
-        self._by_namespace.discard(key[0], key)
-        owner = controller_owner_uid(obj)
-        if owner is not None:
+        if self._by_namespace is not None:
+            self._by_namespace.discard(key[0], key)
+        if self._by_owner is not None and (owner := controller_owner_uid(obj)) is not None:
             self._by_owner.discard(owner, key)
-        for pair in self._indexed_label_pairs(obj):
-            self._by_label.discard(pair, key)
+        if self._by_label is not None:
+            for pair in self._indexed_label_pairs(obj):
+                self._by_label.discard(pair, key)
         for _, index, values_of in self._custom.values():
             for value in values_of.pop(key, ()):
                 index.discard(value, key)
+
+
+def equal_but_version(a: Obj, b: Obj) -> bool:
+    """Whether two stored objects are equal but for ``metadata.resourceVersion``: a change
+    made only in what the store's transform dropped (their equal subtrees are mostly the same
+    shared instances, compared by identity)."""
+    if a.keys() != b.keys():
+        return False
+    for key, value in a.items():
+        if key != "metadata":
+            if value != b[key]:
+                return False
+            continue
+        other = b[key]
+        if type(value) is not dict or type(other) is not dict or value.keys() != other.keys():
+            return bool(value == other)
+        for name, item in value.items():
+            if name != "resourceVersion" and item != other[name]:
+                return False
+    return True
 
 
 def _as_int(version: str | None) -> int | None:
@@ -446,6 +504,51 @@ def _compact_dict(source: dict[Any, Any]) -> dict[Any, Any]:
             value = item
         out[_intern(key) if type(key) is str else key] = value
     return out
+
+
+def compact_sharing(obj: Obj, shared: PathTree, sharer: SubtreeSharer) -> Obj:
+    """:func:`compact` of ``obj`` with the subtrees at the ``shared`` paths held once through
+    ``sharer`` (:mod:`memop.runtime.cache.sharing`): a subtree equal to one held already is
+    not copied at all, only looked up (a Deployment's pod template, the bulk of it)."""
+    return _compact_dict_sharing(obj, shared, sharer)
+
+
+def _compact_value(item: Any) -> Any:
+    kind = type(item)
+    if kind is str:
+        return _intern(item)
+    if kind is dict:
+        return _compact_dict(item)
+    if kind is list:
+        return _compact_list(item)
+    return item
+
+
+def _compact_dict_sharing(source: dict[Any, Any], shared: PathTree, sharer: SubtreeSharer) -> dict[Any, Any]:
+    out = {}
+    value: Any
+    for key, item in source.items():
+        below = shared.get(key) if type(key) is str else None
+        if below is None:
+            value = item if type(item) is str and key in _NOT_INTERNED else _compact_value(item)
+        elif below is LEAF:
+            value = sharer.share_copy(item, _compact_value)
+        else:
+            value = _compact_below(item, below, sharer)
+        out[_intern(key) if type(key) is str else key] = value
+    return out
+
+
+def _compact_below(item: Any, shared: PathTree, sharer: SubtreeSharer) -> Any:
+    """``item`` compacted, with the ``shared`` paths below it shared."""
+    if type(item) is dict:
+        return _compact_dict_sharing(item, shared, sharer)
+    every = shared.get(EVERY_ITEM)
+    if type(item) is list and every is not None:
+        if every is LEAF:
+            return [sharer.share_copy(element, _compact_value) for element in item]
+        return [_compact_below(element, every, sharer) for element in item]
+    return _compact_value(item)
 
 
 def _compact_list(source: builtins.list[Any]) -> builtins.list[Any]:

@@ -94,9 +94,18 @@ class EventLines:
         self._path = path
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.events()
+
+    def events(self, known: Callable[[memoryview], bool] | None = None) -> Iterator[dict[str, Any]]:
+        """The events, as iterating gives them; with ``known``, the ADDED and MODIFIED lines
+        whose object's JSON (as a view of the line's bytes, not decoded) ``known`` says its
+        caller holds already are skipped without being decoded. ``known`` must only say so of
+        bytes it has seen whole (an exact digest of them, say): a line it claims is lost."""
         for line in self._lines:
             if len(line) > MAX_EVENT_BYTES:
                 raise _too_long(self._path)
+            if known is not None and (start := _object_start(line)) and known(memoryview(line)[start:-1]):
+                continue
             event = parse_event(line, self._path)
             if event is None:
                 continue
@@ -154,6 +163,24 @@ async def read_event_batches(
         yield EventLines(complete.split(b"\n"), path)
         if pending_size > MAX_EVENT_BYTES:
             raise _too_long(path)
+
+
+# How the API server writes an added or modified object's event: these bytes, the object's
+# JSON, "}" (Go's encoding of metav1.WatchEvent; the line ends there).
+_ADDED_PREFIX = b'{"type":"ADDED","object":'
+_MODIFIED_PREFIX = b'{"type":"MODIFIED","object":'
+
+
+def _object_start(line: bytes) -> int:
+    """Where the object's JSON starts in an ADDED or MODIFIED event line written as the API
+    server writes it (its end is the line's last byte but one); 0 for any other line."""
+    if not line.endswith(b"}"):
+        return 0
+    if line.startswith(_MODIFIED_PREFIX):
+        return len(_MODIFIED_PREFIX)
+    if line.startswith(_ADDED_PREFIX):
+        return len(_ADDED_PREFIX)
+    return 0
 
 
 def _too_long(path: str) -> TransportError:
