@@ -5,6 +5,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def rest_path(
+    group: str,
+    version: str,
+    plural: str,
+    namespaced: bool,
+    *,
+    namespace: str | None = None,
+    name: str | None = None,
+    subresource: str | None = None,
+) -> str:
+    """The REST path of a collection, or of one object (and its subresource) when named: the
+    client's requests and the in-memory server's routes are built by this one function."""
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    if namespaced and namespace:
+        base += f"/namespaces/{namespace}"
+    base += f"/{plural}"
+    if name is not None:
+        base += f"/{name}"
+        if subresource:
+            base += f"/{subresource}"
+    return base
+
+
 @dataclass(frozen=True, slots=True)
 class Resource:
     """A group/version/resource with the kind it serves, e.g. apps/v1 deployments (Deployment)."""
@@ -23,15 +46,15 @@ class Resource:
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
     ) -> str:
         """The REST path of the collection, or of one object (and its subresource) when named."""
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name is not None:
-            base += f"/{name}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
+        return rest_path(
+            self.group,
+            self.version,
+            self.plural,
+            self.namespaced,
+            namespace=namespace,
+            name=name,
+            subresource=subresource,
+        )
 
     def __str__(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memop.runtime.client.resources import rest_path
+
 
 @dataclass(frozen=True)
 class ResourceType:
@@ -51,15 +53,15 @@ class ResourceType:
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
     ) -> str:
         """The REST path of the collection, or of one object (and its subresource) when named."""
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name is not None:
-            base += f"/{name}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
+        return rest_path(
+            self.group,
+            self.version,
+            self.plural,
+            self.namespaced,
+            namespace=namespace,
+            name=name,
+            subresource=subresource,
+        )
 
     def __str__(self) -> str:
         return f"{self.group_resource}/{self.version}"
