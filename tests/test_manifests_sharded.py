@@ -57,10 +57,10 @@ def comments(path: Path) -> str:
 
 
 @needs_kubectl
-def test_the_deployment_runs_four_replicas_with_sharding_instead_of_leader_election() -> None:
+def test_the_deployment_runs_three_replicas_with_sharding_instead_of_leader_election() -> None:
     deployment = one(render(OVERLAY), "Deployment")
     plain = one(render("default"), "Deployment")
-    assert deployment["spec"]["replicas"] == SHARDED_REPLICAS == 4
+    assert deployment["spec"]["replicas"] == SHARDED_REPLICAS == 3
     args = container(deployment)["args"]
     assert "--leader-elect" not in args
     # --sharding in --leader-elect's place, the other args as the default install's.
@@ -153,7 +153,7 @@ def test_a_drain_takes_one_replica_and_its_shards_at_a_time() -> None:
     # A sharded install has no standby: the comment says why one at a time suits it instead.
     why = comments(MANIFESTS / OVERLAY / "pdb.yaml")
     assert "has no standby" in why
-    assert "a drain moves one replica's shards (a quarter of the ring) at a time" in why
+    assert "a drain moves one replica's shards (a third of the ring) at a time" in why
 
 
 def test_the_kustomization_says_how_to_apply_it_and_what_the_feature_gate_changes() -> None:

@@ -153,7 +153,7 @@ class Run:
         self.results = results
         self.namespaced = overlay == "namespaced"
         self.samples_namespace = SYSTEM if self.namespaced else "default"
-        self.replicas = 0  # the Deployment's, once applied (2; sharded: 4)
+        self.replicas = 0  # the Deployment's, once applied (2; sharded: 3)
         self.applied_at = 0.0
 
     def record(self, check: str, outcome: str, detail: str) -> None:

@@ -9,7 +9,7 @@
     namespaced/ (+ multi/)  the install watching its own namespace (or several), with Roles
     leader-for-life/        the cluster-wide install electing its leader for life
     secure-metrics/         the cluster-wide install with /metrics over HTTPS, authorised
-    sharded/                the cluster-wide install with 4 replicas splitting the work (--sharding):
+    sharded/                the cluster-wide install with 3 replicas splitting the work (--sharding):
                             kubectl apply -k manifests/sharded; with the API server's
                             ShardedListAndWatch gate each replica receives only its share, without
                             it every replica receives every object and filters it itself

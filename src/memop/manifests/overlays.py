@@ -47,8 +47,9 @@ from memop.manifests.rbac import (
 )
 from memop.manifests.target import COMMAND, DEPLOYMENT, Target, header, image_repository, to_yaml
 
-# manifests/sharded: replicas splitting the ring (16 shards by default: four each).
-SHARDED_REPLICAS = 4
+# manifests/sharded: replicas splitting the ring (16 shards by default: five or six each), three as
+# the issue that first installed it on a node asked: an odd count, so a drain of one leaves two.
+SHARDED_REPLICAS = 3
 # The longest group --sharding-group takes (memop.cli.options.MAX_GROUP, as ShardingConfig
 # checks it): a project with a longer name cannot use its name, the default group.
 SHARDING_GROUP_MAX = 40
@@ -334,8 +335,8 @@ def _sharded_replicas(target: Target) -> str:
         )
         + deployment_patch(target)
         + (
-            "  # The ring's 16 shards (--shards), four each. More replicas, up to --shards, split the work\n"
-            "  # finer; a new replica gets its share once the others have drained and released it.\n"
+            "  # The ring's 16 shards (--shards), five or six each. More replicas, up to --shards, split\n"
+            "  # the work finer; a new replica gets its share once the others have drained and released it.\n"
             f"  replicas: {SHARDED_REPLICAS}\n"
         )
     )
@@ -355,11 +356,11 @@ def _sharded_disruption_budget(target: Target) -> str:
         f"  name: {scalar(DEPLOYMENT)}\n"
         f"  namespace: {scalar(target.namespace)}\n"
         "spec:\n"
-        "  # One at a time, so a drain moves one replica's shards (a quarter of the ring) at a time:\n"
-        "  # the three left each take a third more work and sync the objects of one or two more\n"
-        "  # shards, where two replicas evicted at once would land half the ring on two survivors (twice\n"
-        "  # their work and their cache, all relisted together). maxUnavailable rather than\n"
-        "  # minAvailable: 3, so that it stays one at a time when replicas changes.\n"
+        "  # One at a time, so a drain moves one replica's shards (a third of the ring) at a time:\n"
+        "  # the two left each take half as much work again and sync the objects of two or three more\n"
+        "  # shards, where two replicas evicted at once would land the whole ring on one survivor\n"
+        "  # (three times its work and its cache, all relisted together). maxUnavailable rather than\n"
+        "  # minAvailable: 2, so that it stays one at a time when replicas changes.\n"
         "  maxUnavailable: 1\n"
     )
 
