@@ -169,6 +169,40 @@ def _namespaced(target: Target) -> str:
         + _delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", MANAGER_ROLE_BINDING)
         + "# Watch the namespace the operator runs in.\n- path: watch_namespace.yaml\n"
         + _webhook_namespaces_entry(target, "its own namespace")
+        + "# The namespace runs the custom resources' pods too: baseline enforced, restricted warned.\n"
+        "- path: pod_security.yaml\n"
+    )
+
+
+def _namespaced_pod_security(target: Target) -> str:
+    """The namespaced install's Namespace labels: its namespace holds the workloads as well."""
+    return header(
+        target,
+        f"In the namespaced install, {target.namespace} is where the custom resources live, so the pods"
+        f" {target.name} makes for them (a PodSet's, a MyPod's: the pod spec is the user's) run there"
+        " beside the operator. It enforces baseline, the Pod Security level Kubernetes sets for"
+        " ordinary workloads, instead of manifests/default's restricted; restricted is still warned"
+        " and audited, and the operator's own pods meet it (an apply that warned would say so).",
+        "To hold the namespace to restricted, set enforce back to restricted here and give every"
+        " custom resource's pod template a restricted securityContext.",
+    ) + to_yaml(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {
+                    "name": target.namespace,
+                    "labels": {
+                        "pod-security.kubernetes.io/enforce": "baseline",
+                        "pod-security.kubernetes.io/enforce-version": "latest",
+                        "pod-security.kubernetes.io/warn": "restricted",
+                        "pod-security.kubernetes.io/warn-version": "latest",
+                        "pod-security.kubernetes.io/audit": "restricted",
+                        "pod-security.kubernetes.io/audit-version": "latest",
+                    },
+                },
+            }
+        ]
     )
 
 
@@ -510,6 +544,7 @@ def overlay_files(target: Target) -> dict[str, str]:
         "manager/kustomization.yaml": _manager(target),
         "default/kustomization.yaml": _default(target),
         "namespaced/kustomization.yaml": _namespaced(target),
+        "namespaced/pod_security.yaml": _namespaced_pod_security(target),
         "namespaced/watch_namespace.yaml": _env_patch(
             target,
             DEPLOYMENT,
