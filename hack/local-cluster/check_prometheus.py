@@ -86,10 +86,11 @@ DISCOVERY_RULES = [
     {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
     {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
 ]
+# Metrics that only some installs have: sharding's without a leader, the leader's with one.
 SHARDING_METRICS = ("memop_sharding_",)
+LEADER_METRICS = ("leader_election_master_status",)
 # The metric names memop exports, as PromQL reads them (functions and labels are not these).
 METRIC = r"\b(?:controller_runtime|workqueue|leader_election|memop|rest_client|process)_[a-z0-9_]+\b"
-LEADER_METRICS = ("leader_election_master_status",)
 
 
 def free_port() -> int:
