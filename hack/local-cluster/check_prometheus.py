@@ -55,7 +55,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -404,6 +403,10 @@ class Checks:
         self.record(name, "PASS", detail)
         return True
 
+    def rates_have_samples(self) -> bool:
+        query = f"rate(controller_runtime_reconcile_total[{self.rate_interval}])"
+        return bool(api(self.url, "query", query=query)["result"])
+
     def targets_up(self) -> str:
         pods = {p["metadata"]["name"] for p in operator_pods()}
 
@@ -525,29 +528,24 @@ def main() -> None:
         (workdir / "ca.crt").write_text(ca)
         discovery = EndpointsDiscovery(server, workdir / "ca.crt", token, SYSTEM)
         service = get("services", "-n", SYSTEM, "-l", "app.kubernetes.io/component=metrics")["items"][0]
-        with (
-            discovery.serving() as sd_url,
-            prometheus(prometheus_config(workdir, token, args.interval, sd_url)[0], workdir) as url,
-        ):
-            rule_count = sum(
-                len(g["rules"]) for g in yaml.safe_load((workdir / "rules.yml").read_text())["groups"]
-            )
-            checks = Checks(args.overlay, url, service["metadata"]["name"], interval_seconds)
-            if checks.run("1 every memop Pod scraped", checks.targets_up):
-                wait_until(
-                    "the sample Memcached Available",
-                    120,
-                    lambda: memcached_available("default", "memcached-sample"),
-                )
-                # Rates need two samples inside their window: wait out one window.
-                started = time.monotonic()
-                wait_until(
-                    "a rate window of samples",
-                    4 * interval_seconds + 30,
-                    lambda: time.monotonic() - started > 4 * interval_seconds + 2,
-                )
-                checks.run("2 dashboard queries", checks.dashboard)
-                checks.run("3 alert rules", lambda: checks.rules(rule_count))
+        with discovery.serving() as sd_url:
+            config, rule_count = prometheus_config(workdir, token, args.interval, sd_url)
+            with prometheus(config, workdir) as url:
+                checks = Checks(args.overlay, url, service["metadata"]["name"], interval_seconds)
+                if checks.run("1 every memop Pod scraped", checks.targets_up):
+                    wait_until(
+                        "the sample Memcached Available",
+                        120,
+                        lambda: memcached_available("default", "memcached-sample"),
+                    )
+                    # A rate needs two samples inside its window: wait until one has them.
+                    wait_until(
+                        "two samples in a rate window",
+                        4 * interval_seconds + 60,
+                        checks.rates_have_samples,
+                    )
+                    checks.run("2 dashboard queries", checks.dashboard)
+                    checks.run("3 alert rules", lambda: checks.rules(rule_count))
     except CheckFailed as error:
         print(f"check_prometheus: {error}", file=sys.stderr)
         checks = None
