@@ -637,7 +637,7 @@ def test_every_crd_is_installed_unchanged(overlay: str) -> None:
 def test_default_install_grants_the_generated_rules_cluster_wide() -> None:
     objects = render("default")
     cluster_role = one(objects, "ClusterRole")
-    assert cluster_role["rules"] == rbac.policy_rules(rbac.Scope.WATCHED)
+    assert cluster_role["rules"] == rbac.policy_rules(rbac.Scope.WATCHED, rbac.manager_role_rules(MEMOP))
     assert cluster_role["metadata"]["name"] == PREFIX + rbac.MANAGER_ROLE
     election = one(objects, "Role", PREFIX + rbac.LEADER_ELECTION_ROLE, OPERATOR_NAMESPACE)
     assert election["rules"] == rbac.policy_rules(rbac.Scope.OPERATOR)

@@ -77,5 +77,7 @@ def test_only_the_lease_role_is_replaced_by_the_lock_role() -> None:
 
     assert rest(objects, lock_role) == rest(default, lease_role)
     deployment, plain = one(objects, "Deployment"), one(default, "Deployment")
-    assert container(deployment).pop("env")[0] == {"name": "LEADER_ELECTION_MODE", "value": "leader-for-life"}
+    env = container(deployment).pop("env")
+    assert {"name": "LEADER_ELECTION_MODE", "value": "leader-for-life"} in env
+    assert [v for v in env if v["name"] == "UNINSTALL_GUARD"] == container(plain).pop("env")
     assert deployment == plain

@@ -370,6 +370,8 @@ def test_the_csv_deployment_is_the_default_installs_but_for_image_and_watch_name
     assert deployment["name"] == rendered["metadata"]["name"]
     env = container(deployment).pop("env")
     assert [v["name"] for v in env] == ["WATCH_NAMESPACE"]
+    # OLM owns the RBAC it installs: no uninstall guard, which names kustomize's objects.
+    assert [v["name"] for v in container(rendered).pop("env")] == ["UNINSTALL_GUARD"]
     if webhooks.serves_webhooks(MEMOP):
         # OLM mounts the webhook certificate it makes itself: not cert-manager's Secret.
         pod = rendered["spec"]["template"]["spec"]

@@ -96,6 +96,7 @@ VALUES = [
     ("--event-qps", "5.5", "event_qps", 5.5),
     ("--event-burst", "7", "event_burst", 7),
     ("--graceful-shutdown-timeout", "0", "graceful_shutdown_timeout", 0.0),
+    ("--uninstall-guard", " op, op-role, op-binding ", "uninstall_guard", "op, op-role, op-binding"),
     ("--controllers", " mypod, memcached ", "controllers", ("memcached", "mypod")),
     (
         "--pod-name",
@@ -238,6 +239,7 @@ def test_a_flag_wins_over_its_environment_variable(
     default = getattr(parse(), field)
     other = {
         "--kubeconfig": "/elsewhere",
+        "--uninstall-guard": "a,b,c",
         "--watch-namespace": "zzz",
         "--leader-election-namespace": "zzz",
         "--leader-election-id": "zzz",
@@ -422,6 +424,10 @@ INVALID = [
     (["--webhook-host", "a b"], "--webhook-host: invalid host 'a b'"),
     (["--webhook-cert-dir", " "], "--webhook-cert-dir: must name a directory"),
     (["--webhook-certs", "x"], "--webhook-certs: expected files or self-managed, got 'x'"),
+    (
+        ["--uninstall-guard", "op,op-role"],
+        "--uninstall-guard: expected SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING, got 'op,op-role'",
+    ),
     (["--webhook-secret", "s"], "--webhook-secret is only used with --webhook-certs=self-managed"),
     (
         ["--webhook-certs", "self-managed", "--webhook-service", "My_Svc"],

@@ -40,6 +40,7 @@ from memop.runtime.leaderelection.leaderforlife import LeaderForLifeConfig
 from memop.runtime.leaderelection.lease import LeaderElectionConfig, default_identity
 from memop.runtime.manager.authn import tls_context
 from memop.runtime.manager.manager import EXIT_FAILED, CertificateSource, Manager, ManagerOptions
+from memop.runtime.manager.uninstall import UninstallGuardConfig
 from memop.runtime.sharding.membership import ShardingConfig
 from memop.runtime.webhook.server import WebhookServerOptions
 
@@ -86,6 +87,18 @@ def _lease_namespace(config: RunConfig, flag: str, what: str | None = None) -> s
             + (f" ({what})" if what else "")
         )
     return namespace
+
+
+def uninstall_guard_config(config: RunConfig, log: logging.Logger) -> UninstallGuardConfig | None:
+    """--uninstall-guard's objects, in the pod's namespace; None without the flag, or (with one
+    log line) outside a cluster, where there is no install to guard."""
+    if not config.uninstall_guard:
+        return None
+    namespace = in_cluster_namespace()
+    if namespace is None:
+        log.info("--uninstall-guard ignored: not running in a cluster (no service account namespace)")
+        return None
+    return UninstallGuardConfig.parse(config.uninstall_guard, namespace)
 
 
 def sharding_config(config: RunConfig, identity: str) -> ShardingConfig | None:
@@ -297,6 +310,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                     if certificates_namespace is not None
                     else None
                 ),
+                uninstall_guard=uninstall_guard_config(config, log),
                 # A project of one controller cannot leave it out: installing its CRD is the advice.
                 leave_out_hint=(
                     (lambda name: leave_out_hint(config.prog, controllers, name))

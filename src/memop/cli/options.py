@@ -156,6 +156,10 @@ class RunConfig:
     # sets the caBundles: memop.runtime.webhook.selfmanaged). Empty names mean the project's
     # defaults (its name prefix and Kubebuilder's base names, as `memop manifests` writes them).
     webhook_certs: str = "files"
+    # --uninstall-guard: SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING of the operator's own
+    # install, kept until it has released its finalizers when the install is deleted at once
+    # (memop.runtime.manager.uninstall); empty: not guarded.
+    uninstall_guard: str = ""
     webhook_service: str = ""
     webhook_secret: str = ""
     webhook_namespace: str = ""
@@ -340,6 +344,13 @@ def build_parser(
         "--webhook-cert-dir",
         "directory with the webhook server's tls.crt and tls.key, re-read when they change",
         default=str(default_cert_dir()),
+    )
+    flag(
+        "--uninstall-guard",
+        "SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING of this install: kept (a finalizer) until the "
+        "operator has released its own finalizers when the whole install is deleted at once, as "
+        "kubectl delete -k does; empty: not kept",
+        default="",
     )
     flag(
         "--webhook-certs",
@@ -620,6 +631,14 @@ def parse_run_args(
     webhook_cert_dir = args.webhook_cert_dir.strip()
     if not webhook_cert_dir:
         raise UsageError(f"{label('webhook-cert-dir')}: must name a directory")
+    uninstall_guard = args.uninstall_guard.strip()
+    if uninstall_guard:
+        names = [n.strip() for n in uninstall_guard.split(",")]
+        if len(names) != 3 or not all(names):
+            raise UsageError(
+                f"{label('uninstall-guard')}: expected SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING, "
+                f"got {args.uninstall_guard!r}"
+            )
     webhook_certs = args.webhook_certs.strip().lower()
     if webhook_certs not in WEBHOOK_CERT_MODES:
         raise UsageError(
@@ -689,6 +708,7 @@ def parse_run_args(
         webhook_port=webhook_port,
         webhook_cert_dir=webhook_cert_dir,
         webhook_certs=webhook_certs,
+        uninstall_guard=uninstall_guard,
         webhook_service=args.webhook_service.strip(),
         webhook_secret=args.webhook_secret.strip(),
         webhook_namespace=args.webhook_namespace.strip(),

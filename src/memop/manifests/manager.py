@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from memop.manifests.rbac import MANAGER_ROLE, MANAGER_ROLE_BINDING
 from memop.manifests.target import DEPLOYMENT, SERVICE_ACCOUNT, Target, header, to_yaml
 
 METRICS_PORT = 8080
@@ -85,6 +86,12 @@ spec:
         - --leader-elect
         - --health-probe-bind-address=:{probe_port}
         - --metrics-bind-address=:{metrics_port}
+        env:
+        # `kubectl delete -k` of the whole install: its ServiceAccount, ClusterRole and binding
+        # stay until the operator has released its finalizers (memop.runtime.manager.uninstall).
+        # The namespaced installs set it empty: they have no ClusterRole.
+        - name: UNINSTALL_GUARD
+          value: {uninstall_guard}
         ports:
         - name: metrics
           containerPort: {metrics_port}
@@ -178,7 +185,13 @@ def _deployment_yaml(target: Target) -> str:
         command=scalar(target.run_command),
         metrics_port=METRICS_PORT,
         probe_port=PROBE_PORT,
+        uninstall_guard=scalar(",".join(uninstall_guard_names(target))),
     )
+
+
+def uninstall_guard_names(target: Target) -> tuple[str, str, str]:
+    """``--uninstall-guard``'s ServiceAccount, ClusterRole and binding: their final names."""
+    return (target.service_account, target.prefix + MANAGER_ROLE, target.prefix + MANAGER_ROLE_BINDING)
 
 
 def manager_deployment(target: Target) -> dict[str, Any]:

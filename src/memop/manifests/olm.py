@@ -181,7 +181,11 @@ def csv_deployment(target: Target, image: str) -> dict[str, Any]:
     pod["serviceAccountName"] = target.prefix + pod["serviceAccountName"]
     [container] = [c for c in pod["containers"] if c["name"] == "manager"]
     container["image"] = image
-    env = [v for v in container.get("env") or () if v.get("name") != "WATCH_NAMESPACE"]
+    # OLM names and owns the RBAC it installs, and never deletes a bundle all at once: no
+    # uninstall guard (manifests/manager's UNINSTALL_GUARD names kustomize's objects).
+    env = [
+        v for v in container.get("env") or () if v.get("name") not in ("WATCH_NAMESPACE", "UNINSTALL_GUARD")
+    ]
     env.append({"name": "WATCH_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": WATCH_NAMESPACE_FIELD}}})
     container["env"] = env
     if webhooks.serves_webhooks(target):

@@ -522,15 +522,17 @@ def _grafana(target: Target) -> str:
 
 def overlay_files(target: Target) -> dict[str, str]:
     """Every kustomization and patch of the project's manifests: path under ``manifests/`` -> text."""
+    # No ClusterRole to keep in a namespaced install: no uninstall guard.
+    env_no_guard = '        - name: UNINSTALL_GUARD\n          value: ""\n'
     env_namespace = (
         "        - name: WATCH_NAMESPACE\n"
         "          valueFrom:\n"
         "            fieldRef:\n"
         "              fieldPath: metadata.namespace\n"
-    )
+    ) + env_no_guard
     env_multi = (
         f"        - name: WATCH_NAMESPACE\n          value: {scalar(','.join(MULTI_EXAMPLE_NAMESPACES))}\n"
-    )
+    ) + env_no_guard
     env_leader_for_life = (
         "        - name: LEADER_ELECTION_MODE\n"
         "          value: leader-for-life\n"

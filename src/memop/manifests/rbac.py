@@ -62,6 +62,7 @@ from memop.runtime.api.permissions import (
     rule_problem,
 )
 from memop.runtime.controller.definition import ControllerDefinition
+from memop.runtime.manager.uninstall import UninstallGuardConfig, uninstall_guard_rules
 
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 
@@ -467,14 +468,28 @@ def _why(rules: Iterable[Rule], scope: Scope) -> list[str]:
 _SOURCE = "each controller's rules"
 
 
+def manager_role_rules(target: Target) -> tuple[Rule, ...]:
+    """The rules of the cluster-wide installs' ClusterRole: the controllers' and the manager's,
+    and the uninstall guard's on the install's own objects (it guards this very role)."""
+    service_account, role_name, binding_name = (
+        target.service_account,
+        target.prefix + MANAGER_ROLE,
+        (target.prefix + MANAGER_ROLE_BINDING),
+    )
+    config = UninstallGuardConfig(target.namespace, service_account, role_name, binding_name)
+    crds = [crd["metadata"]["name"] for d in target.project.controllers for crd in d.crds()]
+    return (*target.rules, *uninstall_guard_rules(config, crds))
+
+
 def _base_files(target: Target) -> dict[str, tuple[str, list[dict[str, Any]], Scope | None]]:
     """manifests/rbac/<file>: (what it is, its objects, the scope whose reasons its header lists)."""
     ns = target.namespace
     return {
         "service_account.yaml": ("The operator's ServiceAccount.", [service_account(target)], None),
         "role.yaml": (
-            f"The ClusterRole: what {target.name} needs in every namespace it watches.",
-            [role(target, MANAGER_ROLE, policy_rules(_W, target.rules))],
+            f"The ClusterRole: what {target.name} needs in every namespace it watches, and what it"
+            " needs to keep this role until it has released its finalizers (--uninstall-guard).",
+            [role(target, MANAGER_ROLE, policy_rules(_W, manager_role_rules(target)))],
             _W,
         ),
         "role_binding.yaml": (
@@ -550,7 +565,8 @@ def rbac_files(target: Target) -> dict[str, str]:
     """Every RBAC file of the project's manifests: path under ``manifests/`` -> text."""
     files: dict[str, str] = {}
     for name, (description, objects, scope) in _base_files(target).items():
-        notes = _why(target.rules, scope) if scope else ()
+        rules = manager_role_rules(target) if name == "role.yaml" else target.rules
+        notes = _why(rules, scope) if scope else ()
         files[f"rbac/{name}"] = to_yaml(objects, header(target, description, source=_SOURCE, notes=notes))
     ns, prefix = target.namespace, target.prefix
     files["namespaced/role.yaml"] = to_yaml(

@@ -35,6 +35,7 @@ from memop.runtime.controller.controller import Controller
 from memop.runtime.controller.definition import ControllerDefinition, SetupContext
 from memop.runtime.leaderelection.lease import LeaderElectionConfig
 from memop.runtime.manager.manager import Manager, ManagerOptions
+from memop.runtime.manager.uninstall import UninstallGuardConfig
 from memop.runtime.sharding.membership import ShardingConfig
 from memop.runtime.webhook.server import WebhookServerOptions
 from memop.testing.loopbackwebhooks import LoopbackWebhooks
@@ -272,7 +273,8 @@ class RunningOperator:
     administrator's; the ClusterRole, or with ``namespaces`` a Role in each, and the
     leader-election or ``--sharding`` roles in the project's namespace, so a Lease elsewhere is
     refused), so a request the manifests do not grant fails with the API server's 403, as it
-    would once installed. Without a project, the definitions are installed as project
+    would once installed. ``uninstall_guard`` is ``--uninstall-guard``'s objects
+    (:mod:`memop.runtime.manager.uninstall`). Without a project, the definitions are installed as project
     ``memop``.
     The manager's user agent is ``<project>-test/<identity>`` (``memop-test`` without a project).
 
@@ -298,6 +300,7 @@ class RunningOperator:
         sync_timeout: float = 30.0,
         webhooks: WebhookServerOptions | bool | None = None,
         rbac: bool = False,
+        uninstall_guard: UninstallGuardConfig | None = None,
     ) -> None:
         self.configuration = configuration
         # The administrator's, kept for registering webhooks once rbac switched configuration.
@@ -317,6 +320,7 @@ class RunningOperator:
             webhooks = self._loopback.options
         self.webhooks: WebhookServerOptions | None = webhooks or None
         self.rbac = rbac
+        self.uninstall_guard = uninstall_guard
         # (namespace, name) of the ServiceAccount the manager runs as, once started with rbac.
         self.service_account: tuple[str, str] | None = None
         self.stop_event = asyncio.Event()
@@ -370,6 +374,7 @@ class RunningOperator:
                     sharding=self.sharding,
                     graceful_shutdown_timeout=self.graceful_shutdown_timeout,
                     webhook=self.webhooks or WebhookServerOptions(),
+                    uninstall_guard=self.uninstall_guard,
                 ),
             )
             for definition in self.definitions:

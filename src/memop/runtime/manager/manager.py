@@ -44,6 +44,7 @@ from memop.runtime.leaderelection.lease import LeaderElectionConfig, LeaderElect
 from memop.runtime.manager.authn import MetricsAuthorizer
 from memop.runtime.manager.events import EventRecorder
 from memop.runtime.manager.server import Address, ProbeServer
+from memop.runtime.manager.uninstall import GUARD, UninstallGuard, UninstallGuardConfig
 from memop.runtime.sharding.adoption import label_children, label_children_until_done
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
 from memop.runtime.sharding.probe import server_filters_by_shard_selector
@@ -105,6 +106,7 @@ class ManagerOptions:
     watch_read_timeout: float = 150.0
     webhook: WebhookServerOptions = field(default_factory=WebhookServerOptions)
     webhook_certificates: CertificateSource | None = None
+    uninstall_guard: UninstallGuardConfig | None = None
     extra: dict[str, object] = field(default_factory=dict)
     # How to run without a controller (the CLI's flag), named when its resources are not
     # served: controller name -> advice, appended to the start-up error.
@@ -165,6 +167,8 @@ class Manager:
         self.elector: LeaderElector | LeaderForLife | None = None
         self._elector_task: asyncio.Task[None] | None = None
         self._certificates_task: asyncio.Task[None] | None = None
+        self._guard: UninstallGuard | None = None
+        self._guard_task: asyncio.Task[None] | None = None
         self.leading = asyncio.Event()
         self.server.add_liveness_check("ping", lambda: None)
         self.server.add_readiness_check("informers", self._informers_synced)
@@ -312,6 +316,7 @@ class Manager:
         await self.cache.start()
         for recorder in self.recorders:
             recorder.start()
+        self._arm_uninstall_guard()
         interrupts: list[asyncio.Task[Any]] = [stop_task]
         elector_task: asyncio.Task[None] | None = None
         election = self.options.leader_election
@@ -428,6 +433,7 @@ class Manager:
         were still finishing (they are then cancelled at once, not given the graceful timeout:
         another replica may lead as soon as our lease expires)."""
         log.info("shutting down")
+        uninstalling = await self._finalize_if_uninstalling(stop_task)
         # Leadership may have ended between the stop request and now, workers still running.
         lost = elector_task is not None and elector_task.done() and self.leading.is_set()
         if lost and elector_task is not None:
@@ -459,11 +465,75 @@ class Manager:
         stop_task.cancel()
         for recorder in self.recorders:
             await recorder.stop()
+        if uninstalling:
+            await self._release_uninstall_guard()
         await self.cache.stop()
         await self.webhook_server.stop()
         await self._stop_certificates()
         await self.server.stop()
         return lost
+
+    def _arm_uninstall_guard(self) -> None:
+        config = self.options.uninstall_guard
+        if config is None:
+            return
+        kinds = [watch.resource for c in self.controllers for watch in c.watches]
+        self._guard = UninstallGuard(self.client, config, kinds, clock=self.clock)
+        self._guard_task = asyncio.create_task(self._arm_until_done(self._guard), name="uninstall-guard")
+
+    async def _arm_until_done(self, guard: UninstallGuard) -> None:
+        """Arm the guard, retrying with backoff: an operator without it still works, it only
+        cannot survive its whole install being deleted at once."""
+        delay = 1.0
+        while True:
+            try:
+                await guard.arm()
+                return
+            except (ApiError, TransportError) as error:
+                log.warning(
+                    "uninstall guard not armed yet, retrying in %.0fs: %s", delay, error,
+                    extra={"retry_seconds": delay},
+                )  # fmt: skip
+            await self.clock.sleep(delay)
+            delay = min(delay * 2, 300.0)
+
+    async def _finalize_if_uninstalling(self, stop_task: asyncio.Task[bool]) -> bool:
+        """On a stop request, when the operator's namespace is being deleted: keep reconciling
+        until the objects of the terminating CRDs are gone (within the graceful timeout).
+        Returns whether this is an uninstall."""
+        if self._guard_task is not None:
+            self._guard_task.cancel()  # arming ends with the replica, armed or not
+        guard = self._guard
+        if guard is None or not stop_task.done() or stop_task.cancelled():
+            return False
+        try:
+            uninstalling = await asyncio.wait_for(guard.uninstalling(), timeout=10)
+        except (ApiError, TransportError, TimeoutError) as error:
+            log.warning("uninstall guard: cannot tell whether the install is being deleted: %s", error)
+            return False
+        if not uninstalling:
+            return False
+        log.info("uninstalling: releasing finalizers before stopping")
+        left = await guard.wait_finalized(self.options.graceful_shutdown_timeout)
+        if left:
+            log.warning(
+                "uninstalling: %d objects of the deleted CRDs are still there (a finalizer holds"
+                " them); releasing the operator's RBAC all the same",
+                left,
+                extra={"left": left},
+            )
+        return True
+
+    async def _release_uninstall_guard(self) -> None:
+        guard = self._guard
+        if guard is None:
+            return
+        try:
+            await asyncio.wait_for(guard.release(), timeout=15)
+        except (ApiError, TransportError, TimeoutError) as error:
+            log.warning(
+                "uninstall guard not released (remove the finalizer %s by hand): %s", GUARD, error,
+            )  # fmt: skip
 
     async def _stop_certificates(self) -> None:
         task, self._certificates_task = self._certificates_task, None

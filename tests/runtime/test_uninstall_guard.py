@@ -1,0 +1,315 @@
+"""memop.runtime.manager.uninstall against an API server: the guard keeps the operator's
+ServiceAccount, ClusterRole and binding through their deletion, and its release hands them to
+the garbage collector so that nothing is left; ``wait_finalized`` counts only the objects of
+CRDs being deleted.
+
+Runs on the ``cluster`` fixture: the in-memory server, or a real cluster with
+USE_EXISTING_CLUSTER=true (the cluster-scoped objects are named after the test's namespace and
+deleted at the end whatever happens).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from memop import memcached
+from memop.manifests import rbac
+from memop.manifests.target import SERVICE_ACCOUNT
+from memop.memcached.api import FINALIZER, MEMCACHEDS
+from memop.runtime.client.client import Client
+from memop.runtime.client.errors import NotFound
+from memop.runtime.client.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CUSTOM_RESOURCE_DEFINITIONS,
+    NAMESPACES,
+    SERVICE_ACCOUNTS,
+    Resource,
+)
+from memop.runtime.controller.finalizers import has_finalizer
+from memop.runtime.manager.uninstall import (
+    GUARD,
+    UninstallGuard,
+    UninstallGuardConfig,
+    crd_name,
+    uninstall_guard_rules,
+)
+from memop.testing.envtest import Kube
+from memop.testing.wait import wait_for
+
+HOLD = "example.com/hold"
+
+
+@pytest.fixture
+def apiserver_options() -> dict[str, Any]:
+    """The garbage collector, the namespace controller and the CRD finalizer at work, as in a
+    cluster (memop's server tests run without kube-controller-manager's controllers)."""
+    return {"publish_root_ca": True, "simulate_controllers": True}
+
+
+# The garbage collector of a real kube-controller-manager retries a foreground deletion with
+# backoff: the binding and the role went 20-30 s after the ServiceAccount there.
+GC_SECONDS = 120.0
+
+
+async def _gone(client: Client, res: Resource, name: str, namespace: str | None = None) -> bool:
+    try:
+        await client.get(res, name, namespace)
+    except NotFound:
+        return True
+    return False
+
+
+@pytest.fixture
+async def guarded(client: Client, namespace: str) -> AsyncIterator[UninstallGuardConfig]:
+    """An operator's ServiceAccount in ``namespace``, its ClusterRole and binding; whatever is
+    left at the end loses its finalizers and goes."""
+    config = UninstallGuardConfig(namespace, "operator", f"{namespace}-role", f"{namespace}-binding")
+    await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": config.service_account}}, namespace)
+    await client.create(
+        CLUSTER_ROLES,
+        {
+            "metadata": {"name": config.cluster_role},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+        },
+    )
+    await client.create(
+        CLUSTER_ROLE_BINDINGS,
+        {
+            "metadata": {"name": config.cluster_role_binding},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": config.cluster_role,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": config.service_account, "namespace": namespace}],
+        },
+    )
+    yield config
+    for res, name, ns in (
+        (SERVICE_ACCOUNTS, config.service_account, namespace),
+        (CLUSTER_ROLE_BINDINGS, config.cluster_role_binding, None),
+        (CLUSTER_ROLES, config.cluster_role, None),
+    ):
+        with contextlib.suppress(NotFound):
+            await client.patch(res, name, {"metadata": {"finalizers": None}}, ns)
+        with contextlib.suppress(NotFound):
+            await client.delete(res, name, ns)
+
+
+async def test_the_guarded_objects_outlive_their_deletion_until_released(
+    client: Client, namespace: str, guarded: UninstallGuardConfig
+) -> None:
+    guard = UninstallGuard(client, guarded, kinds=[])
+    await guard.arm()
+    await guard.arm()  # again, as a second replica: nothing more
+    objects = [
+        (SERVICE_ACCOUNTS, guarded.service_account, namespace),
+        (CLUSTER_ROLES, guarded.cluster_role, None),
+        (CLUSTER_ROLE_BINDINGS, guarded.cluster_role_binding, None),
+    ]
+    for res, name, ns in objects:
+        obj = await client.get(res, name, ns)
+        assert obj["metadata"]["finalizers"].count(GUARD) == 1, name
+    assert not await guard.uninstalling()
+
+    # What `kubectl delete -k` does to them: every one deleted, in the background.
+    await client.delete(NAMESPACES, namespace, propagation_policy="Background")
+    for res, name, ns in objects[1:]:
+        await client.delete(res, name, ns, propagation_policy="Background")
+    assert await guard.uninstalling()
+    for res, name, ns in objects[1:]:
+        held = await client.get(res, name, ns)
+        assert held["metadata"].get("deletionTimestamp"), name
+        assert has_finalizer(held, GUARD), name
+    assert await guard.wait_finalized(timeout=0) == 0  # no kind of its own: nothing to wait for
+
+    await guard.release()
+
+    async def all_gone() -> bool:
+        return all([await _gone(client, res, name, ns) for res, name, ns in objects])
+
+    async def left() -> str:
+        states = []
+        for res, name, ns in objects:
+            with contextlib.suppress(NotFound):
+                meta = (await client.get(res, name, ns))["metadata"]
+                states.append(f"{name}: {meta.get('finalizers')} del={meta.get('deletionTimestamp')}")
+        with contextlib.suppress(NotFound):
+            states.append(str((await client.get(NAMESPACES, namespace)).get("status")))
+        return "; ".join(states)
+
+    last: list[str] = []
+
+    async def all_gone_noting() -> bool:
+        last[:] = [await left()]
+        return await all_gone()
+
+    await wait_for(
+        all_gone_noting,
+        timeout=GC_SECONDS,
+        message=lambda: f"the guarded objects are released and go: {last}",
+    )
+    await wait_for(
+        lambda: _gone(client, NAMESPACES, namespace), timeout=GC_SECONDS, message="the namespace goes"
+    )
+
+
+async def test_release_of_what_is_gone_already_is_no_error(
+    client: Client, namespace: str, guarded: UninstallGuardConfig
+) -> None:
+    guard = UninstallGuard(client, guarded, kinds=[])
+    await client.delete(CLUSTER_ROLE_BINDINGS, guarded.cluster_role_binding)
+    await guard.release()  # the role and the ServiceAccount were never guarded: nothing to do
+    assert not await _gone(client, CLUSTER_ROLES, guarded.cluster_role)  # not deleted by release alone
+
+
+@pytest.fixture
+async def kind(client: Client, namespace: str, install_crds: Any) -> AsyncIterator[Resource]:
+    """A namespaced kind of a CRD of the test's own."""
+    group = f"{namespace}.uninstall.memop.dev"
+    res = Resource(group, "v1", "widgets", "Widget")
+    crd: dict[str, Any] = {
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    },
+                }
+            ],
+        },
+    }
+    await install_crds(crd)  # created and Established
+    yield res
+    for item in (await client.list(res)).get("items", []) if not await _gone_kind(client, res) else []:
+        with contextlib.suppress(NotFound):
+            await client.patch(res, item["metadata"]["name"], {"metadata": {"finalizers": None}}, namespace)
+    with contextlib.suppress(NotFound):
+        await client.delete(CUSTOM_RESOURCE_DEFINITIONS, f"widgets.{group}")
+
+
+async def _gone_kind(client: Client, res: Resource) -> bool:
+    try:
+        await client.list(res)
+    except NotFound:
+        return True
+    return False
+
+
+async def test_wait_finalized_counts_the_objects_of_crds_being_deleted_only(
+    client: Client, namespace: str, kind: Resource
+) -> None:
+    for name in ("a", "b"):
+        await client.create(kind, {"metadata": {"name": name, "finalizers": [HOLD]}}, namespace)
+    config = UninstallGuardConfig(namespace, "operator", "role", "binding")
+    guard = UninstallGuard(client, config, kinds=[kind])
+    assert await guard.wait_finalized(timeout=0) == 0  # the kind stays: its objects are not going
+
+    await client.delete(CUSTOM_RESOURCE_DEFINITIONS, str(crd_name(kind)))
+
+    async def both_held() -> bool:
+        return await guard.wait_finalized(timeout=0) == 2
+
+    await wait_for(both_held, timeout=30, message="the CRD's deletion deletes its objects, held by HOLD")
+    for name in ("a", "b"):  # what the operator's controller does for each
+        await client.patch(kind, name, {"metadata": {"finalizers": None}}, namespace)
+
+    async def none_left() -> bool:
+        return await guard.wait_finalized(timeout=0) == 0
+
+    await wait_for(none_left, timeout=GC_SECONDS, message="the objects and their CRD go")
+
+
+def test_the_rules_name_the_guarded_objects_and_the_crds_only() -> None:
+    config = UninstallGuardConfig("ops", "operator", "operator-role", "operator-binding")
+    rules = uninstall_guard_rules(config, ["widgets.example.com"])
+    assert all(rule.resource_names for rule in rules)
+    named = {(r.resource, r.verb): r.resource_names for r in rules}
+    assert named[("namespaces", "get")] == ("ops",)
+    assert named[("serviceaccounts", "patch")] == ("operator",)
+    assert named[("clusterroles", "delete")] == ("operator-role",)
+    assert named[("clusterrolebindings/finalizers", "update")] == ("operator-binding",)
+    assert named[("customresourcedefinitions", "get")] == ("widgets.example.com",)
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("a,b", "SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING"), ("a,,c", "not 'a,,c'")],
+)
+def test_a_bad_guard_value_says_what_it_takes(text: str, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        UninstallGuardConfig.parse(text, "ops")
+
+
+def test_builtin_kinds_have_no_crd() -> None:
+    assert crd_name(Resource("apps", "v1", "deployments", "Deployment")) is None
+    assert crd_name(Resource("networking.k8s.io", "v1", "ingresses", "Ingress")) is None
+    assert (
+        crd_name(Resource("cache.example.com", "v1", "memcacheds", "Memcached"))
+        == "memcacheds.cache.example.com"
+    )
+
+
+async def test_kubectl_delete_k_with_a_memcached_left_leaves_nothing(
+    kube: Kube, client: Client, namespace: str, install_crds: Any, run_operator: Any
+) -> None:
+    """The whole install deleted in one sweep, as ``kubectl delete -k manifests/default`` does,
+    while a Memcached with memop's finalizer is there and memop runs as its ServiceAccount with
+    the RBAC its manifests grant: memop finalizes the Memcached, then releases its RBAC, and
+    nothing is left."""
+    kube.fake  # noqa: B018 - deletes the install's namespace, CRD and ClusterRole: in-memory only
+    config = UninstallGuardConfig(
+        rbac.NAMESPACE,
+        rbac.PREFIX + SERVICE_ACCOUNT,
+        rbac.PREFIX + rbac.MANAGER_ROLE,
+        rbac.PREFIX + rbac.MANAGER_ROLE_BINDING,
+    )
+    await install_crds(memcached.DEFINITION)
+    operator = run_operator(memcached.DEFINITION, rbac=True, uninstall_guard=config)
+    await operator.start()
+    sample = {"metadata": {"name": "cache"}, "spec": {"size": 1}}
+    await client.create(MEMCACHEDS, sample, namespace)
+
+    async def finalized_and_guarded() -> bool:
+        cache = await client.get(MEMCACHEDS, "cache", namespace)
+        account = await client.get(SERVICE_ACCOUNTS, config.service_account, config.namespace)
+        return has_finalizer(cache, FINALIZER) and has_finalizer(account, GUARD)
+
+    await wait_for(finalized_and_guarded, timeout=30, message="memop reconciled and armed its guard")
+
+    crd = str(crd_name(MEMCACHEDS))
+    for res, name, ns in (
+        (NAMESPACES, config.namespace, None),
+        (CUSTOM_RESOURCE_DEFINITIONS, crd, None),
+        (CLUSTER_ROLES, config.cluster_role, None),
+        (CLUSTER_ROLE_BINDINGS, config.cluster_role_binding, None),
+    ):
+        await client.delete(res, name, ns, propagation_policy="Background")
+    await operator.stop()  # the kubelet's SIGTERM, once the namespace controller deletes the Pod
+
+    objects = [
+        (CUSTOM_RESOURCE_DEFINITIONS, crd, None),
+        (CLUSTER_ROLES, config.cluster_role, None),
+        (CLUSTER_ROLE_BINDINGS, config.cluster_role_binding, None),
+        (SERVICE_ACCOUNTS, config.service_account, config.namespace),
+        (NAMESPACES, config.namespace, None),
+    ]
+
+    async def nothing_left() -> bool:
+        return all([await _gone(client, res, name, ns) for res, name, ns in objects])
+
+    # Without the guard the Memcached's finalizer would have been refused (403) and it, its CRD
+    # and the namespace would stay; without its release, the ServiceAccount and the namespace.
+    await wait_for(nothing_left, timeout=GC_SECONDS, message="the install is gone, nothing stuck")
