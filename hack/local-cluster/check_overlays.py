@@ -24,8 +24,8 @@ from a cluster without memop:
    loses and repeats no work, counted from the API server's audit log. 6b: a replica's
    container SIGKILLed through containerd (the leader's): restarted by the kubelet and Ready
    again, and (Lease overlays) a new Lease holder once the unreleased Lease expires.
-7. ``kubectl delete -k`` with the samples still there: everything memop installed is gone and
-   no object is left stuck on a finalizer.
+7. ``kubectl delete -k`` with the samples still there (namespaced: after them, as its docs
+   say): everything memop installed is gone and no object is left stuck on a finalizer.
 
 Prints one line per check (PASS, FAIL, SKIP: the figure or the reason) and appends them as a
 Markdown table to --results. Needs kubectl (KUBECTL, else $K8S_BIN/kubectl, else PATH),
@@ -461,15 +461,17 @@ class Run:
 
     # --- 7 ---
     def uninstall(self) -> str:
-        """As docs/how-to/cluster.md says: the custom resources first, while memop runs to
-        remove its finalizers; then ``kubectl delete -k``. (``delete -k`` alone races: it
-        deletes memop's ClusterRoleBinding with the CRDs, and memop's finalizer removal is
-        then refused, 403, leaving a Memcached and its CRD stuck.) With
-        ``LOCAL_CLUSTER_DELETE_K_ONLY=1``, ``delete -k`` alone, to see that race."""
+        """``kubectl delete -k`` with the samples still there: the cluster-wide installs keep
+        memop's ServiceAccount, ClusterRole and binding until memop has released its finalizers
+        (``--uninstall-guard``), so nothing may be left. The namespaced install has no guard:
+        as docs/how-to/cluster.md says, its custom resources first, while memop runs, then
+        ``delete -k``; ``LOCAL_CLUSTER_CRS_FIRST=1`` does that for every overlay."""
         started = time.monotonic()
-        if os.environ.get("LOCAL_CLUSTER_DELETE_K_ONLY") != "1":
+        crs_first = self.namespaced or os.environ.get("LOCAL_CLUSTER_CRS_FIRST") == "1"
+        if crs_first:
             kubectl("delete", ",".join(MEMOP_KINDS), "--all", "--all-namespaces", "--wait=false")
             wait_until("memop's custom resources finalized", 90, lambda: not custom_resources())
+        left_in = len(custom_resources())
         done = kubectl("delete", "-k", str(REPO / "manifests" / self.overlay), "--wait=false", check=False)
         try:
             wait_until("everything removed", 90, lambda: not leftovers())
@@ -478,7 +480,12 @@ class Run:
             force_clean()
             raise CheckFailed(f"delete -k rc={done.returncode}; 90s later still there: {left}") from None
         seconds = time.monotonic() - started
-        return f"custom resources, then delete -k: everything removed in {seconds:.1f}s, no finalizer stuck"
+        how = (
+            "custom resources, then delete -k"
+            if crs_first
+            else f"delete -k alone, {left_in} custom resources in"
+        )
+        return f"{how}: everything removed in {seconds:.1f}s, no finalizer stuck"
 
 
 def lease_holder() -> str:

@@ -134,6 +134,9 @@ may build it from these alone):
   (:data:`BY_UID`, the default, or :data:`BY_NAMESPACE`) and how children follow them on
   ``owns`` (:data:`BY_OWNER_BUCKET`: the label :data:`BUCKET_LABEL` its reconciler puts on
   what it creates, from ``Cache.shard_labels(owner)``).
+- ``ManagerOptions.uninstall_guard``: an :class:`UninstallGuardConfig` (the install's
+  ServiceAccount, ClusterRole and binding) keeps them until the operator has released its
+  finalizers when the whole install is deleted at once (``kubectl delete -k``).
 - :class:`Address`: where probes and metrics listen (``host:port``); :func:`tls_context`
   for ``ManagerOptions.metrics_tls``.
 - :func:`configure_logging`: JSON (or console) log lines carrying the reconcile context.
@@ -237,6 +240,7 @@ if TYPE_CHECKING:
     from memop.runtime.manager.events import NORMAL, WARNING, EventRecorder
     from memop.runtime.manager.manager import Manager, ManagerOptions
     from memop.runtime.manager.server import Address
+    from memop.runtime.manager.uninstall import UninstallGuardConfig
     from memop.runtime.sharding.keys import BY_NAMESPACE, BY_OWNER_BUCKET, BY_UID, ShardKey
     from memop.runtime.sharding.membership import ShardingConfig
     from memop.runtime.sharding.ring import BUCKET_LABEL
@@ -278,6 +282,7 @@ _EXPORTS: dict[str, str] = {
     "BY_UID": "memop.runtime.sharding.keys",
     "ShardKey": "memop.runtime.sharding.keys",
     "ShardingConfig": "memop.runtime.sharding.membership",
+    "UninstallGuardConfig": "memop.runtime.manager.uninstall",
     "AlreadyExists": "memop.runtime.client.errors",
     "ApiError": "memop.runtime.client.errors",
     "BadRequest": "memop.runtime.client.errors",
@@ -510,6 +515,7 @@ __all__ = [
     "Status",
     "TerminalError",
     "TransportError",
+    "UninstallGuardConfig",
     "UnknownKind",
     "ValidationError",
     "Validator",
