@@ -94,6 +94,16 @@ def _containers_phrase(names: list[str]) -> str:
     return f"{_plural('container', 'containers', len(names))} {_join_quote(names)}"
 
 
+def _setters(spec: Obj, sets: Callable[[Obj], bool]) -> str:
+    """``pod and containers "a", "b"``: the pod (its securityContext) and the containers for
+    which ``sets`` holds, as the checks name them; empty when none."""
+    setters = ["pod"] if sets(spec) else []
+    containers = [_name(c) for c in _containers(spec) if sets(c)]
+    if containers:
+        setters.append(_containers_phrase(containers))
+    return " and ".join(setters)
+
+
 def _windows(spec: Obj) -> bool:
     os = _map(spec.get("os"))
     return os is not None and os.get("name") == "windows"
@@ -466,16 +476,10 @@ def _host_process(owner: Obj) -> bool:
 
 
 def windows_host_process(meta: Obj, spec: Obj) -> Violation | None:
-    setters = ["pod"] if _host_process(spec) else []
-    containers = [_name(c) for c in _containers(spec) if _host_process(c)]
-    if containers:
-        setters.append(_containers_phrase(containers))
+    setters = _setters(spec, _host_process)
     if not setters:
         return None
-    return Violation(
-        "hostProcess",
-        f"{' and '.join(setters)} must not set securityContext.windowsOptions.hostProcess=true",
-    )
+    return Violation("hostProcess", f"{setters} must not set securityContext.windowsOptions.hostProcess=true")
 
 
 # --- restricted ---------------------------------------------------------------------------------
@@ -620,13 +624,8 @@ def _root_user(owner: Obj) -> bool:
 
 
 def run_as_user(meta: Obj, spec: Obj) -> Violation | None:
-    setters = ["pod"] if _root_user(spec) else []
-    containers = [_name(c) for c in _containers(spec) if _root_user(c)]
-    if containers:
-        setters.append(_containers_phrase(containers))
-    if not setters:
-        return None
-    return Violation("runAsUser=0", f"{' and '.join(setters)} must not set runAsUser=0")
+    setters = _setters(spec, _root_user)
+    return Violation("runAsUser=0", f"{setters} must not set runAsUser=0") if setters else None
 
 
 def seccomp_profile_restricted(meta: Obj, spec: Obj) -> Violation | None:

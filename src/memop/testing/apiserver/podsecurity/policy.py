@@ -16,9 +16,9 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from memop.testing.apiserver.objects import invalid
 from memop.testing.apiserver.schema import FieldError
@@ -40,6 +40,7 @@ _VERSION = re.compile(r"v1\.([0-9]|[1-9][0-9]*)")
 _MAX_INT = 2**63 - 1  # strconv.Atoi's limit: a larger minor is no version
 _LEVEL_ERROR = "must be one of " + ", ".join(LEVELS)
 _VERSION_ERROR = 'must be "latest" or "v1.x"'
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +108,25 @@ def parse_version(text: str) -> Version | None:
     return Version(int(match.group(1)))
 
 
-def _label_error(label: str, value: str, detail: str) -> FieldError:
-    return invalid(f"metadata.labels[{label}]", value, detail)
+def _parsed(
+    labels: Mapping[str, Any],
+    label: str,
+    parse: Callable[[str], _T | None],
+    *,
+    detail: str,
+    fallback: _T,
+    errors: list[FieldError],
+) -> _T | None:
+    """The value of ``label`` parsed (None when the label is absent); an unparsable one is
+    ``fallback``, with its error added to ``errors``."""
+    text = labels.get(label)
+    if text is None:
+        return None
+    parsed = parse(str(text))
+    if parsed is None:
+        errors.append(invalid(f"metadata.labels[{label}]", str(text), detail))
+        return fallback
+    return parsed
 
 
 def policy_to_evaluate(labels: Mapping[str, Any] | None) -> tuple[Policy, list[FieldError]]:
@@ -117,28 +135,14 @@ def policy_to_evaluate(labels: Mapping[str, Any] | None) -> tuple[Policy, list[F
     if not labels:
         return DEFAULT_POLICY, []
     errors: list[FieldError] = []
-    enforce, audit, warn = DEFAULT_POLICY.enforce, DEFAULT_POLICY.audit, DEFAULT_POLICY.warn
 
     def level(label: str, fallback: str) -> str | None:
-        text = labels.get(label)
-        if text is None:
-            return None
-        parsed = parse_level(str(text))
-        if parsed is None:
-            errors.append(_label_error(label, str(text), _LEVEL_ERROR))
-            return fallback
-        return parsed
+        return _parsed(labels, label, parse_level, detail=_LEVEL_ERROR, fallback=fallback, errors=errors)
 
     def version(label: str) -> Version | None:
-        text = labels.get(label)
-        if text is None:
-            return None
-        parsed = parse_version(str(text))
-        if parsed is None:
-            errors.append(_label_error(label, str(text), _VERSION_ERROR))
-            return LATEST
-        return parsed
+        return _parsed(labels, label, parse_version, detail=_VERSION_ERROR, fallback=LATEST, errors=errors)
 
+    default = DEFAULT_POLICY.enforce  # every mode's default
     enforce_level = level(ENFORCE_LABEL, RESTRICTED)  # an invalid enforce level fails closed
     # Warn follows enforce only where the enforce label parsed.
     enforce_set = enforce_level is not None and parse_level(str(labels[ENFORCE_LABEL])) is not None
@@ -147,9 +151,9 @@ def policy_to_evaluate(labels: Mapping[str, Any] | None) -> tuple[Policy, list[F
     audit_version = version(AUDIT_VERSION_LABEL)
     warn_level = level(WARN_LABEL, PRIVILEGED)
     warn_version = version(WARN_VERSION_LABEL)
-    enforce = LevelVersion(enforce_level or enforce.level, enforce_version or enforce.version)
-    audit = LevelVersion(audit_level or audit.level, audit_version or audit.version)
-    warn = LevelVersion(warn_level or warn.level, warn_version or warn.version)
+    enforce = LevelVersion(enforce_level or default.level, enforce_version or default.version)
+    audit = LevelVersion(audit_level or default.level, audit_version or default.version)
+    warn = LevelVersion(warn_level or default.level, warn_version or default.version)
     if warn_level is None and enforce_set and compare_levels(enforce.level, warn.level) > 0:
         warn = LevelVersion(enforce.level, warn.version if warn_version is not None else enforce.version)
     return Policy(enforce, audit, warn), errors
