@@ -22,8 +22,12 @@ from memop.mypod import api as mypod_api
 from memop.mypod import desired as mypod_desired
 from memop.podset import api as podset_api
 from memop.podset import desired as podset_desired
+from memop.testing.apiserver.errors import ApiError
 from memop.testing.apiserver.podsecurity import evaluator
 from memop.testing.apiserver.podsecurity.policy import policy_to_evaluate
+from memop.testing.apiserver.resources import NAMESPACES
+from memop.testing.apiserver.store import Store
+from memop.testing.kinds import builtins
 from tests.testing.test_webhooks_admission import _configure, certificates, configured, webhook  # noqa: F401
 from tests.testing.webhooks import Webhook, allowed, json_patch
 
@@ -693,3 +697,20 @@ def test_checks_run_baseline_ids_sorted_then_restricted_ids_sorted() -> None:
     assert len(evaluator.checks_for("baseline", 35)) == 12
     assert len(evaluator.checks_for("baseline", 33)) == 11  # no probe or lifecycle host check yet
     assert evaluator.checks_for("privileged", 35) == ()
+
+
+def test_kube_system_is_not_exempt_and_the_stores_own_writers_are_admitted_too() -> None:
+    """The default configuration exempts no namespace; the simulated controllers write through
+    the store, which admits their pods as kube-apiserver admits a controller's."""
+    store = Store()
+    store.patch(
+        NAMESPACES,
+        None,
+        "kube-system",
+        {"metadata": {"labels": enforce("restricted")}},
+        "application/merge-patch+json",
+    )
+    with pytest.raises(ApiError) as refused:
+        store.create(builtins.PODS, "kube-system", pod())
+    assert (refused.value.code, refused.value.message) == (403, NODE_REFUSAL)
+    assert store.create(builtins.PODS, "kube-system", restricted_pod())["metadata"]["name"] == "compliant"
