@@ -23,6 +23,7 @@ and RBAC in :mod:`memop.testing.auth`; the simulated controllers in
   :mod:`~.errors` (Status errors), :mod:`~.schema` (structural schemas),
   :mod:`~.typeddecode` and :mod:`~.goencoding` (decoding as Go does), :mod:`~.quantity`,
   :mod:`~.times`, :mod:`~.protobuf` with :mod:`~.protowire` and :mod:`~.protokinds`.
-- Webhooks: :mod:`~.admissionwebhooks`, :mod:`~.conversionwebhooks` and the client both use,
+- Admission: :mod:`~.podsecurity` (the PodSecurity plugin); the webhooks,
+  :mod:`~.admissionwebhooks`, :mod:`~.conversionwebhooks` and the client both use,
   :mod:`~.webhookclient`.
 """

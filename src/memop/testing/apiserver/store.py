@@ -27,6 +27,11 @@ Namespaces are finalized the way the real namespace controller does it: deleting
 ``spec.finalizers`` through the ``finalize`` subresource (``update(..., subresource="finalize")``);
 once ``spec.finalizers`` and ``metadata.finalizers`` are both empty the namespace is removed.
 Pods are deleted at once (as if never scheduled): there is no kubelet to finish a graceful delete.
+
+Every create and update passes the PodSecurity admission plugin
+(:mod:`memop.testing.apiserver.podsecurity`) after the kind's validation and before the validating
+webhooks (the ``admission`` hook), as in kube-apiserver's plugin order; the store's own callers
+(the simulated controllers) included.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ from memop.testing.apiserver.objects import forbidden as forbidden_field
 from memop.testing.apiserver.objects import invalid as field_invalid
 from memop.testing.apiserver.objects import required as field_required
 from memop.testing.apiserver.patch import PatchError, json_patch, merge_patch, strategic_merge_patch
+from memop.testing.apiserver.podsecurity import PodSecurity
 from memop.testing.apiserver.resources import NAMESPACES, ResourceType
 from memop.testing.apiserver.schema import go_quote, go_repr
 from memop.testing.apiserver.sharding import ShardSelector, compile_shard_selector
@@ -455,6 +461,7 @@ class Store:
         self._unserve_listeners: list[Callable[[Served], None]] = []
         self._pending: deque[Change] = deque()
         self._dispatching = False
+        self._pod_security = PodSecurity(self._namespace_object, self._pods_in)
         self._install_kinds(served_kinds(extra_kinds))
 
     # --- registry -------------------------------------------------------------------------------
@@ -915,6 +922,8 @@ class Store:
         self._raise_invalid(rtype, name, errors)
         obj = strategy.storage_form(obj, rtype)
         meta = obj["metadata"]
+        # Validating admission runs before storage answers AlreadyExists (registry/store.go).
+        self._admit_pod_security(served, obj, None, None, warnings)
         if storage.get(ns, name) is not None:
             raise already_exists(rtype, name)
         meta["creationTimestamp"] = self._now()
@@ -1011,7 +1020,14 @@ class Store:
             )
         self._unknown_fields(served, obj, field_validation, warnings)
         return self._apply_update(
-            served, existing, obj, subresource, manager=manager, dry_run=dry_run, admission=admission
+            served,
+            existing,
+            obj,
+            subresource,
+            manager=manager,
+            dry_run=dry_run,
+            admission=admission,
+            warnings=warnings,
         )
 
     def _check_identity(self, served: Served, meta: JsonDict, namespace: str, name: str) -> None:
@@ -1043,6 +1059,7 @@ class Store:
         dry_run: bool,
         managed: Callable[[JsonDict, JsonDict], list[dict[str, Any]]] | None = None,
         admission: AdmissionHook | None = None,
+        warnings: list[str] | None = None,
     ) -> Entry:
         """Store ``obj`` over ``existing``. ``managed``: the managedFields from (old, new) (an
         apply's), instead of an Update's; equal to the old ones, nothing is written."""
@@ -1092,6 +1109,7 @@ class Store:
         if subresource is None:
             strategy.admit_update(self, new, old, rtype)
         new = strategy.storage_form(new, rtype)
+        self._admit_pod_security(served, new, old, subresource, warnings)
         if old_meta.get("deletionTimestamp") and self._finalized(storage, new):
             if admission is not None:
                 admission.validate(served, new, old)
@@ -1130,6 +1148,33 @@ class Store:
         if dry_run:
             return served.view(Entry(_ordered(new, meta)))
         return served.view(self._commit(storage, "MODIFIED", new, old))
+
+    def _admit_pod_security(
+        self,
+        served: Served,
+        obj: JsonDict,
+        old: JsonDict | None,
+        subresource: str | None,
+        warnings: list[str] | None,
+    ) -> None:
+        """The PodSecurity validating admission plugin (memop.testing.apiserver.podsecurity) on a
+        create (``old`` None) or update: it raises the refusal, and adds its warnings. It runs
+        before the validating webhooks, as in kube-apiserver's plugin order."""
+        found = self._pod_security.validate(served.rtype, subresource, obj, old)
+        if warnings is not None:
+            warnings.extend(found)
+
+    def _namespace_object(self, name: str) -> JsonDict | None:
+        """The stored namespace ``name`` (shared: read only), None when there is none."""
+        storage = self._storages.get(("", "namespaces"))
+        entry = storage.get("", name) if storage is not None else None
+        return entry.obj if entry is not None else None
+
+    def _pods_in(self, namespace: str) -> list[JsonDict]:
+        """The stored pods of ``namespace`` (shared: read only)."""
+        storage = self._storages.get(("", "pods"))
+        names = storage.objects.get(namespace) if storage is not None else None
+        return [entry.obj for entry in (names or {}).values()]
 
     def _finalized(self, storage: Storage, obj: JsonDict) -> bool:
         if obj["metadata"].get("finalizers"):
@@ -1238,7 +1283,14 @@ class Store:
                 raise conflict(rtype, name)
             self._unknown_fields(served, obj, field_validation, warnings)
             return self._apply_update(
-                served, existing, obj, subresource, manager=manager, dry_run=dry_run, admission=admission
+                served,
+                existing,
+                obj,
+                subresource,
+                manager=manager,
+                dry_run=dry_run,
+                admission=admission,
+                warnings=warnings,
             )
         except DecodeError as error:
             detail = error.converter_detail if patch_type == STRATEGIC_MERGE_PATCH else error.detail
@@ -1360,6 +1412,7 @@ class Store:
             dry_run=dry_run,
             managed=updated,
             admission=admission,
+            warnings=warnings,
         )
         return entry, False
 
