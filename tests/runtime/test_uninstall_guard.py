@@ -313,3 +313,25 @@ async def test_kubectl_delete_k_with_a_memcached_left_leaves_nothing(
     # Without the guard the Memcached's finalizer would have been refused (403) and it, its CRD
     # and the namespace would stay; without its release, the ServiceAccount and the namespace.
     await wait_for(nothing_left, timeout=GC_SECONDS, message="the install is gone, nothing stuck")
+
+
+async def test_a_guard_that_cannot_arm_says_so_once_and_memop_runs_on(
+    client: Client, namespace: str, install_crds: Any, run_operator: Any
+) -> None:
+    config = UninstallGuardConfig(namespace, "no-such-account", f"{namespace}-none", f"{namespace}-none")
+    await install_crds(memcached.DEFINITION)
+    async with run_operator(
+        memcached.DEFINITION, namespaces=(namespace,), uninstall_guard=config
+    ) as operator:
+
+        def said() -> list[str]:
+            return [line for line in operator.logs.lines if "uninstall guard off" in line]
+
+        await wait_for(said, timeout=30, message="the guard says why it is off")
+        await client.create(MEMCACHEDS, {"metadata": {"name": "cache"}, "spec": {"size": 1}}, namespace)
+
+        async def reconciled() -> bool:
+            return has_finalizer(await client.get(MEMCACHEDS, "cache", namespace), FINALIZER)
+
+        await wait_for(reconciled, timeout=30, message="memop reconciles all the same")
+        assert len(said()) == 1, said()

@@ -482,12 +482,20 @@ class Manager:
         self._guard_task = asyncio.create_task(self._arm_until_done(self._guard), name="uninstall-guard")
 
     async def _arm_until_done(self, guard: UninstallGuard) -> None:
-        """Arm the guard, retrying with backoff: an operator without it still works, it only
-        cannot survive its whole install being deleted at once."""
+        """Arm the guard, retrying with backoff while the API server fails: an operator
+        without it still works, it only cannot survive its whole install being deleted at
+        once. A 403 or 404 (RBAC without the guard's rules, objects of other names) is said
+        once: retrying would not change it."""
         delay = 1.0
         while True:
             try:
                 await guard.arm()
+                return
+            except (Forbidden, NotFound) as error:
+                log.warning(
+                    "uninstall guard off: %s (re-apply the install's manifests, or run without "
+                    "--uninstall-guard)", error,
+                )  # fmt: skip
                 return
             except (ApiError, TransportError) as error:
                 log.warning(
