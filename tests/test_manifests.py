@@ -657,9 +657,15 @@ def test_namespaced_install_has_no_cluster_rules_and_watches_its_namespace() -> 
     objects = render("namespaced")
     assert not [o for o in objects if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
     role = one(objects, "Role", PREFIX + rbac.MANAGER_ROLE, OPERATOR_NAMESPACE)
-    assert role["rules"] == rbac.policy_rules(rbac.Scope.WATCHED)
+    assert role["rules"] == rbac.policy_rules(rbac.Scope.WATCHED, rbac.namespaced_role_rules(MEMOP))
     deployment = one(objects, "Deployment")
     env = {v["name"]: v for v in container(deployment)["env"]}
+    # Its uninstall guard keeps that Role, its binding and the ServiceAccount.
+    guard = run_config(deployment).uninstall_guard
+    assert (
+        guard
+        == f"{PREFIX}controller-manager,Role/{role['metadata']['name']},RoleBinding/{PREFIX}{rbac.MANAGER_ROLE_BINDING}"
+    )
     assert env["WATCH_NAMESPACE"] == {
         "name": "WATCH_NAMESPACE",
         "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},

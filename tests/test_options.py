@@ -425,8 +425,13 @@ INVALID = [
     (["--webhook-cert-dir", " "], "--webhook-cert-dir: must name a directory"),
     (["--webhook-certs", "x"], "--webhook-certs: expected files or self-managed, got 'x'"),
     (
+        ["--uninstall-guard", "op,Role/r,b"],
+        "--uninstall-guard: a Role goes with a RoleBinding, got 'op,Role/r,b'",
+    ),
+    (
         ["--uninstall-guard", "op,op-role"],
-        "--uninstall-guard: expected SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING, got 'op,op-role'",
+        "--uninstall-guard: expected SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING or "
+        "SERVICEACCOUNT,Role/ROLE,RoleBinding/ROLEBINDING, got 'op,op-role'",
     ),
     (["--webhook-secret", "s"], "--webhook-secret is only used with --webhook-certs=self-managed"),
     (

@@ -24,8 +24,8 @@ from a cluster without memop:
    loses and repeats no work, counted from the API server's audit log. 6b: a replica's
    container SIGKILLed through containerd (the leader's): restarted by the kubelet and Ready
    again, and (Lease overlays) a new Lease holder once the unreleased Lease expires.
-7. ``kubectl delete -k`` with the samples still there (namespaced: after them, as its docs
-   say): everything memop installed is gone and no object is left stuck on a finalizer.
+7. ``kubectl delete -k`` with the samples still there: everything memop installed is gone and
+   no object is left stuck on a finalizer.
 
 Prints one line per check (PASS, FAIL, SKIP: the figure or the reason) and appends them as a
 Markdown table to --results. Needs kubectl (KUBECTL, else $K8S_BIN/kubectl, else PATH),
@@ -461,13 +461,13 @@ class Run:
 
     # --- 7 ---
     def uninstall(self) -> str:
-        """``kubectl delete -k`` with the samples still there: the cluster-wide installs keep
-        memop's ServiceAccount, ClusterRole and binding until memop has released its finalizers
-        (``--uninstall-guard``), so nothing may be left. The namespaced install has no guard:
-        as docs/how-to/cluster.md says, its custom resources first, while memop runs, then
-        ``delete -k``; ``LOCAL_CLUSTER_CRS_FIRST=1`` does that for every overlay."""
+        """``kubectl delete -k`` with the samples still there: every install keeps memop's
+        ServiceAccount and its role and binding (a ClusterRole, or the namespaced install's Role)
+        until memop has released its finalizers (``--uninstall-guard``), so nothing may be left.
+        ``LOCAL_CLUSTER_CRS_FIRST=1``: the custom resources first, while memop runs, then
+        ``delete -k``."""
         started = time.monotonic()
-        crs_first = self.namespaced or os.environ.get("LOCAL_CLUSTER_CRS_FIRST") == "1"
+        crs_first = os.environ.get("LOCAL_CLUSTER_CRS_FIRST") == "1"
         if crs_first:
             kubectl("delete", ",".join(MEMOP_KINDS), "--all", "--all-namespaces", "--wait=false")
             wait_until("memop's custom resources finalized", 90, lambda: not custom_resources())

@@ -27,6 +27,8 @@ from memop.runtime.client.resources import (
     CLUSTER_ROLES,
     CUSTOM_RESOURCE_DEFINITIONS,
     NAMESPACES,
+    ROLE_BINDINGS,
+    ROLES,
     SERVICE_ACCOUNTS,
     Resource,
 )
@@ -73,18 +75,18 @@ async def guarded(client: Client, namespace: str) -> AsyncIterator[UninstallGuar
     await client.create(
         CLUSTER_ROLES,
         {
-            "metadata": {"name": config.cluster_role},
+            "metadata": {"name": config.role},
             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
         },
     )
     await client.create(
         CLUSTER_ROLE_BINDINGS,
         {
-            "metadata": {"name": config.cluster_role_binding},
+            "metadata": {"name": config.role_binding},
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
-                "name": config.cluster_role,
+                "name": config.role,
             },
             "subjects": [{"kind": "ServiceAccount", "name": config.service_account, "namespace": namespace}],
         },
@@ -92,8 +94,8 @@ async def guarded(client: Client, namespace: str) -> AsyncIterator[UninstallGuar
     yield config
     for res, name, ns in (
         (SERVICE_ACCOUNTS, config.service_account, namespace),
-        (CLUSTER_ROLE_BINDINGS, config.cluster_role_binding, None),
-        (CLUSTER_ROLES, config.cluster_role, None),
+        (CLUSTER_ROLE_BINDINGS, config.role_binding, None),
+        (CLUSTER_ROLES, config.role, None),
     ):
         with contextlib.suppress(NotFound):
             await client.patch(res, name, {"metadata": {"finalizers": None}}, ns)
@@ -109,8 +111,8 @@ async def test_the_guarded_objects_outlive_their_deletion_until_released(
     await guard.arm()  # again, as a second replica: nothing more
     objects = [
         (SERVICE_ACCOUNTS, guarded.service_account, namespace),
-        (CLUSTER_ROLES, guarded.cluster_role, None),
-        (CLUSTER_ROLE_BINDINGS, guarded.cluster_role_binding, None),
+        (CLUSTER_ROLES, guarded.role, None),
+        (CLUSTER_ROLE_BINDINGS, guarded.role_binding, None),
     ]
     for res, name, ns in objects:
         obj = await client.get(res, name, ns)
@@ -163,9 +165,9 @@ async def test_release_of_what_is_gone_already_is_no_error(
     client: Client, namespace: str, guarded: UninstallGuardConfig
 ) -> None:
     guard = UninstallGuard(client, guarded, kinds=[])
-    await client.delete(CLUSTER_ROLE_BINDINGS, guarded.cluster_role_binding)
+    await client.delete(CLUSTER_ROLE_BINDINGS, guarded.role_binding)
     await guard.release()  # the role and the ServiceAccount were never guarded: nothing to do
-    assert not await _gone(client, CLUSTER_ROLES, guarded.cluster_role)  # not deleted by release alone
+    assert not await _gone(client, CLUSTER_ROLES, guarded.role)  # not deleted by release alone
 
 
 @pytest.fixture
@@ -246,7 +248,11 @@ def test_the_rules_name_the_guarded_objects_and_the_crds_only() -> None:
 
 @pytest.mark.parametrize(
     ("text", "error"),
-    [("a,b", "SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING"), ("a,,c", "not 'a,,c'")],
+    [
+        ("a,b", "SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING"),
+        ("a,,c", "got 'a,,c'"),
+        ("a,b,RoleBinding/c", "a Role goes"),
+    ],
 )
 def test_a_bad_guard_value_says_what_it_takes(text: str, error: str) -> None:
     with pytest.raises(ValueError, match=error):
@@ -293,16 +299,16 @@ async def test_kubectl_delete_k_with_a_memcached_left_leaves_nothing(
     for res, name, ns in (
         (NAMESPACES, config.namespace, None),
         (CUSTOM_RESOURCE_DEFINITIONS, crd, None),
-        (CLUSTER_ROLES, config.cluster_role, None),
-        (CLUSTER_ROLE_BINDINGS, config.cluster_role_binding, None),
+        (CLUSTER_ROLES, config.role, None),
+        (CLUSTER_ROLE_BINDINGS, config.role_binding, None),
     ):
         await client.delete(res, name, ns, propagation_policy="Background")
     await operator.stop()  # the kubelet's SIGTERM, once the namespace controller deletes the Pod
 
     objects = [
         (CUSTOM_RESOURCE_DEFINITIONS, crd, None),
-        (CLUSTER_ROLES, config.cluster_role, None),
-        (CLUSTER_ROLE_BINDINGS, config.cluster_role_binding, None),
+        (CLUSTER_ROLES, config.role, None),
+        (CLUSTER_ROLE_BINDINGS, config.role_binding, None),
         (SERVICE_ACCOUNTS, config.service_account, config.namespace),
         (NAMESPACES, config.namespace, None),
     ]
@@ -335,3 +341,70 @@ async def test_a_guard_that_cannot_arm_says_so_once_and_memop_runs_on(
 
         await wait_for(reconciled, timeout=30, message="memop reconciles all the same")
         assert len(said()) == 1, said()
+
+
+async def test_a_namespaced_install_guards_its_role_and_binding(client: Client, namespace: str) -> None:
+    """A namespaced install (a Role and RoleBinding in its own namespace, where its custom
+    resources are too): the namespace's deletion alone is the uninstall; the namespace
+    controller deletes the three, the guard keeps them, its release lets them and the namespace go."""
+    config = UninstallGuardConfig(namespace, "operator", "operator-role", "operator-binding", namespaced=True)
+    await client.create(SERVICE_ACCOUNTS, {"metadata": {"name": config.service_account}}, namespace)
+    await client.create(
+        ROLES,
+        {
+            "metadata": {"name": config.role},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+        },
+        namespace,
+    )
+    await client.create(
+        ROLE_BINDINGS,
+        {
+            "metadata": {"name": config.role_binding},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": config.role},
+            "subjects": [{"kind": "ServiceAccount", "name": config.service_account, "namespace": namespace}],
+        },
+        namespace,
+    )
+    objects = [
+        (ROLES, config.role, namespace),
+        (ROLE_BINDINGS, config.role_binding, namespace),
+        (SERVICE_ACCOUNTS, config.service_account, namespace),
+    ]
+    guard = UninstallGuard(client, config, kinds=[])
+    await guard.arm()
+    await client.delete(NAMESPACES, namespace, propagation_policy="Background")
+
+    async def all_held() -> bool:
+        held = [await client.get(res, name, ns) for res, name, ns in objects]
+        return all(o["metadata"].get("deletionTimestamp") and has_finalizer(o, GUARD) for o in held)
+
+    await wait_for(
+        all_held, timeout=GC_SECONDS, message="the namespace controller deletes them, the guard holds them"
+    )
+    assert await guard.uninstalling()
+    await guard.release()
+
+    async def all_gone() -> bool:
+        return all([await _gone(client, res, name, ns) for res, name, ns in objects]) and await _gone(
+            client, NAMESPACES, namespace
+        )
+
+    await wait_for(all_gone, timeout=GC_SECONDS, message="released, they and the namespace go")
+
+
+def test_a_namespaced_guard_reads_no_crd() -> None:
+    config = UninstallGuardConfig("ops", "operator", "operator-role", "operator-binding", namespaced=True)
+    rules = uninstall_guard_rules(config, ["widgets.example.com"])
+    assert {r.resource for r in rules} == {
+        "namespaces",
+        "serviceaccounts",
+        "roles",
+        "roles/finalizers",
+        "rolebindings",
+        "rolebindings/finalizers",
+    }
+    assert (
+        UninstallGuardConfig.parse("operator,Role/operator-role,RoleBinding/operator-binding", "ops")
+        == config
+    )

@@ -29,6 +29,7 @@ from memop.cli.controllers import parse_controllers
 from memop.project import BUILTIN, Project, ProjectError, select_project
 from memop.runtime.api.validation import is_dns1123_label, is_dns1123_subdomain
 from memop.runtime.manager.server import Address
+from memop.runtime.manager.uninstall import UninstallGuardConfig
 from memop.runtime.webhook.server import DEFAULT_PORT, default_cert_dir
 
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$")
@@ -347,7 +348,8 @@ def build_parser(
     )
     flag(
         "--uninstall-guard",
-        "SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING of this install: kept (a finalizer) until the "
+        "SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING (a namespaced install: SERVICEACCOUNT,"
+        "Role/ROLE,RoleBinding/ROLEBINDING) of this install: kept (a finalizer) until the "
         "operator has released its own finalizers when the whole install is deleted at once, as "
         "kubectl delete -k does; empty: not kept",
         default="",
@@ -633,12 +635,12 @@ def parse_run_args(
         raise UsageError(f"{label('webhook-cert-dir')}: must name a directory")
     uninstall_guard = args.uninstall_guard.strip()
     if uninstall_guard:
-        names = [n.strip() for n in uninstall_guard.split(",")]
-        if len(names) != 3 or not all(names):
+        try:
+            UninstallGuardConfig.parse(uninstall_guard, namespace="")  # the pod's, known at run time
+        except ValueError as error:
             raise UsageError(
-                f"{label('uninstall-guard')}: expected SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING, "
-                f"got {args.uninstall_guard!r}"
-            )
+                f"{label('uninstall-guard')}: {str(error).removeprefix('--uninstall-guard: ')}"
+            ) from None
     webhook_certs = args.webhook_certs.strip().lower()
     if webhook_certs not in WEBHOOK_CERT_MODES:
         raise UsageError(

@@ -33,6 +33,7 @@ from memop.manifests.manager import (
     manager_container_patch,
     manager_deployment,
     scalar,
+    uninstall_guard_names,
 )
 from memop.manifests.monitoring import dashboard_file
 from memop.manifests.rbac import (
@@ -522,14 +523,18 @@ def _grafana(target: Target) -> str:
 
 def overlay_files(target: Target) -> dict[str, str]:
     """Every kustomization and patch of the project's manifests: path under ``manifests/`` -> text."""
-    # No ClusterRole to keep in a namespaced install: no uninstall guard.
+    # The namespaced install guards its Role and RoleBinding; multi's Roles are in the watched
+    # namespaces, which its uninstall does not delete: no guard there.
+    service_account, role_name, binding_name = uninstall_guard_names(target)
+    guard = f"{service_account},Role/{role_name},RoleBinding/{binding_name}"
+    env_namespaced_guard = f"        - name: UNINSTALL_GUARD\n          value: {scalar(guard)}\n"
     env_no_guard = '        - name: UNINSTALL_GUARD\n          value: ""\n'
     env_namespace = (
         "        - name: WATCH_NAMESPACE\n"
         "          valueFrom:\n"
         "            fieldRef:\n"
         "              fieldPath: metadata.namespace\n"
-    ) + env_no_guard
+    ) + env_namespaced_guard
     env_multi = (
         f"        - name: WATCH_NAMESPACE\n          value: {scalar(','.join(MULTI_EXAMPLE_NAMESPACES))}\n"
     ) + env_no_guard

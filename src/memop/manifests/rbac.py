@@ -468,6 +468,19 @@ def _why(rules: Iterable[Rule], scope: Scope) -> list[str]:
 _SOURCE = "each controller's rules"
 
 
+def namespaced_role_rules(target: Target) -> tuple[Rule, ...]:
+    """The rules of the namespaced install's Role: the ClusterRole's, and the uninstall guard's
+    on its Role, RoleBinding, ServiceAccount and namespace."""
+    config = UninstallGuardConfig(
+        target.namespace,
+        target.service_account,
+        target.prefix + MANAGER_ROLE,
+        target.prefix + MANAGER_ROLE_BINDING,
+        namespaced=True,
+    )
+    return (*target.rules, *uninstall_guard_rules(config, ()))
+
+
 def manager_role_rules(target: Target) -> tuple[Rule, ...]:
     """The rules of the cluster-wide installs' ClusterRole: the controllers' and the manager's,
     and the uninstall guard's on the install's own objects (it guards this very role)."""
@@ -571,15 +584,16 @@ def rbac_files(target: Target) -> dict[str, str]:
     ns, prefix = target.namespace, target.prefix
     files["namespaced/role.yaml"] = to_yaml(
         [
-            role(target, MANAGER_ROLE, policy_rules(_W, target.rules), ns),
+            role(target, MANAGER_ROLE, policy_rules(_W, namespaced_role_rules(target)), ns),
             binding(target, MANAGER_ROLE_BINDING, ns, ("Role", MANAGER_ROLE)),
         ],
         header(
             target,
             "The ClusterRole's rules as a Role in the operator's own namespace (the one it watches), "
-            "and its binding.",
+            "and its binding; and what it needs to keep them until it has released its finalizers "
+            "(--uninstall-guard).",
             source=_SOURCE,
-            notes=_why(target.rules, _W),
+            notes=_why(namespaced_role_rules(target), _W),
         ),
     )
     files["namespaced/multi/roles.yaml"] = roles_yaml(target, MULTI_EXAMPLE_NAMESPACES, target.command)

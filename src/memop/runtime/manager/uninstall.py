@@ -48,6 +48,8 @@ from memop.runtime.client.resources import (
     CLUSTER_ROLES,
     CUSTOM_RESOURCE_DEFINITIONS,
     NAMESPACES,
+    ROLE_BINDINGS,
+    ROLES,
     SERVICE_ACCOUNTS,
     Resource,
 )
@@ -68,24 +70,48 @@ class UninstallGuardConfig:
 
     namespace: str  # the operator's own, whose deletion says "uninstall"
     service_account: str
-    cluster_role: str
-    cluster_role_binding: str
+    role: str
+    role_binding: str
+    # A Role and RoleBinding in ``namespace`` (a namespaced install, which watches its own
+    # namespace: its custom resources go with it) instead of a ClusterRole and its binding.
+    namespaced: bool = False
 
     @classmethod
     def parse(cls, text: str, namespace: str) -> UninstallGuardConfig:
-        """``SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING`` (the ``--uninstall-guard`` value);
+        """``SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING`` or, for a namespaced install,
+        ``SERVICEACCOUNT,Role/ROLE,RoleBinding/ROLEBINDING`` (the ``--uninstall-guard`` value);
         ValueError saying what is wrong."""
         names = [part.strip() for part in text.split(",")]
         if len(names) != 3 or not all(names):
             raise ValueError(
-                f"--uninstall-guard takes SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING, not {text!r}"
+                "--uninstall-guard: expected SERVICEACCOUNT,CLUSTERROLE,CLUSTERROLEBINDING or "
+                f"SERVICEACCOUNT,Role/ROLE,RoleBinding/ROLEBINDING, got {text!r}"
             )
-        return cls(namespace, *names)
+        account, role, binding = names
+        kinds = (role.startswith("Role/"), binding.startswith("RoleBinding/"))
+        if kinds[0] != kinds[1]:
+            raise ValueError(f"--uninstall-guard: a Role goes with a RoleBinding, got {text!r}")
+        if kinds[0]:
+            return cls(
+                namespace, account, role.removeprefix("Role/"), binding.removeprefix("RoleBinding/"), True
+            )
+        return cls(namespace, account, role, binding)
+
+    @property
+    def role_resources(self) -> tuple[Resource, Resource]:
+        """The resources of the role and its binding."""
+        return (ROLES, ROLE_BINDINGS) if self.namespaced else (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS)
+
+    @property
+    def role_namespace(self) -> str | None:
+        return self.namespace if self.namespaced else None
 
 
 def uninstall_guard_rules(config: UninstallGuardConfig, crds: Iterable[str]) -> tuple[Rule, ...]:
-    """What :class:`UninstallGuard` sends, each on the objects it names only. In the manager's
-    ClusterRole: the rules must live as long as the role they are in."""
+    """What :class:`UninstallGuard` sends, each on the objects it names only. In the role it
+    guards (the manager's ClusterRole, or a namespaced install's Role): the rules must live as
+    long as that role. A namespaced install reads no CRD (its custom resources are in its own
+    namespace, which goes with them); ``crds`` is then ignored."""
     why = "uninstall guard"
     w = Scope.WATCHED
     rules = [
@@ -114,10 +140,7 @@ def uninstall_guard_rules(config: UninstallGuardConfig, crds: Iterable[str]) -> 
             resource_names=(config.service_account,),
         ),
     ]
-    for res, name in (
-        (CLUSTER_ROLES, config.cluster_role),
-        (CLUSTER_ROLE_BINDINGS, config.cluster_role_binding),
-    ):
+    for res, name in zip(config.role_resources, (config.role, config.role_binding), strict=True):
         rules += [
             Rule(
                 res.group,
@@ -148,7 +171,7 @@ def uninstall_guard_rules(config: UninstallGuardConfig, crds: Iterable[str]) -> 
                 resource_names=(name,),
             ),
         ]
-    names = tuple(sorted(crds))
+    names = () if config.namespaced else tuple(sorted(crds))
     if names:
         crd = CUSTOM_RESOURCE_DEFINITIONS
         rules.append(
@@ -187,8 +210,8 @@ class UninstallGuard:
     def _guarded(self) -> list[tuple[Resource, str, str | None]]:
         c = self.config
         return [
-            (CLUSTER_ROLES, c.cluster_role, None),
-            (CLUSTER_ROLE_BINDINGS, c.cluster_role_binding, None),
+            (c.role_resources[0], c.role, c.role_namespace),
+            (c.role_resources[1], c.role_binding, c.role_namespace),
             (SERVICE_ACCOUNTS, c.service_account, c.namespace),
         ]
 
@@ -225,6 +248,8 @@ class UninstallGuard:
             await self.clock.sleep(POLL_SECONDS)
 
     async def _left(self) -> int:
+        if self.config.namespaced:
+            return await self._left_in_namespace()
         left = 0
         for res in self.kinds:
             try:
@@ -240,24 +265,38 @@ class UninstallGuard:
             left += len(listed.get("items") or [])
         return left
 
+    async def _left_in_namespace(self) -> int:
+        """A namespaced install's custom resources are in its namespace, which is being
+        deleted: every one of them goes (its CRD is not the operator's to read)."""
+        left = 0
+        for res in self.kinds:
+            try:
+                listed = await self.client.list(res, self.config.namespace)
+            except NotFound:
+                continue
+            left += len(listed.get("items") or [])
+        return left
+
     async def release(self) -> None:
         """Hand the guarded objects to the garbage collector (see the module's docstring).
 
         Only what is being deleted is deleted: a role or binding someone deleted gets the
         Foreground DELETE and its dependent; one nobody deleted only loses the guard (an
         operator whose namespace alone was deleted leaves its cluster RBAC in place)."""
-        (role_res, role, _), (binding_res, binding, _), (sa_res, sa, ns) = self._guarded()
-        role_obj = await self._get(role_res, role, None)
-        binding_obj = await self._get(binding_res, binding, None)
+        (role_res, role, role_ns), (binding_res, binding, _), (sa_res, sa, ns) = self._guarded()
+        role_obj = await self._get(role_res, role, role_ns)
+        binding_obj = await self._get(binding_res, binding, role_ns)
         if binding_obj is not None and _deleting(role_obj):
-            await self._own(binding_res, binding, None, role_obj)
+            await self._own(binding_res, binding, role_ns, role_obj)
         if _deleting(binding_obj):
             # The ServiceAccount goes with the namespace; until it has, the binding must stay:
             # the request that releases the ServiceAccount is authorised by it.
             await self._own(sa_res, sa, ns, binding_obj)
         for res, name, obj in ((role_res, role, role_obj), (binding_res, binding, binding_obj)):
             if _deleting(obj):
-                await self._ignore_missing(self.client.delete(res, name, propagation_policy="Foreground"))
+                await self._ignore_missing(
+                    self.client.delete(res, name, role_ns, propagation_policy="Foreground")
+                )
         for res, name, namespace in self._guarded():  # the ServiceAccount last
             obj = await self._get(res, name, namespace)
             if obj is not None:
