@@ -662,10 +662,8 @@ def test_namespaced_install_has_no_cluster_rules_and_watches_its_namespace() -> 
     env = {v["name"]: v for v in container(deployment)["env"]}
     # Its uninstall guard keeps that Role, its binding and the ServiceAccount.
     guard = run_config(deployment).uninstall_guard
-    assert (
-        guard
-        == f"{PREFIX}controller-manager,Role/{role['metadata']['name']},RoleBinding/{PREFIX}{rbac.MANAGER_ROLE_BINDING}"
-    )
+    binding = f"RoleBinding/{PREFIX}{rbac.MANAGER_ROLE_BINDING}"
+    assert guard == f"{PREFIX}controller-manager,Role/{role['metadata']['name']},{binding}"
     assert env["WATCH_NAMESPACE"] == {
         "name": "WATCH_NAMESPACE",
         "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
