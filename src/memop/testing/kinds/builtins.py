@@ -239,6 +239,17 @@ def default_pod_spec(spec: Any) -> None:
                 volume[source].setdefault("defaultMode", 420)
 
 
+def _default_host_network_ports(spec: dict[str, Any]) -> None:
+    """``SetDefaults_Pod``'s ``defaultHostNetworkPorts`` (pods only, not templates): with host
+    networking every container port without a hostPort gets its containerPort as one, which
+    Pod Security's hostPorts check then reports (seen on kube-apiserver v1.36.2)."""
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            for port in (container.get("ports") or ()) if isinstance(container, dict) else ():
+                if isinstance(port, dict) and not port.get("hostPort") and "containerPort" in port:
+                    port["hostPort"] = port["containerPort"]
+
+
 def default_pod_template(template: Any) -> None:
     if not isinstance(template, dict):
         return
@@ -533,6 +544,8 @@ class PodStrategy(BuiltinStrategy):
     def default(self, obj: JsonDict, rtype: ResourceType) -> JsonDict:
         spec = obj.setdefault("spec", {})
         _decoding(rtype, lambda: default_pod_spec(spec))
+        if isinstance(spec, dict) and spec.get("hostNetwork") is True:
+            _default_host_network_ports(spec)
         if isinstance(spec, dict):
             # Pods only (not templates): limits without requests default the requests.
             for key in ("initContainers", "containers"):
