@@ -58,6 +58,9 @@ log = logging.getLogger("memop.manager")
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+# The uninstall guard's release, after the graceful timeout's budget (30 s by default): within
+# the 45 s termination grace period of memop's manifests.
+RELEASE_SECONDS = 10.0
 
 
 @dataclass
@@ -74,7 +77,8 @@ class ManagerOptions:
     metrics_tls: serve /metrics over HTTPS with this context (``--metrics-secure``).
     metrics_auth: let only callers a TokenReview + SubjectAccessReview allow read /metrics.
     graceful_shutdown_timeout: seconds in-flight reconciles get to finish on SIGTERM (30 s,
-        controller-runtime's default), shorter than the pod's terminationGracePeriodSeconds.
+        controller-runtime's default), shorter than the pod's terminationGracePeriodSeconds. On
+        an uninstall (``uninstall_guard``) the wait for finalization comes out of it too.
     sync_period: seconds between replays of every cached object to the controllers (10 h,
         controller-runtime's default); None disables.
     cache_sync_timeout: seconds to wait for the first LIST of every watch before the
@@ -433,12 +437,16 @@ class Manager:
         were still finishing (they are then cancelled at once, not given the graceful timeout:
         another replica may lead as soon as our lease expires)."""
         log.info("shutting down")
+        began = self.clock.monotonic()
         uninstalling = await self._finalize_if_uninstalling(stop_task)
         # Leadership may have ended between the stop request and now, workers still running.
         lost = elector_task is not None and elector_task.done() and self.leading.is_set()
         if lost and elector_task is not None:
             _log_lost_while_stopping(elector_task)
-        timeout = 0 if lost else self.options.graceful_shutdown_timeout
+        # One graceful budget for finalizing an uninstall and the in-flight reconciles together:
+        # the release after them must still fit in the Pod's termination grace period.
+        spent = self.clock.monotonic() - began
+        timeout = 0 if lost else max(0.0, self.options.graceful_shutdown_timeout - spent)
         stopping = asyncio.create_task(self._stop_controllers(timeout), name="stop-controllers")
         try:
             if not lost and elector_task is not None and not elector_task.done():
@@ -537,7 +545,7 @@ class Manager:
         if guard is None:
             return
         try:
-            await asyncio.wait_for(guard.release(), timeout=15)
+            await asyncio.wait_for(guard.release(), timeout=RELEASE_SECONDS)
         except (ApiError, TransportError, TimeoutError) as error:
             log.warning(
                 "uninstall guard not released (remove the finalizer %s by hand): %s", GUARD, error,
