@@ -63,7 +63,14 @@ class Resource:
 # The built-in resources controllers most often read or write, by the names controller-runtime
 # users know from client-go's typed clients. Anything else: Resource(group, version, plural, kind).
 
+
 # core/v1
+def is_builtin_group(group: str) -> bool:
+    """Whether ``group`` is Kubernetes' own (served by kube-apiserver, no CRD): the core group,
+    the unqualified groups and ``*.k8s.io``."""
+    return group in ("", "apps", "batch", "policy", "autoscaling") or group.endswith(".k8s.io")
+
+
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")

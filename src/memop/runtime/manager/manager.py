@@ -37,7 +37,7 @@ from memop.runtime import metrics
 from memop.runtime.cache.cache import Cache
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Forbidden, NotFound, TransportError
-from memop.runtime.client.resources import Resource
+from memop.runtime.client.resources import Resource, is_builtin_group
 from memop.runtime.controller.controller import Controller
 from memop.runtime.leaderelection.leaderforlife import LeaderForLife, LeaderForLifeConfig
 from memop.runtime.leaderelection.lease import LeaderElectionConfig, LeaderElector
@@ -238,7 +238,7 @@ class Manager:
         message = (
             f"the {controller} controller needs {served} ({res.kind}), which the API server does not serve"
         )
-        if not _is_builtin_group(res.group):
+        if not is_builtin_group(res.group):
             message += f": install the CustomResourceDefinition {res.plural}.{res.group} (manifests/crd)"
             if self.options.leave_out_hint is not None:
                 message += f", {self.options.leave_out_hint(controller)}"
@@ -658,10 +658,6 @@ async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future
         return False
     task.result()
     return True
-
-
-def _is_builtin_group(group: str) -> bool:
-    return group in ("", "apps", "batch", "policy", "autoscaling") or group.endswith(".k8s.io")
 
 
 def _log_lost_while_stopping(elector_task: asyncio.Task[None]) -> None:

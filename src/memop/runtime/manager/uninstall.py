@@ -52,6 +52,7 @@ from memop.runtime.client.resources import (
     ROLES,
     SERVICE_ACCOUNTS,
     Resource,
+    is_builtin_group,
 )
 from memop.runtime.controller.finalizers import add_finalizer, remove_finalizer
 from memop.runtime.util.clock import Clock, RealClock
@@ -61,7 +62,6 @@ log = logging.getLogger("memop.uninstall")
 GUARD = "memop.dev/uninstall-guard"
 # How often wait_finalized lists what is left.
 POLL_SECONDS = 0.5
-_BUILTIN_SUFFIXES = (".k8s.io",)
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def _deleting(obj: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
 
 def crd_name(res: Resource) -> str | None:
     """The CRD serving ``res``, None for a built-in kind."""
-    if not res.group or "." not in res.group or res.group.endswith(_BUILTIN_SUFFIXES):
+    if is_builtin_group(res.group):
         return None
     return f"{res.plural}.{res.group}"
 
