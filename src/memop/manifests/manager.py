@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from memop.manifests.rbac import MANAGER_ROLE, MANAGER_ROLE_BINDING
+from memop.manifests.rbac import uninstall_guard_names
 from memop.manifests.target import DEPLOYMENT, SERVICE_ACCOUNT, Target, header, to_yaml
 
 METRICS_PORT = 8080
@@ -187,11 +187,6 @@ def _deployment_yaml(target: Target) -> str:
         probe_port=PROBE_PORT,
         uninstall_guard=scalar(",".join(uninstall_guard_names(target))),
     )
-
-
-def uninstall_guard_names(target: Target) -> tuple[str, str, str]:
-    """``--uninstall-guard``'s ServiceAccount, ClusterRole and binding: their final names."""
-    return (target.service_account, target.prefix + MANAGER_ROLE, target.prefix + MANAGER_ROLE_BINDING)
 
 
 def manager_deployment(target: Target) -> dict[str, Any]:

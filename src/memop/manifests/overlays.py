@@ -33,7 +33,6 @@ from memop.manifests.manager import (
     manager_container_patch,
     manager_deployment,
     scalar,
-    uninstall_guard_names,
 )
 from memop.manifests.monitoring import dashboard_file
 from memop.manifests.rbac import (
@@ -45,6 +44,7 @@ from memop.manifests.rbac import (
     MULTI_EXAMPLE_NAMESPACES,
     PROMETHEUS_ACCOUNT,
     base_file_names,
+    uninstall_guard_names,
 )
 from memop.manifests.target import COMMAND, DEPLOYMENT, Target, header, image_repository, to_yaml
 

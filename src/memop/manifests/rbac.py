@@ -468,28 +468,23 @@ def _why(rules: Iterable[Rule], scope: Scope) -> list[str]:
 _SOURCE = "each controller's rules"
 
 
+def uninstall_guard_names(target: Target) -> tuple[str, str, str]:
+    """``--uninstall-guard``'s ServiceAccount, role and binding: their final names (the role a
+    ClusterRole, or in the namespaced install a Role, of the same name)."""
+    return (target.service_account, target.prefix + MANAGER_ROLE, target.prefix + MANAGER_ROLE_BINDING)
+
+
 def namespaced_role_rules(target: Target) -> tuple[Rule, ...]:
     """The rules of the namespaced install's Role: the ClusterRole's, and the uninstall guard's
     on its Role, RoleBinding, ServiceAccount and namespace."""
-    config = UninstallGuardConfig(
-        target.namespace,
-        target.service_account,
-        target.prefix + MANAGER_ROLE,
-        target.prefix + MANAGER_ROLE_BINDING,
-        namespaced=True,
-    )
+    config = UninstallGuardConfig(target.namespace, *uninstall_guard_names(target), namespaced=True)
     return (*target.rules, *uninstall_guard_rules(config, ()))
 
 
 def manager_role_rules(target: Target) -> tuple[Rule, ...]:
     """The rules of the cluster-wide installs' ClusterRole: the controllers' and the manager's,
     and the uninstall guard's on the install's own objects (it guards this very role)."""
-    service_account, role_name, binding_name = (
-        target.service_account,
-        target.prefix + MANAGER_ROLE,
-        (target.prefix + MANAGER_ROLE_BINDING),
-    )
-    config = UninstallGuardConfig(target.namespace, service_account, role_name, binding_name)
+    config = UninstallGuardConfig(target.namespace, *uninstall_guard_names(target))
     crds = [crd["metadata"]["name"] for d in target.project.controllers for crd in d.crds()]
     return (*target.rules, *uninstall_guard_rules(config, crds))
 
