@@ -849,8 +849,8 @@ async def floor(args: argparse.Namespace) -> int:
         await asyncio.gather(*tasks, return_exceptions=True)
         if recorder is not None:
             await recorder.stop()
-    loop = "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
-    print(json.dumps({"done": done, "errors": errors, "event_loop": loop}), flush=True)
+    loop_name = "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
+    print(json.dumps({"done": done, "errors": errors, "event_loop": loop_name}), flush=True)
     return 0
 
 
@@ -1064,9 +1064,15 @@ class Convergence:
     started: float
     created: float
     converged: float
+    # The wall clock at ``started``, sampled beside it: the server's request log is in wall time.
+    started_wall: float
     cpu_before: ProcStats
     cpu_after: ProcStats
     others: OthersCpu
+
+    def wall(self, monotonic: float) -> float:
+        """The wall-clock time of a ``time.monotonic()`` reading taken during the run."""
+        return self.started_wall + (monotonic - self.started)
 
 
 async def create_and_converge(
@@ -1086,14 +1092,14 @@ async def create_and_converge(
     # With --kubeconfig, the control plane's processes when they run here (--server-pid).
     others = OthersCpu([server.pid, *server.load_pids] if server else args.server_pid)
     others.mark_start()
-    started = time.monotonic()
+    started, started_wall = time.monotonic(), time.time()
     await create_memcacheds(client, keys, 1, args.create_concurrency)
     created = time.monotonic()
     await asyncio.wait_for(tracker.all_converged.wait(), args.timeout)
     converged = max(tracker.converged_at.values())
     cpu_after = proc_stats(pid)
     others.mark_end()
-    return Convergence(started, created, converged, cpu_before, cpu_after, others)
+    return Convergence(started, created, converged, started_wall, cpu_before, cpu_after, others)
 
 
 def latency_figures(tracker: Tracker) -> dict[str, float | None]:

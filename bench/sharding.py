@@ -455,7 +455,7 @@ async def run_round(args: argparse.Namespace, where: Where, count: int) -> dict[
         processes = replicas.processes
         before = [await metrics_of(p) for p in processes]
         cpu0 = [proc_stats(p.pid) for p in processes]
-        started_wall = time.time()
+        since_wall = time.time()
         # The first replica's CPU is the one create_and_converge measures; the others' here.
         run = await create_and_converge(
             args, client, tracker, plan(args.crs, namespaces), pid=processes[0].pid, server=where.server
@@ -463,8 +463,10 @@ async def run_round(args: argparse.Namespace, where: Where, count: int) -> dict[
         cpu1 = [run.cpu_after, *(proc_stats(p.pid) for p in processes[1:])]
         after = [await metrics_of(p) for p in processes]
         holders = await shard_holders(client, lease_namespace, args.shards)
-        converged_wall = started_wall + (run.converged - run.started)
-        writes = await where.server.writes(started_wall, MANAGED) if where.server else None
+        # Sampled beside the run's monotonic start: a wall time taken before create_and_converge
+        # made the last Memcached's status write fall after "converged" on a loaded machine.
+        converged_wall = run.wall(run.converged)
+        writes = await where.server.writes(since_wall, MANAGED) if where.server else None
         said = mode_line(processes[0])
     finally:
         if replicas is not None:
