@@ -10,7 +10,9 @@ deleted at the end whatever happens).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,11 +23,12 @@ from memop.manifests import rbac
 from memop.manifests.target import SERVICE_ACCOUNT
 from memop.memcached.api import FINALIZER, MEMCACHEDS
 from memop.runtime.client.client import Client
-from memop.runtime.client.errors import NotFound
+from memop.runtime.client.errors import AlreadyExists, NotFound
 from memop.runtime.client.resources import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     CUSTOM_RESOURCE_DEFINITIONS,
+    LEASES,
     NAMESPACES,
     ROLE_BINDINGS,
     ROLES,
@@ -33,6 +36,7 @@ from memop.runtime.client.resources import (
     Resource,
 )
 from memop.runtime.controller.finalizers import has_finalizer
+from memop.runtime.leaderelection.lease import micro_time
 from memop.runtime.manager.uninstall import (
     GUARD,
     UninstallGuard,
@@ -40,6 +44,15 @@ from memop.runtime.manager.uninstall import (
     crd_name,
     uninstall_guard_rules,
 )
+from memop.runtime.sharding.membership import (
+    GROUP_LABEL,
+    MEMBER,
+    ROLE_LABEL,
+    SHARDS_ANNOTATION,
+    ShardingConfig,
+    member_lease_name,
+)
+from memop.runtime.sharding.ring import Ring
 from memop.testing.envtest import Kube
 from memop.testing.wait import wait_for
 
@@ -276,12 +289,7 @@ async def test_kubectl_delete_k_with_a_memcached_left_leaves_nothing(
     the RBAC its manifests grant: memop finalizes the Memcached, then releases its RBAC, and
     nothing is left."""
     kube.fake  # noqa: B018 - deletes the install's namespace, CRD and ClusterRole: in-memory only
-    config = UninstallGuardConfig(
-        rbac.NAMESPACE,
-        rbac.PREFIX + SERVICE_ACCOUNT,
-        rbac.PREFIX + rbac.MANAGER_ROLE,
-        rbac.PREFIX + rbac.MANAGER_ROLE_BINDING,
-    )
+    config = install_guard()
     await install_crds(memcached.DEFINITION)
     operator = run_operator(memcached.DEFINITION, rbac=True, uninstall_guard=config)
     await operator.start()
@@ -295,18 +303,37 @@ async def test_kubectl_delete_k_with_a_memcached_left_leaves_nothing(
 
     await wait_for(finalized_and_guarded, timeout=30, message="memop reconciled and armed its guard")
 
-    crd = str(crd_name(MEMCACHEDS))
+    await delete_the_install(client, config)
+    await operator.stop()  # the kubelet's SIGTERM, once the namespace controller deletes the Pod
+    # Without the guard the Memcached's finalizer would have been refused (403) and it, its CRD
+    # and the namespace would stay; without its release, the ServiceAccount and the namespace.
+    await wait_nothing_left(client, config)
+
+
+def install_guard() -> UninstallGuardConfig:
+    """The guard of memop's own install, as manifests/manager sets it."""
+    return UninstallGuardConfig(
+        rbac.NAMESPACE,
+        rbac.PREFIX + SERVICE_ACCOUNT,
+        rbac.PREFIX + rbac.MANAGER_ROLE,
+        rbac.PREFIX + rbac.MANAGER_ROLE_BINDING,
+    )
+
+
+async def delete_the_install(client: Client, config: UninstallGuardConfig) -> None:
+    """What ``kubectl delete -k`` deletes of an install, in one sweep."""
     for res, name, ns in (
         (NAMESPACES, config.namespace, None),
-        (CUSTOM_RESOURCE_DEFINITIONS, crd, None),
+        (CUSTOM_RESOURCE_DEFINITIONS, str(crd_name(MEMCACHEDS)), None),
         (CLUSTER_ROLES, config.role, None),
         (CLUSTER_ROLE_BINDINGS, config.role_binding, None),
     ):
         await client.delete(res, name, ns, propagation_policy="Background")
-    await operator.stop()  # the kubelet's SIGTERM, once the namespace controller deletes the Pod
 
+
+async def wait_nothing_left(client: Client, config: UninstallGuardConfig) -> None:
     objects = [
-        (CUSTOM_RESOURCE_DEFINITIONS, crd, None),
+        (CUSTOM_RESOURCE_DEFINITIONS, str(crd_name(MEMCACHEDS)), None),
         (CLUSTER_ROLES, config.role, None),
         (CLUSTER_ROLE_BINDINGS, config.role_binding, None),
         (SERVICE_ACCOUNTS, config.service_account, config.namespace),
@@ -316,9 +343,125 @@ async def test_kubectl_delete_k_with_a_memcached_left_leaves_nothing(
     async def nothing_left() -> bool:
         return all([await _gone(client, res, name, ns) for res, name, ns in objects])
 
-    # Without the guard the Memcached's finalizer would have been refused (403) and it, its CRD
-    # and the namespace would stay; without its release, the ServiceAccount and the namespace.
     await wait_for(nothing_left, timeout=GC_SECONDS, message="the install is gone, nothing stuck")
+
+
+GHOST = "replica-being-replaced"
+
+
+async def renew_member_lease(client: Client, sharding: ShardingConfig, identity: str) -> None:
+    """A live member of the group that works on no shard (a replica that a rollout is
+    replacing): its shards have no holder. Renewed until its Lease goes with the namespace."""
+    lease = {
+        "metadata": {
+            "name": member_lease_name(sharding.group, identity),
+            "labels": {GROUP_LABEL: sharding.group, ROLE_LABEL: MEMBER},
+            "annotations": {SHARDS_ANNOTATION: str(sharding.shards)},
+        },
+        "spec": {
+            "holderIdentity": identity,
+            "leaseDurationSeconds": int(sharding.lease_duration),
+            "renewTime": micro_time(time.time()),
+        },
+    }
+    lease = await client.create(LEASES, lease, sharding.namespace)
+    while True:
+        await asyncio.sleep(sharding.retry_period)
+        lease["spec"]["renewTime"] = micro_time(time.time())
+        try:
+            lease = await client.update(LEASES, lease)
+        except NotFound:
+            return
+
+
+@pytest.mark.parametrize("membership_lost_first", [False, True], ids=["stopped-first", "leases-gone-first"])
+async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
+    kube: Kube,
+    client: Client,
+    namespace: str,
+    *,
+    install_crds: Any,
+    run_operator: Any,
+    membership_lost_first: bool,
+) -> None:
+    """``delete -k`` of the sharded install during a rollout: half the shards belong to a
+    member that works on none of them, and the group's Leases go with the namespace. The
+    replica left finalizes every Memcached being deleted, in any shard, then releases its RBAC.
+    Either SIGTERM comes first, or the loss of its member Lease (deleted with the namespace)."""
+    kube.fake  # noqa: B018 - deletes the install's namespace, CRD and ClusterRole: in-memory only
+    config = install_guard()
+    sharding = ShardingConfig(
+        "memop",
+        config.namespace,
+        identity="replica",
+        shards=4,
+        lease_duration=10.0,
+        renew_deadline=8.0,
+        retry_period=0.5,
+        initial_join_delay=0,
+    )
+    await install_crds(memcached.DEFINITION)
+    with contextlib.suppress(AlreadyExists):
+        await client.create(NAMESPACES, {"metadata": {"name": config.namespace}})
+    ghost = asyncio.create_task(renew_member_lease(client, sharding, GHOST))
+    try:
+        operator = run_operator(
+            memcached.DEFINITION,
+            rbac=True,
+            sharding=sharding,
+            uninstall_guard=config,
+            graceful_shutdown_timeout=60.0,
+        )
+        await operator.start()
+
+        async def holders() -> dict[int, str]:
+            leases = (await client.list(LEASES, config.namespace, label_selector=f"{ROLE_LABEL}=shard"))[
+                "items"
+            ]
+            return {
+                int(lease["metadata"]["name"].split("-shard-")[1].split("-")[0]): lease["spec"].get(
+                    "holderIdentity", ""
+                )
+                for lease in leases
+            }
+
+        async def split() -> bool:
+            return list((await holders()).values()).count("replica") == 2
+
+        await wait_for(split, timeout=30, message="the replica holds its half of the shards")
+        ours = {s for s, holder in (await holders()).items() if holder == "replica"}
+        ring = Ring(sharding.shards)
+        in_shards: dict[bool, list[str]] = {True: [], False: []}
+        for i in range(64):  # until both halves have one; with finalizers, as made by a replica
+            name = f"cache-{i}"
+            made = await client.create(
+                MEMCACHEDS,
+                {"metadata": {"name": name, "finalizers": [FINALIZER]}, "spec": {"size": 1}},
+                namespace,
+            )
+            in_shards[ring.shard_of_value(made["metadata"]["uid"]) in ours].append(name)
+            if in_shards[True] and in_shards[False]:
+                break
+
+        async def armed() -> bool:
+            account = await client.get(SERVICE_ACCOUNTS, config.service_account, config.namespace)
+            return has_finalizer(account, GUARD)
+
+        await wait_for(armed, timeout=30, message="memop armed its guard")
+        await delete_the_install(client, config)
+        if membership_lost_first:
+
+            def lost() -> list[str]:
+                return [line for line in operator.logs.lines if "membership lost while the install" in line]
+
+            await wait_for(lost, timeout=60, message="the replica's member Lease went with the namespace")
+        await operator.stop()
+        # Without taking every shard, the Memcacheds of the other member's shards kept memop's
+        # finalizer, and the CRD and the namespace stayed.
+        await wait_nothing_left(client, config)
+    finally:
+        ghost.cancel()
+        await asyncio.gather(ghost, return_exceptions=True)
 
 
 async def test_a_guard_that_cannot_arm_says_so_once_and_memop_runs_on(

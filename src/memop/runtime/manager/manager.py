@@ -270,7 +270,7 @@ class Manager:
         try:
             exit_code = await self._run(stop_task)
         finally:
-            lost = await self._shutdown(self._elector_task, stop_task)
+            lost = await self._shutdown(stop_task)
         return EXIT_FAILED if lost else exit_code
 
     async def _start_webhooks(self, stop: asyncio.Event) -> bool:
@@ -365,6 +365,15 @@ class Manager:
             following.cancel()
             await asyncio.gather(following, return_exceptions=True)
         if member_task.done() and not stop_task.done():
+            if await self._uninstalling():
+                # The group's Leases went with the namespace; the Pod's SIGTERM follows.
+                log.warning(
+                    "sharding membership lost while the install is being deleted: finalizing "
+                    "every shard's objects until stopped"
+                )
+                await self._take_every_shard()
+                await stop_task
+                return EXIT_OK
             log.error("sharding membership lost, stopping at once: %s", _task_error(member_task) or "lost")
             await self._stop_controllers(timeout=0)
             return EXIT_FAILED
@@ -432,13 +441,15 @@ class Manager:
         finally:
             self.leading.clear()
 
-    async def _shutdown(self, elector_task: asyncio.Task[None] | None, stop_task: asyncio.Task[bool]) -> bool:
+    async def _shutdown(self, stop_task: asyncio.Task[bool]) -> bool:
         """Stop everything in order; True when leadership was lost while in-flight reconciles
         were still finishing (they are then cancelled at once, not given the graceful timeout:
         another replica may lead as soon as our lease expires)."""
         log.info("shutting down")
         began = self.clock.monotonic()
         uninstalling = await self._finalize_if_uninstalling(stop_task)
+        # Read after: an uninstalling sharded replica has ended its membership on purpose.
+        elector_task = self._elector_task
         # Leadership may have ended between the stop request and now, workers still running.
         lost = elector_task is not None and elector_task.done() and self.leading.is_set()
         if lost and elector_task is not None:
@@ -468,7 +479,7 @@ class Manager:
                 await elector_task
         if self._shard_work is not None:
             await self._shard_work.stop()  # no labelling outlives the controllers
-        if self.membership is not None and not lost:
+        if self.membership is not None and not lost and not uninstalling:
             await self.membership.leave()  # the controllers have stopped: hand every shard over
         stop_task.cancel()
         for recorder in self.recorders:
@@ -522,14 +533,10 @@ class Manager:
         guard = self._guard
         if guard is None or not stop_task.done() or stop_task.cancelled():
             return False
-        try:
-            uninstalling = await asyncio.wait_for(guard.uninstalling(), timeout=10)
-        except (ApiError, TransportError, TimeoutError) as error:
-            log.warning("uninstall guard: cannot tell whether the install is being deleted: %s", error)
-            return False
-        if not uninstalling:
+        if not await self._uninstalling():
             return False
         log.info("uninstalling: releasing finalizers before stopping")
+        await self._take_every_shard()
         left = await guard.wait_finalized(self.options.graceful_shutdown_timeout)
         if left:
             log.warning(
@@ -539,6 +546,35 @@ class Manager:
                 extra={"left": left},
             )
         return True
+
+    async def _uninstalling(self) -> bool:
+        """Whether the install is being deleted (its namespace is terminating); False without
+        an uninstall guard, or when the API server cannot say."""
+        guard = self._guard
+        if guard is None:
+            return False
+        try:
+            return await asyncio.wait_for(guard.uninstalling(), timeout=10)
+        except (ApiError, TransportError, TimeoutError) as error:
+            log.warning("uninstall guard: cannot tell whether the install is being deleted: %s", error)
+            return False
+
+    async def _take_every_shard(self) -> None:
+        """Uninstalling, sharded: end the membership and work on every shard. A shard whose
+        holder was stopping (a rollout) or whose Lease is gone would otherwise keep its objects'
+        finalizers, and their CRD and the namespace with them, for ever."""
+        membership, task = self.membership, self._elector_task
+        if membership is None or task is None:
+            return  # not sharded, or done already
+        self._elector_task = None
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await membership.abandon()
+        log.info("uninstalling: working on every shard to finalize what is being deleted")
+        assert self._shard_work is not None
+        # Replicas doing this together reconcile the same objects: their writes conflict and
+        # are retried, as any two writers' are.
+        await self._shard_work.acquired(range(membership.config.shards), label=False)
 
     async def _release_uninstall_guard(self) -> None:
         guard = self._guard
@@ -573,10 +609,11 @@ class _ShardWork:
         # sharding if a first pass failed (sharding.adoption).
         self._tasks: dict[int, list[asyncio.Task[Any]]] = {}
 
-    async def acquired(self, shards: Sequence[int]) -> None:
+    async def acquired(self, shards: Sequence[int], *, label: bool = True) -> None:
+        """``label=False`` (an uninstall) skips labelling children made before sharding."""
         manager, cache = self._manager, self._manager.cache
         taken = manager.clock.monotonic()
-        if cache.owner_bucket_scopes():
+        if label and cache.owner_bucket_scopes():
             # Before the shards are watched, so that their children arrive with the first LIST;
             # one pass for the shards of a round.
             try:

@@ -29,8 +29,12 @@ kube-apiserver and kube-controller-manager v1.36.2):
 Release happens whether or not every object was finalized in time (the install then goes, and
 the objects left say which finalizer holds them, as without the guard). A replica killed before
 it releases leaves the three objects terminating with :data:`GUARD`: ``kubectl patch ... -p
-'{"metadata":{"finalizers":null}}'`` frees them. A cluster-wide install only: a namespaced one's
-Role and RoleBinding are not guarded.
+'{"metadata":{"finalizers":null}}'`` frees them. A namespaced install guards its Role and
+RoleBinding instead (``Role/`` and ``RoleBinding/`` in the flag's value).
+
+A sharded replica that finds it is being uninstalled works on every shard, not only its own
+(the manager ends its membership): the group's Leases go with the namespace, and a shard being
+handed over (a rollout) has no holder, so its objects would otherwise keep their finalizers.
 """
 
 from __future__ import annotations

@@ -457,6 +457,19 @@ class ShardMembership:
             await self._bounded(self._delete_member(), "deleting the member Lease", deadline)
         log.info("left sharding group %s", self.config.group)
 
+    async def abandon(self) -> None:
+        """Stop working on shards as a member, writing no Lease; only once :meth:`run` has
+        ended. For an uninstall (the manager's), which then works on every shard itself: the
+        group's Leases go with the operator's namespace, and a shard being handed over has no
+        holder. Releases under way are cancelled; the listener is not told."""
+        releasing = list(self._releasing.values())
+        for task in releasing:
+            task.cancel()
+        await asyncio.gather(*releasing, return_exceptions=True)
+        self._releasing.clear()
+        self.owned.clear()
+        self._m_owned.set(0)
+
     # -- observing -------------------------------------------------------------------------
 
     async def _list(self) -> list[dict[str, Any]] | None:
