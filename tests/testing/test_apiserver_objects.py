@@ -858,6 +858,30 @@ async def test_a_put_to_a_missing_name_creates_where_the_registry_allows_it(
     assert missing.status == 404, missing.body
 
 
+async def test_a_put_to_a_missing_name_creates_whatever_resource_version_it_carries(
+    http: Http, namespace: str
+) -> None:
+    """kube-apiserver v1.36.2 (measured with kubectl replace): a Lease PUT with a made-up
+    resourceVersion to a missing name is created (201), as a renewal after the Lease was
+    deleted is; a POST with one is refused."""
+    name = f"memop-put-{uuid.uuid4().hex[:8]}"
+    collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "resourceVersion": "12345"},
+        "spec": {"holderIdentity": "x"},
+    }
+    reply = await http.put(f"{collection}/{name}", lease)
+    try:
+        assert reply.status == 201, reply.body
+        assert reply.body["metadata"]["resourceVersion"] != "12345"
+    finally:
+        await http.delete(f"{collection}/{name}")
+    posted = await http.post(collection, {**lease, "metadata": {**lease["metadata"], "name": name + "-p"}})
+    assert posted.status == 500, posted.body
+
+
 RESOURCE_VERSION_REQUIRED = {
     "validatingwebhookconfigurations": (
         "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",

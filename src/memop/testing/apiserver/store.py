@@ -868,9 +868,12 @@ class Store:
         warnings: list[str] | None = None,
         managed: Callable[[JsonDict], list[dict[str, Any]]] | None = None,
         admission: AdmissionHook | None = None,
+        by_update: bool = False,
     ) -> Entry:
         """Create from an owned body; returns the stored version (served form). ``managed``: the
-        new object's managedFields from the object (an apply's), instead of an Update's."""
+        new object's managedFields from the object (an apply's), instead of an Update's.
+        ``by_update``: a PUT to a missing name of a kind created so, whose resourceVersion is
+        ignored (kube-apiserver v1.36.2 answered 201 to a Lease PUT with a made-up one)."""
         storage, rtype, strategy = served.storage, served.rtype, served.storage.strategy
         obj = self._decode(served, body)
         meta = obj["metadata"]
@@ -882,7 +885,9 @@ class Store:
                 "create not allowed while custom resource definition is terminating",
                 {},
             )
-        if meta.get("resourceVersion"):
+        if by_update:
+            meta.pop("resourceVersion", None)
+        elif meta.get("resourceVersion"):
             raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
         self._unknown_fields(served, obj, field_validation, warnings)
         for key in (*_SYSTEM_FIELDS, "managedFields", "selfLink"):
@@ -1003,6 +1008,7 @@ class Store:
                     field_validation=field_validation,
                     warnings=warnings,
                     admission=admission,
+                    by_update=True,
                 )
             raise not_found(rtype, name)
         obj = self._decode(served, body)
