@@ -465,13 +465,26 @@ class Run:
         ServiceAccount and its role and binding (a ClusterRole, or the namespaced install's Role)
         until memop has released its finalizers (``--uninstall-guard``), so nothing may be left.
         ``LOCAL_CLUSTER_CRS_FIRST=1``: the custom resources first, while memop runs, then
-        ``delete -k``."""
+        ``delete -k``. ``LOCAL_CLUSTER_DELETE_IN_ROLLOUT=1``: ``delete -k`` alone in the middle
+        of a rollout restart, once a new replica is Ready beside the old ones (with sharding, its
+        shards are then being handed over)."""
         started = time.monotonic()
         crs_first = os.environ.get("LOCAL_CLUSTER_CRS_FIRST") == "1"
+        in_rollout = os.environ.get("LOCAL_CLUSTER_DELETE_IN_ROLLOUT") == "1"
+        if in_rollout:
+            old = {p["metadata"]["name"] for p in operator_pods()}
+            kubectl("rollout", "restart", "-n", SYSTEM, f"deployment/{DEPLOYMENT}")
+            wait_until(
+                "a new replica Ready",
+                180,
+                lambda: [p for p in operator_pods() if ready(p) and p["metadata"]["name"] not in old],
+            )
+            started = time.monotonic()
         if crs_first:
             kubectl("delete", ",".join(MEMOP_KINDS), "--all", "--all-namespaces", "--wait=false")
             wait_until("memop's custom resources finalized", 90, lambda: not custom_resources())
         left_in = len(custom_resources())
+        followers = follow_operator_logs(os.environ.get("LOCAL_CLUSTER_LOGS"))
         done = kubectl("delete", "-k", str(REPO / "manifests" / self.overlay), "--wait=false", check=False)
         try:
             wait_until("everything removed", 90, lambda: not leftovers())
@@ -479,13 +492,38 @@ class Run:
             left = leftovers()
             force_clean()
             raise CheckFailed(f"delete -k rc={done.returncode}; 90s later still there: {left}") from None
+        finally:
+            for follower in followers:
+                follower.terminate()
+                follower.wait()
         seconds = time.monotonic() - started
         how = (
             "custom resources, then delete -k"
             if crs_first
             else f"delete -k alone, {left_in} custom resources in"
+            + (", in the middle of a rollout restart" if in_rollout else "")
         )
         return f"{how}: everything removed in {seconds:.1f}s, no finalizer stuck"
+
+
+def follow_operator_logs(directory: str | None) -> list[subprocess.Popen[bytes]]:
+    """``LOCAL_CLUSTER_LOGS=DIR``: each operator Pod's log, followed into DIR/<pod>.log (the
+    kubelet removes a deleted Pod's logs, so an uninstall's are kept only this way)."""
+    if not directory:
+        return []
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    followers = []
+    for pod in operator_pods():
+        name = pod["metadata"]["name"]
+        with (Path(directory) / f"{name}.log").open("wb") as out:
+            followers.append(
+                subprocess.Popen(
+                    [kubectl_path(), "logs", "-f", "--timestamps", "-n", SYSTEM, name],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+    return followers
 
 
 def lease_holder() -> str:

@@ -13,17 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
 
 from memop import memcached
+from memop.builtin import PROJECT
 from memop.manifests import rbac
 from memop.manifests.target import SERVICE_ACCOUNT
 from memop.memcached.api import FINALIZER, MEMCACHEDS
 from memop.runtime.client.client import Client
-from memop.runtime.client.errors import AlreadyExists, NotFound
+from memop.runtime.client.errors import AlreadyExists, Forbidden, NotFound
 from memop.runtime.client.resources import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -320,20 +321,28 @@ def install_guard() -> UninstallGuardConfig:
     )
 
 
-async def delete_the_install(client: Client, config: UninstallGuardConfig) -> None:
-    """What ``kubectl delete -k`` deletes of an install, in one sweep."""
+MEMCACHED_CRD = (str(crd_name(MEMCACHEDS)),)
+
+
+async def delete_the_install(
+    client: Client, config: UninstallGuardConfig, crd_names: Sequence[str] = MEMCACHED_CRD
+) -> None:
+    """What ``kubectl delete -k`` deletes of an install (with its CRDs), in one sweep."""
+    crds = [(CUSTOM_RESOURCE_DEFINITIONS, name, None) for name in crd_names]
     for res, name, ns in (
         (NAMESPACES, config.namespace, None),
-        (CUSTOM_RESOURCE_DEFINITIONS, str(crd_name(MEMCACHEDS)), None),
+        *crds,
         (CLUSTER_ROLES, config.role, None),
         (CLUSTER_ROLE_BINDINGS, config.role_binding, None),
     ):
         await client.delete(res, name, ns, propagation_policy="Background")
 
 
-async def wait_nothing_left(client: Client, config: UninstallGuardConfig) -> None:
+async def wait_nothing_left(
+    client: Client, config: UninstallGuardConfig, crd_names: Sequence[str] = MEMCACHED_CRD
+) -> None:
     objects = [
-        (CUSTOM_RESOURCE_DEFINITIONS, str(crd_name(MEMCACHEDS)), None),
+        *((CUSTOM_RESOURCE_DEFINITIONS, name, None) for name in crd_names),
         (CLUSTER_ROLES, config.role, None),
         (CLUSTER_ROLE_BINDINGS, config.role_binding, None),
         (SERVICE_ACCOUNTS, config.service_account, config.namespace),
@@ -370,7 +379,7 @@ async def renew_member_lease(client: Client, sharding: ShardingConfig, identity:
         lease["spec"]["renewTime"] = micro_time(time.time())
         try:
             lease = await client.update(LEASES, lease)
-        except NotFound:
+        except (NotFound, Forbidden):  # gone, and not to be made again in a terminating namespace
             return
 
 
@@ -400,13 +409,14 @@ async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
         retry_period=0.5,
         initial_join_delay=0,
     )
-    await install_crds(memcached.DEFINITION)
+    await install_crds(*PROJECT.controllers)
+    crds = [crd["metadata"]["name"] for c in PROJECT.controllers for crd in c.crds()]
     with contextlib.suppress(AlreadyExists):
         await client.create(NAMESPACES, {"metadata": {"name": config.namespace}})
     ghost = asyncio.create_task(renew_member_lease(client, sharding, GHOST))
     try:
         operator = run_operator(
-            memcached.DEFINITION,
+            PROJECT,
             rbac=True,
             sharding=sharding,
             uninstall_guard=config,
@@ -448,7 +458,9 @@ async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
             return has_finalizer(account, GUARD)
 
         await wait_for(armed, timeout=30, message="memop armed its guard")
-        await delete_the_install(client, config)
+        # Every CRD of the project: a kind whose CRD is gone can no longer be listed, and the
+        # shards taken must not wait for its cache.
+        await delete_the_install(client, config, crds)
         if membership_lost_first:
 
             def lost() -> list[str]:
@@ -458,7 +470,7 @@ async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
         await operator.stop()
         # Without taking every shard, the Memcacheds of the other member's shards kept memop's
         # finalizer, and the CRD and the namespace stayed.
-        await wait_nothing_left(client, config)
+        await wait_nothing_left(client, config, crds)
     finally:
         ghost.cancel()
         await asyncio.gather(ghost, return_exceptions=True)

@@ -448,10 +448,12 @@ class Cache:
 
     def shard_has_synced(self, shard: int) -> bool:
         """Whether every reflector keeping ``shard`` (its own, or the one filtering client-side
-        for all the replica's shards) has stored its first LIST."""
+        for all the replica's shards) has stored its first LIST, or found its resource no longer
+        served (a deleted CRD's: no object of it is left to wait for; an uninstall takes shards
+        while the install's CRDs go)."""
         name = _shard_name(self._sharded_ring(), shard)
         return all(
-            r.synced.is_set()
+            r.synced.is_set() or r.unserved
             for informer in self._sharded_informers()
             for r in informer.reflectors
             if r.shard_name in (name, CLIENT_SIDE)

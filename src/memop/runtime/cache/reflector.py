@@ -71,6 +71,7 @@ from memop.runtime.client.errors import (
     ApiError,
     ConnectError,
     Gone,
+    NotFound,
     TooManyRequests,
     TransportError,
     at_least_retry_after,
@@ -156,6 +157,9 @@ class Reflector:
         self.namespace = namespace
         self.store = store
         self.synced = asyncio.Event()
+        # Whether the last LIST answered 404: the server does not serve the resource (its CRD was
+        # deleted), so it has no objects to wait for.
+        self.unserved = False
         self.last_resource_version = ""
         self.relists = 0
         self.rewatches = 0
@@ -269,6 +273,8 @@ class Reflector:
 
     async def _failed(self, error: ApiError | TransportError, need_list: bool) -> None:
         """Wait after a LIST or WATCH the server failed or did not answer."""
+        if need_list:
+            self.unserved = isinstance(error, NotFound)
         if isinstance(error, TooManyRequests) and error.retry_after is not None:
             # The server says when to come back (API Priority and Fairness, or a watch cache
             # still initialising after a restart: 1 s): any backoff of ours would only add to it.
@@ -305,6 +311,7 @@ class Reflector:
         self._echo_lengths.clear()
         for change in changes:
             self._dispatch(*change)
+        self.unserved = False
         self.synced.set()
         log.debug(
             "listed %d %s at resourceVersion %s (%d changes)",
