@@ -25,7 +25,9 @@ from a cluster without memop:
    container SIGKILLed through containerd (the leader's): restarted by the kubelet and Ready
    again, and (Lease overlays) a new Lease holder once the unreleased Lease expires.
 7. ``kubectl delete -k`` with the samples still there: everything memop installed is gone and
-   no object is left stuck on a finalizer.
+   no object is left stuck on a finalizer. ``LOCAL_CLUSTER_DELETE_IN_ROLLOUT=1``: in the middle
+   of a rollout restart; ``LOCAL_CLUSTER_CRS_FIRST=1``: the custom resources deleted first;
+   ``LOCAL_CLUSTER_LOGS=DIR``: the operator Pods' logs through it kept in DIR.
 
 Prints one line per check (PASS, FAIL, SKIP: the figure or the reason) and appends them as a
 Markdown table to --results. Needs kubectl (KUBECTL, else $K8S_BIN/kubectl, else PATH),
