@@ -37,7 +37,7 @@ from memop.runtime.client.resources import (
     Resource,
 )
 from memop.runtime.controller.finalizers import has_finalizer
-from memop.runtime.leaderelection.lease import micro_time
+from memop.runtime.leaderelection.lease import LeaderElectionConfig, micro_time
 from memop.runtime.manager.uninstall import (
     GUARD,
     UninstallGuard,
@@ -355,27 +355,51 @@ async def wait_nothing_left(
     await wait_for(nothing_left, timeout=GC_SECONDS, message="the install is gone, nothing stuck")
 
 
+async def install_the_project(client: Client, install_crds: Any, config: UninstallGuardConfig) -> list[str]:
+    """memop's three CRDs and its namespace, as an install has them; the CRDs' names."""
+    await install_crds(*PROJECT.controllers)
+    with contextlib.suppress(AlreadyExists):
+        await client.create(NAMESPACES, {"metadata": {"name": config.namespace}})
+    return [crd["metadata"]["name"] for c in PROJECT.controllers for crd in c.crds()]
+
+
+async def wait_armed(client: Client, config: UninstallGuardConfig) -> None:
+    async def armed() -> bool:
+        account = await client.get(SERVICE_ACCOUNTS, config.service_account, config.namespace)
+        return has_finalizer(account, GUARD)
+
+    await wait_for(armed, timeout=30, message="memop armed its guard")
+
+
 GHOST = "replica-being-replaced"
 
 
 async def renew_member_lease(client: Client, sharding: ShardingConfig, identity: str) -> None:
     """A live member of the group that works on no shard (a replica that a rollout is
     replacing): its shards have no holder. Renewed until its Lease goes with the namespace."""
+    metadata = {
+        "name": member_lease_name(sharding.group, identity),
+        "labels": {GROUP_LABEL: sharding.group, ROLE_LABEL: MEMBER},
+        "annotations": {SHARDS_ANNOTATION: str(sharding.shards)},
+    }
+    await renew_lease(client, sharding.namespace, metadata, identity, sharding.lease_duration)
+
+
+async def renew_lease(
+    client: Client, namespace: str, metadata: dict[str, Any], identity: str, duration: float
+) -> None:
+    """A Lease held by ``identity``, renewed until it goes with its namespace."""
     lease = {
-        "metadata": {
-            "name": member_lease_name(sharding.group, identity),
-            "labels": {GROUP_LABEL: sharding.group, ROLE_LABEL: MEMBER},
-            "annotations": {SHARDS_ANNOTATION: str(sharding.shards)},
-        },
+        "metadata": metadata,
         "spec": {
             "holderIdentity": identity,
-            "leaseDurationSeconds": int(sharding.lease_duration),
+            "leaseDurationSeconds": int(duration),
             "renewTime": micro_time(time.time()),
         },
     }
-    lease = await client.create(LEASES, lease, sharding.namespace)
+    lease = await client.create(LEASES, lease, namespace)
     while True:
-        await asyncio.sleep(sharding.retry_period)
+        await asyncio.sleep(duration / 10)
         lease["spec"]["renewTime"] = micro_time(time.time())
         try:
             lease = await client.update(LEASES, lease)
@@ -409,10 +433,7 @@ async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
         retry_period=0.5,
         initial_join_delay=0,
     )
-    await install_crds(*PROJECT.controllers)
-    crds = [crd["metadata"]["name"] for c in PROJECT.controllers for crd in c.crds()]
-    with contextlib.suppress(AlreadyExists):
-        await client.create(NAMESPACES, {"metadata": {"name": config.namespace}})
+    crds = await install_the_project(client, install_crds, config)
     ghost = asyncio.create_task(renew_member_lease(client, sharding, GHOST))
     try:
         operator = run_operator(
@@ -452,12 +473,7 @@ async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
             in_shards[ring.shard_of_value(made["metadata"]["uid"]) in ours].append(name)
             if in_shards[True] and in_shards[False]:
                 break
-
-        async def armed() -> bool:
-            account = await client.get(SERVICE_ACCOUNTS, config.service_account, config.namespace)
-            return has_finalizer(account, GUARD)
-
-        await wait_for(armed, timeout=30, message="memop armed its guard")
+        await wait_armed(client, config)
         # Every CRD of the project: a kind whose CRD is gone can no longer be listed, and the
         # shards taken must not wait for its cache.
         await delete_the_install(client, config, crds)
@@ -474,6 +490,54 @@ async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
     finally:
         ghost.cancel()
         await asyncio.gather(ghost, return_exceptions=True)
+
+
+async def test_a_replica_that_does_not_lead_finalizes_when_uninstalled(
+    kube: Kube, client: Client, namespace: str, install_crds: Any, run_operator: Any
+) -> None:
+    """``delete -k`` during a rollout of a leader-elected install: the old leader has stopped,
+    the new replica cannot take the Lease (held, then gone with the namespace and its Role).
+    The replica finalizes what is being deleted all the same."""
+    kube.fake  # noqa: B018 - deletes the install's namespace, CRD and ClusterRole: in-memory only
+    config = install_guard()
+    election = LeaderElectionConfig(
+        str(PROJECT.leader_election_id),
+        config.namespace,
+        identity="replica",
+        lease_duration=10.0,
+        renew_deadline=8.0,
+        retry_period=0.5,
+    )
+    crds = await install_the_project(client, install_crds, config)
+    holder = renew_lease(
+        client,
+        config.namespace,
+        {"name": election.lease_name},
+        "leader-being-replaced",
+        election.lease_duration,
+    )
+    held = asyncio.create_task(holder)
+    try:
+        operator = run_operator(
+            PROJECT,
+            rbac=True,
+            leader_election=election,
+            uninstall_guard=config,
+            graceful_shutdown_timeout=60.0,
+        )
+        await operator.start()
+        made = {"metadata": {"name": "cache", "finalizers": [FINALIZER]}, "spec": {"size": 1}}
+        await client.create(MEMCACHEDS, made, namespace)
+        await wait_armed(client, config)
+        assert not operator.manager.leading.is_set()
+        await delete_the_install(client, config, crds)
+        await operator.stop()
+        # Without reconciling unelected, the Memcached kept memop's finalizer, and its CRD and
+        # the namespace stayed.
+        await wait_nothing_left(client, config, crds)
+    finally:
+        held.cancel()
+        await asyncio.gather(held, return_exceptions=True)
 
 
 async def test_a_guard_that_cannot_arm_says_so_once_and_memop_runs_on(

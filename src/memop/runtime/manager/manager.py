@@ -61,6 +61,8 @@ EXIT_FAILED = 1
 # The uninstall guard's release, after the graceful timeout's budget (30 s by default): within
 # the 45 s termination grace period of memop's manifests.
 RELEASE_SECONDS = 10.0
+# How long an uninstalling replica that was not leading waits for its cache before reconciling.
+UNINSTALL_SYNC_SECONDS = 5.0
 
 
 @dataclass
@@ -537,7 +539,13 @@ class Manager:
             return False
         log.info("uninstalling: releasing finalizers before stopping")
         await self._take_every_shard()
-        left = await guard.wait_finalized(self.options.graceful_shutdown_timeout)
+        await self._work_without_leading()
+        try:
+            left = await guard.wait_finalized(self.options.graceful_shutdown_timeout)
+        except (ApiError, TransportError) as error:
+            # Most often another replica has released the guard already: its RBAC is gone.
+            log.warning("uninstalling: cannot tell what is left of the deleted CRDs: %s", error)
+            return True
         if left:
             log.warning(
                 "uninstalling: %d objects of the deleted CRDs are still there (a finalizer holds"
@@ -576,6 +584,20 @@ class Manager:
         # are retried, as any two writers' are.
         await self._shard_work.acquired(range(membership.config.shards), label=False)
 
+    async def _work_without_leading(self) -> None:
+        """Uninstalling, not leading: run the controllers all the same. The election's Lease and
+        Role go with the namespace, so a replica a rollout started may never lead, while the
+        leader it replaced has stopped; the objects being deleted would keep their finalizers.
+        Replicas doing this together reconcile the same objects: their writes conflict and are
+        retried. The cache synced at start; a kind whose CRD is gone never syncs again, so the
+        workers start after a short wait whatever is left unsynced."""
+        if self.leading.is_set() or self.options.sharding is not None:
+            return
+        log.info("uninstalling: not leading; reconciling all the same, to finalize what is being deleted")
+        self.leading.set()
+        for controller in self.controllers:
+            await controller.start(UNINSTALL_SYNC_SECONDS)
+
     async def _release_uninstall_guard(self) -> None:
         guard = self._guard
         if guard is None:
@@ -584,7 +606,8 @@ class Manager:
             await asyncio.wait_for(guard.release(), timeout=RELEASE_SECONDS)
         except (ApiError, TransportError, TimeoutError) as error:
             log.warning(
-                "uninstall guard not released (remove the finalizer %s by hand): %s", GUARD, error,
+                "uninstall guard not released: %s (another replica may have released it; if the "
+                "ServiceAccount, role or binding stays, remove the finalizer %s by hand)", error, GUARD,
             )  # fmt: skip
 
     async def _stop_certificates(self) -> None:
