@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -538,6 +539,35 @@ async def test_a_replica_that_does_not_lead_finalizes_when_uninstalled(
     finally:
         held.cancel()
         await asyncio.gather(held, return_exceptions=True)
+
+
+async def test_an_uninstall_that_begins_just_after_the_replica_stopped_still_releases_the_guard(
+    kube: Kube,
+    client: Client,
+    install_crds: Any,
+    run_operator: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The Deployment deleted before the namespace (``kubectl delete -f`` in reverse order, a
+    tear-down): the replica is stopped before its install is being deleted. It watches a few
+    seconds more, and releases its guard once the deletion begins; nothing is left."""
+    kube.fake  # noqa: B018 - deletes the install's namespace, CRD and ClusterRole: in-memory only
+    caplog.set_level(logging.INFO, logger="memop.manager")
+    config = install_guard()
+    await install_crds(memcached.DEFINITION)
+    operator = run_operator(memcached.DEFINITION, rbac=True, uninstall_guard=config)
+    await operator.start()
+    await wait_armed(client, config)
+    stopping = asyncio.create_task(operator.stop())
+
+    def watching() -> bool:
+        return any("watching" in r.getMessage() for r in caplog.records if r.name == "memop.manager")
+
+    await wait_for(watching, timeout=30, message="the replica stopped outside an uninstall")
+    await delete_the_install(client, config)
+    await stopping
+    # Without the watch, the ServiceAccount, role and binding kept the guard for ever.
+    await wait_nothing_left(client, config)
 
 
 async def test_a_guard_that_cannot_arm_says_so_once_and_memop_runs_on(

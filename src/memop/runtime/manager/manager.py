@@ -44,7 +44,7 @@ from memop.runtime.leaderelection.lease import LeaderElectionConfig, LeaderElect
 from memop.runtime.manager.authn import MetricsAuthorizer
 from memop.runtime.manager.events import EventRecorder
 from memop.runtime.manager.server import Address, ProbeServer
-from memop.runtime.manager.uninstall import GUARD, UninstallGuard, UninstallGuardConfig
+from memop.runtime.manager.uninstall import GUARD, POLL_SECONDS, UninstallGuard, UninstallGuardConfig
 from memop.runtime.sharding.adoption import label_children, label_children_until_done
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
 from memop.runtime.sharding.probe import server_filters_by_shard_selector
@@ -63,6 +63,8 @@ EXIT_FAILED = 1
 RELEASE_SECONDS = 10.0
 # How long an uninstalling replica that was not leading waits for its cache before reconciling.
 UNINSTALL_SYNC_SECONDS = 5.0
+# How long a replica stopped outside an uninstall still watches for one to begin.
+UNINSTALL_SETTLE_SECONDS = 5.0
 
 
 @dataclass
@@ -450,6 +452,13 @@ class Manager:
         log.info("shutting down")
         began = self.clock.monotonic()
         uninstalling = await self._finalize_if_uninstalling(stop_task)
+        # Not yet an uninstall: one that deletes the Deployment before the namespace (kubectl
+        # delete -f in reverse order, a test's tear-down) stops us a moment before it begins.
+        late = (
+            asyncio.create_task(self._uninstall_begins_within(UNINSTALL_SETTLE_SECONDS))
+            if self._guard is not None and not uninstalling and stop_task.done()
+            else None
+        )
         # Read after: an uninstalling sharded replica has ended its membership on purpose.
         elector_task = self._elector_task
         # Leadership may have ended between the stop request and now, workers still running.
@@ -471,9 +480,13 @@ class Manager:
             await asyncio.gather(stopping, return_exceptions=True)
         except asyncio.CancelledError:
             stopping.cancel()  # this shutdown is itself cancelled: no reconcile may outlive it
+            if late is not None:
+                late.cancel()
             await asyncio.gather(stopping, return_exceptions=True)
             raise
         if not stopping.cancelled() and (error := stopping.exception()) is not None:
+            if late is not None:
+                late.cancel()
             raise error
         if elector_task is not None and not elector_task.done():
             elector_task.cancel()  # releases the lease when configured to
@@ -486,7 +499,7 @@ class Manager:
         stop_task.cancel()
         for recorder in self.recorders:
             await recorder.stop()
-        if uninstalling:
+        if uninstalling or (late is not None and await late):
             await self._release_uninstall_guard()
         await self.cache.stop()
         await self.webhook_server.stop()
@@ -555,17 +568,35 @@ class Manager:
             )
         return True
 
-    async def _uninstalling(self) -> bool:
+    async def _uninstalling(self, *, quiet: bool = False) -> bool:
         """Whether the install is being deleted (its namespace is terminating); False without
-        an uninstall guard, or when the API server cannot say."""
+        an uninstall guard, or when the API server cannot say (said unless ``quiet``)."""
         guard = self._guard
         if guard is None:
             return False
         try:
             return await asyncio.wait_for(guard.uninstalling(), timeout=10)
         except (ApiError, TransportError, TimeoutError) as error:
-            log.warning("uninstall guard: cannot tell whether the install is being deleted: %s", error)
+            if not quiet:
+                log.warning("uninstall guard: cannot tell whether the install is being deleted: %s", error)
             return False
+
+    async def _uninstall_begins_within(self, seconds: float) -> bool:
+        """Whether the install starts being deleted within ``seconds`` of now (polled while the
+        replica stops; leadership is handed over meanwhile, only the exit waits). Then its
+        guard must still be released: no replica is left to do it. What the deleted CRDs hold
+        is not finalized by this replica, whose controllers have stopped."""
+        log.info("stopping: the install is not being deleted; watching %.0fs for it to be", seconds)
+        deadline = self.clock.monotonic() + seconds
+        while self.clock.monotonic() < deadline:
+            await self.clock.sleep(POLL_SECONDS)
+            if await self._uninstalling(quiet=True):
+                log.warning(
+                    "uninstalling began after this replica stopped reconciling: releasing its "
+                    "guard; objects of the deleted CRDs it did not finalize keep their finalizers"
+                )
+                return True
+        return False
 
     async def _take_every_shard(self) -> None:
         """Uninstalling, sharded: end the membership and work on every shard. A shard whose
