@@ -570,6 +570,65 @@ async def test_an_uninstall_that_begins_just_after_the_replica_stopped_still_rel
     await wait_nothing_left(client, config)
 
 
+async def test_a_replica_stopped_just_before_the_uninstall_leaves_the_rbac_to_the_others(
+    kube: Kube,
+    client: Client,
+    namespace: str,
+    *,
+    install_crds: Any,
+    run_operator: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A rollout stops the leader a moment before ``delete -k``: it sees the deletion begin, but
+    another replica is still there to finalize the Memcached. The stopped one must not release
+    the guard (and with it the ServiceAccount and RBAC the other runs as) before that is done."""
+    kube.fake  # noqa: B018 - deletes the install's namespace, CRD and ClusterRole: in-memory only
+    caplog.set_level(logging.INFO, logger="memop.manager")
+    caplog.set_level(logging.INFO, logger="memop.uninstall")
+    config = install_guard()
+    await install_crds(memcached.DEFINITION)
+
+    def replica(identity: str) -> Any:
+        election = LeaderElectionConfig(
+            "memop-test-leader", config.namespace, identity=identity, lease_duration=10.0, renew_deadline=8.0,
+            retry_period=0.5,
+        )  # fmt: skip
+        return run_operator(
+            memcached.DEFINITION,
+            rbac=True,
+            leader_election=election,
+            uninstall_guard=config,
+            identity=identity,
+        )
+
+    old, new = replica("old"), replica("new")
+    await old.start()
+    await wait_for(old.manager.leading.is_set, timeout=30, message="the old replica leads")
+    await new.start()
+    await client.create(MEMCACHEDS, {"metadata": {"name": "cache"}, "spec": {"size": 1}}, namespace)
+
+    async def finalized() -> bool:
+        return has_finalizer(await client.get(MEMCACHEDS, "cache", namespace), FINALIZER)
+
+    await wait_for(finalized, timeout=30, message="the leader put its finalizer on")
+    await wait_armed(client, config)
+    stopping = asyncio.create_task(old.stop())  # the rollout's SIGTERM
+
+    def said(text: str) -> bool:
+        return any(text in r.getMessage() for r in caplog.records if r.name.startswith("memop."))
+
+    await wait_for(lambda: said("watching"), timeout=30, message="the old replica stopped")
+    await delete_the_install(client, config)
+    await wait_for(lambda: said("uninstalling began"), timeout=30, message="it saw the deletion")
+    # Its next step: waiting for the finalization, or (the defect) releasing the guard at once.
+    await wait_for(
+        lambda: said("waiting up to") or said("guard released"), timeout=30, message="its next step"
+    )
+    await new.stop()  # its SIGTERM, from the namespace's deletion
+    await stopping
+    await wait_nothing_left(client, config)
+
+
 async def test_a_guard_that_cannot_arm_says_so_once_and_memop_runs_on(
     client: Client, namespace: str, install_crds: Any, run_operator: Any
 ) -> None:

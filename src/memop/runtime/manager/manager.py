@@ -499,7 +499,14 @@ class Manager:
         stop_task.cancel()
         for recorder in self.recorders:
             await recorder.stop()
-        if uninstalling or (late is not None and await late):
+        if late is not None and await late:
+            # Other replicas may still be finalizing (this one was stopped by a rollout just
+            # before the deletion): releasing now would take their RBAC and token with it.
+            await self._wait_finalized(
+                self.options.graceful_shutdown_timeout - (self.clock.monotonic() - began)
+            )
+            uninstalling = True
+        if uninstalling:
             await self._release_uninstall_guard()
         await self.cache.stop()
         await self.webhook_server.stop()
@@ -553,12 +560,20 @@ class Manager:
         log.info("uninstalling: releasing finalizers before stopping")
         await self._take_every_shard()
         await self._work_without_leading()
+        await self._wait_finalized(self.options.graceful_shutdown_timeout)
+        return True
+
+    async def _wait_finalized(self, timeout: float) -> None:
+        """Wait, at most ``timeout`` seconds, until the objects of the deleted CRDs are gone."""
+        assert self._guard is not None
+        timeout = max(0.0, timeout)
+        log.info("uninstalling: waiting up to %.0fs for the objects of the deleted CRDs to go", timeout)
         try:
-            left = await guard.wait_finalized(self.options.graceful_shutdown_timeout)
+            left = await self._guard.wait_finalized(timeout)
         except (ApiError, TransportError) as error:
             # Most often another replica has released the guard already: its RBAC is gone.
             log.warning("uninstalling: cannot tell what is left of the deleted CRDs: %s", error)
-            return True
+            return
         if left:
             log.warning(
                 "uninstalling: %d objects of the deleted CRDs are still there (a finalizer holds"
@@ -566,7 +581,6 @@ class Manager:
                 left,
                 extra={"left": left},
             )
-        return True
 
     async def _uninstalling(self, *, quiet: bool = False) -> bool:
         """Whether the install is being deleted (its namespace is terminating); False without
@@ -593,7 +607,8 @@ class Manager:
             if await self._uninstalling(quiet=True):
                 log.warning(
                     "uninstalling began after this replica stopped reconciling: releasing its "
-                    "guard; objects of the deleted CRDs it did not finalize keep their finalizers"
+                    "guard once the objects of the deleted CRDs are gone (other replicas may be "
+                    "finalizing them) or the graceful timeout has passed"
                 )
                 return True
         return False
