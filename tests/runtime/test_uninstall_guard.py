@@ -373,6 +373,7 @@ async def wait_armed(client: Client, config: UninstallGuardConfig) -> None:
 
 
 GHOST = "replica-being-replaced"
+CRDS = CUSTOM_RESOURCE_DEFINITIONS.plural
 
 
 async def renew_member_lease(client: Client, sharding: ShardingConfig, identity: str) -> None:
@@ -582,7 +583,7 @@ async def test_a_replica_stopped_just_before_the_uninstall_leaves_the_rbac_to_th
     """A rollout stops the leader a moment before ``delete -k``: it sees the deletion begin, but
     another replica is still there to finalize the Memcached. The stopped one must not release
     the guard (and with it the ServiceAccount and RBAC the other runs as) before that is done."""
-    kube.fake  # noqa: B018 - deletes the install's namespace, CRD and ClusterRole: in-memory only
+    server = kube.fake  # deletes the install's namespace, CRD and ClusterRole: in-memory only
     caplog.set_level(logging.INFO, logger="memop.manager")
     caplog.set_level(logging.INFO, logger="memop.uninstall")
     config = install_guard()
@@ -618,12 +619,30 @@ async def test_a_replica_stopped_just_before_the_uninstall_leaves_the_rbac_to_th
         return any(text in r.getMessage() for r in caplog.records if r.name.startswith("memop."))
 
     await wait_for(lambda: said("watching"), timeout=30, message="the old replica stopped")
-    await delete_the_install(client, config)
+    # delete -k deletes the namespace first and the CRD a moment later.
+    await client.delete(NAMESPACES, config.namespace, propagation_policy="Background")
     await wait_for(lambda: said("uninstalling began"), timeout=30, message="it saw the deletion")
-    # Its next step: waiting for the finalization, or (the defect) releasing the guard at once.
+    # Its next step: waiting for the finalization, or (a defect) releasing the guard at once.
     await wait_for(
         lambda: said("waiting up to") or said("guard released"), timeout=30, message="its next step"
     )
+
+    def crd_reads() -> int:
+        agent = old.user_agent
+        return sum(1 for r in server.log.records if r.matches(verb="get", resource=CRDS, user_agent=agent))
+
+    # With no object left but the CRD not deleted yet, it must look again, not release (a
+    # defect: the ServiceAccount went, and the other replica's token with it).
+    seen = crd_reads()
+    await wait_for(
+        lambda: said("guard released") or crd_reads() >= seen + 2, timeout=30, message="it looked again"
+    )
+    for res, name in (
+        (CUSTOM_RESOURCE_DEFINITIONS, MEMCACHED_CRD[0]),
+        (CLUSTER_ROLES, config.role),
+        (CLUSTER_ROLE_BINDINGS, config.role_binding),
+    ):
+        await client.delete(res, name, propagation_policy="Background")
     await new.stop()  # its SIGTERM, from the namespace's deletion
     await stopping
     await wait_nothing_left(client, config)

@@ -503,7 +503,8 @@ class Manager:
             # Other replicas may still be finalizing (this one was stopped by a rollout just
             # before the deletion): releasing now would take their RBAC and token with it.
             await self._wait_finalized(
-                self.options.graceful_shutdown_timeout - (self.clock.monotonic() - began)
+                self.options.graceful_shutdown_timeout - (self.clock.monotonic() - began),
+                until_crds_deleted=True,
             )
             uninstalling = True
         if uninstalling:
@@ -563,13 +564,14 @@ class Manager:
         await self._wait_finalized(self.options.graceful_shutdown_timeout)
         return True
 
-    async def _wait_finalized(self, timeout: float) -> None:
-        """Wait, at most ``timeout`` seconds, until the objects of the deleted CRDs are gone."""
+    async def _wait_finalized(self, timeout: float, *, until_crds_deleted: bool = False) -> None:
+        """Wait, at most ``timeout`` seconds, until the objects of the deleted CRDs are gone
+        (see :meth:`UninstallGuard.wait_finalized`)."""
         assert self._guard is not None
         timeout = max(0.0, timeout)
         log.info("uninstalling: waiting up to %.0fs for the objects of the deleted CRDs to go", timeout)
         try:
-            left = await self._guard.wait_finalized(timeout)
+            left = await self._guard.wait_finalized(timeout, until_crds_deleted=until_crds_deleted)
         except (ApiError, TransportError) as error:
             # Most often another replica has released the guard already: its RBAC is gone.
             log.warning("uninstalling: cannot tell what is left of the deleted CRDs: %s", error)

@@ -241,33 +241,40 @@ class UninstallGuard:
             return True
         return bool(namespace["metadata"].get("deletionTimestamp"))
 
-    async def wait_finalized(self, timeout: float) -> int:
+    async def wait_finalized(self, timeout: float, *, until_crds_deleted: bool = False) -> int:
         """Wait, at most ``timeout`` seconds, until no object is left of the kinds whose CRD is
-        terminating; returns how many are left (0: all finalized)."""
+        terminating; returns how many are left (0: all finalized). ``until_crds_deleted``: and
+        until every kind's CRD is terminating or gone (for a replica that saw the uninstall
+        begin after it stopped: the CRDs' deletion may not have been sent yet)."""
         deadline = self.clock.monotonic() + timeout
         while True:
-            left = await self._left()
-            if left == 0 or self.clock.monotonic() >= deadline:
+            left, crds_deleted = await self._left()
+            done = left == 0 and (crds_deleted or not until_crds_deleted)
+            if done or self.clock.monotonic() >= deadline:
                 return left
             await self.clock.sleep(POLL_SECONDS)
 
-    async def _left(self) -> int:
+    async def _left(self) -> tuple[int, bool]:
+        """How many objects of the terminating CRDs are left, and whether every kind's CRD is
+        terminating or gone."""
         if self.config.namespaced:
-            return await self._left_in_namespace()
+            return await self._left_in_namespace(), True
         left = 0
+        crds_deleted = True
         for res in self.kinds:
             try:
                 crd = await self.client.get(CUSTOM_RESOURCE_DEFINITIONS, str(crd_name(res)))
             except NotFound:
                 continue
             if not crd["metadata"].get("deletionTimestamp"):
+                crds_deleted = False
                 continue  # the kind stays: its objects are not being deleted
             try:
                 listed = await self.client.list(res)
             except NotFound:
                 continue
             left += len(listed.get("items") or [])
-        return left
+        return left, crds_deleted
 
     async def _left_in_namespace(self) -> int:
         """A namespaced install's custom resources are in its namespace, which is being
