@@ -970,11 +970,18 @@ async def start_profiler(output: str, pid: int) -> asyncio.subprocess.Process:
         stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     await asyncio.sleep(1)  # py-spy attaches asynchronously; give it a moment before the load
+    if process.returncode is not None:
+        raise SystemExit(
+            f"converge.py: py-spy exited at once (code {process.returncode}): run "
+            f"'py-spy record --pid {pid}' by hand to see why (ptrace permission, say)"
+        )
     return process
 
 
 async def stop_profiler(process: asyncio.subprocess.Process) -> None:
-    process.send_signal(signal.SIGINT)
+    if process.returncode is None:  # a profiler that died meanwhile has written what it could
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGINT)
     await asyncio.wait_for(process.wait(), 60)
 
 
