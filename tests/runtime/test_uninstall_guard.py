@@ -15,6 +15,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
@@ -376,21 +377,25 @@ GHOST = "replica-being-replaced"
 CRDS = CUSTOM_RESOURCE_DEFINITIONS.plural
 
 
-async def renew_member_lease(client: Client, sharding: ShardingConfig, identity: str) -> None:
+def member_lease(
+    client: Client, sharding: ShardingConfig, identity: str
+) -> AbstractAsyncContextManager[None]:
     """A live member of the group that works on no shard (a replica that a rollout is
-    replacing): its shards have no holder. Renewed until its Lease goes with the namespace."""
+    replacing): its shards have no holder."""
     metadata = {
         "name": member_lease_name(sharding.group, identity),
         "labels": {GROUP_LABEL: sharding.group, ROLE_LABEL: MEMBER},
         "annotations": {SHARDS_ANNOTATION: str(sharding.shards)},
     }
-    await renew_lease(client, sharding.namespace, metadata, identity, sharding.lease_duration)
+    return held_lease(client, sharding.namespace, metadata, identity, sharding.lease_duration)
 
 
-async def renew_lease(
+@contextlib.asynccontextmanager
+async def held_lease(
     client: Client, namespace: str, metadata: dict[str, Any], identity: str, duration: float
-) -> None:
-    """A Lease held by ``identity``, renewed until it goes with its namespace."""
+) -> AsyncIterator[None]:
+    """A Lease held by ``identity``, made before the block and renewed during it until it goes
+    with its namespace."""
     lease = {
         "metadata": metadata,
         "spec": {
@@ -399,7 +404,15 @@ async def renew_lease(
             "renewTime": micro_time(time.time()),
         },
     }
-    lease = await client.create(LEASES, lease, namespace)
+    renewing = asyncio.create_task(_renew(client, await client.create(LEASES, lease, namespace), duration))
+    try:
+        yield
+    finally:
+        renewing.cancel()
+        await asyncio.gather(renewing, return_exceptions=True)
+
+
+async def _renew(client: Client, lease: dict[str, Any], duration: float) -> None:
     while True:
         await asyncio.sleep(duration / 10)
         lease["spec"]["renewTime"] = micro_time(time.time())
@@ -436,8 +449,7 @@ async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
         initial_join_delay=0,
     )
     crds = await install_the_project(client, install_crds, config)
-    ghost = asyncio.create_task(renew_member_lease(client, sharding, GHOST))
-    try:
+    async with member_lease(client, sharding, GHOST):
         operator = run_operator(
             PROJECT,
             rbac=True,
@@ -489,9 +501,6 @@ async def test_a_sharded_replica_finalizes_every_shard_when_uninstalled(
         # Without taking every shard, the Memcacheds of the other member's shards kept memop's
         # finalizer, and the CRD and the namespace stayed.
         await wait_nothing_left(client, config, crds)
-    finally:
-        ghost.cancel()
-        await asyncio.gather(ghost, return_exceptions=True)
 
 
 async def test_a_replica_that_does_not_lead_finalizes_when_uninstalled(
@@ -511,15 +520,10 @@ async def test_a_replica_that_does_not_lead_finalizes_when_uninstalled(
         retry_period=0.5,
     )
     crds = await install_the_project(client, install_crds, config)
-    holder = renew_lease(
-        client,
-        config.namespace,
-        {"name": election.lease_name},
-        "leader-being-replaced",
-        election.lease_duration,
-    )
-    held = asyncio.create_task(holder)
-    try:
+    leader = "leader-being-replaced"
+    async with held_lease(
+        client, config.namespace, {"name": election.lease_name}, leader, election.lease_duration
+    ):
         operator = run_operator(
             PROJECT,
             rbac=True,
@@ -537,9 +541,6 @@ async def test_a_replica_that_does_not_lead_finalizes_when_uninstalled(
         # Without reconciling unelected, the Memcached kept memop's finalizer, and its CRD and
         # the namespace stayed.
         await wait_nothing_left(client, config, crds)
-    finally:
-        held.cancel()
-        await asyncio.gather(held, return_exceptions=True)
 
 
 async def test_an_uninstall_that_begins_just_after_the_replica_stopped_still_releases_the_guard(
