@@ -269,24 +269,21 @@ class UninstallGuard:
             if not crd["metadata"].get("deletionTimestamp"):
                 crds_deleted = False
                 continue  # the kind stays: its objects are not being deleted
-            try:
-                listed = await self.client.list(res)
-            except NotFound:
-                continue
-            left += len(listed.get("items") or [])
+            left += await self._count(res)
         return left, crds_deleted
 
     async def _left_in_namespace(self) -> int:
         """A namespaced install's custom resources are in its namespace, which is being
         deleted: every one of them goes (its CRD is not the operator's to read)."""
-        left = 0
-        for res in self.kinds:
-            try:
-                listed = await self.client.list(res, self.config.namespace)
-            except NotFound:
-                continue
-            left += len(listed.get("items") or [])
-        return left
+        return sum([await self._count(res, self.config.namespace) for res in self.kinds])
+
+    async def _count(self, res: Resource, namespace: str | None = None) -> int:
+        """How many objects of ``res`` there are (in ``namespace``); 0 when it is not served."""
+        try:
+            listed = await self.client.list(res, namespace)
+        except NotFound:
+            return 0
+        return len(listed.get("items") or [])
 
     async def release(self) -> None:
         """Hand the guarded objects to the garbage collector (see the module's docstring).
