@@ -20,6 +20,7 @@ from prometheus_client import REGISTRY
 from memop.runtime.client import errors
 from memop.runtime.client.client import RETRY_BASE_DELAY, Client
 from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, Resource
+from memop.runtime.util import jsoncodec
 from memop.runtime.util.clock import FakeClock
 from memop.testing.apiserver.server import ApiServer
 from memop.testing.wait import wait_for
@@ -148,6 +149,21 @@ async def test_each_verb_on_plain_dicts(cluster: ClusterHandle, namespace: str) 
         await client.get(CONFIGMAPS, "one", namespace)
     with pytest.raises(errors.NotFound):
         await client.delete(CONFIGMAPS, "one", namespace)
+
+
+async def test_a_write_answer_keeps_the_json_it_was_read_from(cluster: ClusterHandle, namespace: str) -> None:
+    # What Cache.record_write digests to know that write's watch event without decoding it.
+    client = make_client(cluster)
+    created = await client.create(CONFIGMAPS, cm("raw", namespace))
+    raw = client.answer_json(created)
+    assert raw is not None
+    assert jsoncodec.loads(bytes(raw)) == created
+    assert bytes(raw) == bytes(raw).strip()  # as a watch event embeds it: no trailing newline
+    assert client.answer_json(dict(created)) is None  # an equal copy is not that answer
+    assert client.answer_json(await client.get(CONFIGMAPS, "raw", namespace)) is None  # reads: never
+    patched = [await client.patch(CONFIGMAPS, "raw", {"data": {"n": str(n)}}, namespace) for n in range(20)]
+    assert client.answer_json(patched[-1]) is not None
+    assert client.answer_json(created) is None  # only the last writes' are kept
 
 
 async def test_create_fills_namespace_and_type_from_arguments(cluster: ClusterHandle, namespace: str) -> None:

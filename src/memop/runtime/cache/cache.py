@@ -616,7 +616,7 @@ class Cache:
                 continue
             if self.ring is not None and _misses_bucket_label(informer, labels):
                 self._say_unlabelled(resource, obj)
-            stored_any = _record(informer, obj) or stored_any
+            stored_any = _record(informer, obj, self._client) or stored_any
         return stored_any
 
     def _say_unlabelled(self, resource: Resource, obj: Obj) -> None:
@@ -706,7 +706,7 @@ def _misses_bucket_label(informer: Informer, labels: object) -> bool:
     return not (isinstance(labels, dict) and BUCKET_LABEL in labels)
 
 
-def _record(informer: Informer, obj: Obj) -> bool:
+def _record(informer: Informer, obj: Obj, client: ListWatcher) -> bool:
     """:meth:`Cache.record_write` for one informer."""
     if not informer.reflectors:
         return False
@@ -729,7 +729,8 @@ def _record(informer: Informer, obj: Obj) -> bool:
         return False
     stored = informer.store.prepare_copy(obj)  # the caller keeps using obj
     old = informer.store.upsert(stored)
-    reflector.expect_echo(obj)  # its event changes nothing now: skipped undecoded
+    # Its event changes nothing now: skipped undecoded.
+    reflector.expect_echo(obj, client.answer_json(obj))
     informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
     return True
 

@@ -122,6 +122,8 @@ class ListWatcher(Protocol):
     @property
     def reachability(self) -> Reachability: ...
 
+    def answer_json(self, answer: dict[str, Any]) -> bytes | memoryview | None: ...
+
 
 class Reflector:
     """Mirror one resource (in one namespace, or cluster-wide) into ``store``.
@@ -428,18 +430,21 @@ class Reflector:
             # again at once could loop without a pause (client-go's "very short watch").
             raise TransportError(f"the watch of {self._name} ended at once without an event")
 
-    def expect_echo(self, written: Obj) -> None:
+    def expect_echo(self, written: Obj, raw: bytes | memoryview | None = None) -> None:
         """``written``, the answer to a write of ours exactly as the server returned it (not
         changed since), is now in the store (``Cache.record_write`` stored it, this version
         being newer than the stream's position): its event, when the stream brings it, is
-        skipped without being decoded, if its object's JSON is the answer's byte for byte."""
+        skipped without being decoded, if its object's JSON is the answer's byte for byte.
+        ``raw``: that JSON as the server sent it, when the caller has it (then ``written`` is
+        not encoded again to find it)."""
         rv = resource_version(written)
         if not rv:
             return
-        try:
-            raw = jsoncodec.dumps(written)
-        except TypeError:
-            return  # not JSON: no event can carry it
+        if raw is None:
+            try:
+                raw = jsoncodec.dumps(written)
+            except TypeError:
+                return  # not JSON: no event can carry it
         if len(self._echoes) >= _MAX_ECHOES:
             self._forget_echo(next(iter(self._echoes)))
         digest = _digest(raw)

@@ -98,6 +98,11 @@ RETRY_MAX_DELAY = 5.0
 
 _EXCERPT = 200
 _METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Write answers whose JSON answer_json keeps. A caller records an answer right after the call
+# returns it (nothing else runs in between unless it awaits), so a few suffice; each holds an
+# object and its JSON alive.
+_RECENT_ANSWERS = 16
+_JSON_WHITESPACE = frozenset(b" \t\r\n")
 # What Reachability asks (a failure to reach it is the probe's own to count).
 _PROBE_PATH = "/readyz"
 # Expired Retry-After holds are dropped when a new one finds this many paths held.
@@ -358,6 +363,9 @@ class Client:
         # The request metrics' children, by (code, method) and by method.
         self._counters: dict[tuple[str, str], Callable[[], None]] = {}
         self._durations: dict[str, Callable[[float], None]] = {}
+        # The last writes' answers, by the identity of the dict parsed from each: that dict and
+        # the JSON it came from (see answer_json). Oldest first, at most _RECENT_ANSWERS.
+        self._answers: dict[int, tuple[dict[str, Any], memoryview]] = {}
         _use_a_lean_session(api_client, self.base_url)
         # Whether the server answers at all, shared by everything that uses this client: a
         # call that cannot connect reports it, and while it is down no call is sent (the
@@ -491,6 +499,23 @@ class Client:
             raise
         self._count(str(answer.status), "GET")
         return answer.status
+
+    def answer_json(self, answer: dict[str, Any]) -> memoryview | None:
+        """The JSON the server sent for ``answer``, the object one of this client's recent
+        writes returned (that very dict, not a copy), trailing whitespace cut: what the watch
+        event of that version carries as its object, byte for byte, on kube-apiserver. None
+        for any other object, or a write older than the last few hundred. The cache digests
+        this rather than encoding ``answer`` again (``Cache.record_write``)."""
+        entry = self._answers.get(id(answer))
+        return entry[1] if entry is not None and entry[0] is answer else None
+
+    def _remember_answer(self, parsed: dict[str, Any], data: bytes) -> None:
+        end = len(data)
+        while end and data[end - 1] in _JSON_WHITESPACE:
+            end -= 1
+        if len(self._answers) >= _RECENT_ANSWERS:
+            del self._answers[next(iter(self._answers))]
+        self._answers[id(parsed)] = (parsed, memoryview(data)[:end])
 
     # Writes --------------------------------------------------------------------------------
 
@@ -908,6 +933,8 @@ class Client:
             raise TransportError(
                 f"{method} {path}: the {code} answer is not a JSON object: {data[:_EXCERPT]!r}"
             )
+        if method in _METHODS_WITH_BODY:
+            self._remember_answer(parsed, data)
         return parsed
 
     async def _wait_retry_after(self, method: str, path: str) -> None:
