@@ -265,3 +265,32 @@ async def test_stop_sends_the_events_held_for_quiet_at_once(client: Client) -> N
     quiet.shutdown()
     await recorder.stop()
     assert sorted(e["message"] for e in await events(client)) == [f"created {i}" for i in range(3)]
+
+
+async def test_each_object_has_a_spam_budget_of_25_then_one_every_five_minutes(client: Client) -> None:
+    # client-go's spam filter: a hot error loop about one object cannot flood the API server,
+    # and does not silence the Events about other objects.
+    clock = FakeClock()
+    # Not started: the Events only queue, so what the filter let through is what is queued.
+    recorder = EventRecorder(client, "memcached-controller", clock=clock, remembered=2)
+    for _ in range(30):
+        recorder.record(subject("a"), WARNING, "Failed", "could not scale")
+    assert recorder.dropped == 5
+    recorder.record(subject("b"), WARNING, "Failed", "could not scale")
+    assert recorder.dropped == 5
+    clock.advance(299.0)
+    recorder.record(subject("a"), WARNING, "Failed", "could not scale")
+    assert recorder.dropped == 6  # not refilled yet
+    clock.advance(1.0)
+    recorder.record(subject("a"), WARNING, "Failed", "could not scale")
+    recorder.record(subject("a"), WARNING, "Failed", "could not scale")
+    assert recorder.dropped == 7  # one Event's worth every five minutes
+    clock.advance(2 * 300.0)
+    for _ in range(3):
+        recorder.record(subject("a"), WARNING, "Failed", "could not scale")
+    assert recorder.dropped == 8  # two refilled, never more than was spent
+    # Only the last `remembered` objects are: one forgotten has its whole budget again.
+    recorder.record(subject("c"), WARNING, "Failed", "could not scale")
+    recorder.record(subject("b"), WARNING, "Failed", "could not scale")
+    recorder.record(subject("a"), WARNING, "Failed", "could not scale")
+    assert recorder.dropped == 8

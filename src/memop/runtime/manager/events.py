@@ -56,6 +56,8 @@ NORMAL = "Normal"
 WARNING = "Warning"
 # At most one "event queue full" warning per this many seconds (the drops in between are counted).
 QUEUE_FULL_REPORT_INTERVAL = 60.0
+# Rounding room when the spam filter compares times (sums of 1/qps steps are not exact).
+_SPAM_SLACK = 1e-6
 # From this fraction of the queue's capacity on, the rate limit is set aside (it must not
 # turn into drops).
 FULL_SPEED_AT = 0.9
@@ -165,8 +167,12 @@ class EventRecorder:
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=max_queued)
         self._sent: OrderedDict[tuple[Any, ...], _Sent] = OrderedDict()
         self._remembered = remembered
-        self._spam: OrderedDict[tuple[Any, ...], TokenBucket] = OrderedDict()
-        self._spam_settings = (spam_qps, spam_burst)
+        # The spam filter: per object, the monotonic time its budget is whole again (see _allow).
+        self._spam: OrderedDict[tuple[Any, ...], float] = OrderedDict()
+        if spam_qps <= 0 or spam_burst < 1:
+            raise ValueError("the spam filter needs spam_qps > 0 and spam_burst >= 1")
+        self._spam_interval = 1 / spam_qps
+        self._spam_window = spam_burst / spam_qps
         self._rate = TokenBucket(qps, burst, self._clock) if qps else None
         self._full_speed_at = max(1, int(max_queued * FULL_SPEED_AT))
         self._workload = workload
@@ -270,15 +276,21 @@ class EventRecorder:
         await self._queue.join()
 
     def _allow(self, object_id: tuple[Any, ...]) -> bool:
-        bucket = self._spam.get(object_id)
-        if bucket is None:
-            qps, burst = self._spam_settings
-            bucket = self._spam[object_id] = TokenBucket(qps, burst, self._clock)
-            if len(self._spam) > self._remembered:
-                self._spam.popitem(last=False)
-        else:
+        """The spam filter: a token bucket per object (``spam_burst``, refilled at
+        ``spam_qps``), kept as the one number that defines it, the time the bucket is full
+        again (each Event taken pushes it ``1 / spam_qps`` later; an Event is refused when that
+        would be more than the burst's worth of refills away). Thousands of objects are
+        remembered at once: a float each instead of a bucket object (a tenth of the memory)."""
+        now = self._clock.monotonic()
+        full_again = max(self._spam.get(object_id, now), now) + self._spam_interval
+        if full_again - now > self._spam_window + _SPAM_SLACK:
             self._spam.move_to_end(object_id)
-        return bucket.try_take()
+            return False
+        self._spam[object_id] = full_again
+        self._spam.move_to_end(object_id)
+        if len(self._spam) > self._remembered:
+            self._spam.popitem(last=False)
+        return True
 
     async def _send_loop(self) -> None:
         while True:
