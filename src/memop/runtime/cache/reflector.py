@@ -48,7 +48,6 @@ Where this differs, on purpose:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import random
 from collections.abc import Callable
@@ -169,7 +168,7 @@ class Reflector:
         self.echoes_skipped = 0
         # Digest of the JSON of a write's answer -> (its key, its resourceVersion), until its
         # echo arrives; oldest first, at most _MAX_ECHOES.
-        self._echoes: dict[bytes, tuple[tuple[str, str], str, int]] = {}
+        self._echoes: dict[int, tuple[tuple[str, str], str, int]] = {}
         # Their JSON's lengths (length -> entries): only an event of one of these lengths can
         # be an echo, so no other is digested.
         self._echo_lengths: dict[int, int] = {}
@@ -453,7 +452,7 @@ class Reflector:
         self._echoes[digest] = (object_key(written), rv, len(raw))
         self._echo_lengths[len(raw)] = self._echo_lengths.get(len(raw), 0) + 1
 
-    def _forget_echo(self, digest: bytes) -> tuple[tuple[str, str], str, int] | None:
+    def _forget_echo(self, digest: int) -> tuple[tuple[str, str], str, int] | None:
         entry = self._echoes.pop(digest, None)
         if entry is not None:
             length = entry[2]
@@ -565,9 +564,14 @@ def _newer(rv: str, stored_rv: str) -> bool:
 _MAX_ECHOES = 4096
 
 
-def _digest(raw: bytes | memoryview) -> bytes:
-    """A digest of an object's JSON no two different objects share (128-bit BLAKE2b)."""
-    return hashlib.blake2b(raw, digest_size=16).digest()
+def _digest(raw: bytes | memoryview) -> int:
+    """A digest of an object's JSON: Python's hash of its bytes, SipHash-1-3 under a key drawn at
+    random for each process (unless PYTHONHASHSEED fixes it), 64 bits. Two different JSONs of
+    equal length, one of them awaited, share one by chance once in 2**64 comparisons, and no
+    object's author can arrange it without the key. Four times cheaper than a 128-bit BLAKE2b
+    (1.1 against 4.1 us for a 2 KiB Memcached, 1.5 against 6.0 us for a 3 KiB Deployment),
+    and two are taken per write of ours (its answer, its echo)."""
+    return hash(bytes(raw))
 
 
 # The shortest wait after a 429, whatever its Retry-After says (0 would make a tight loop).
