@@ -504,7 +504,7 @@ class Client:
         """The JSON the server sent for ``answer``, the object one of this client's recent
         writes returned (that very dict, not a copy), trailing whitespace cut: what the watch
         event of that version carries as its object, byte for byte, on kube-apiserver. None
-        for any other object, or a write older than the last few hundred. The cache digests
+        for any other object, or one older than this client's last 16 writes. The cache digests
         this rather than encoding ``answer`` again (``Cache.record_write``)."""
         entry = self._answers.get(id(answer))
         return entry[1] if entry is not None and entry[0] is answer else None
