@@ -374,3 +374,28 @@ def test_invariants(
     # Idempotent: the same inputs later give the stored status back.
     again = compute_status(memcached(status=first), spec, dep, [pod("p")], T1, **problem)
     assert not status_changed(first, again)
+
+
+@pytest.mark.parametrize(
+    "the_deployment",
+    [
+        None,  # not created yet
+        deployment(2),  # scaling
+        deployment(generation=2, observed=1),  # rolling out, not yet observed
+        deployment(updated=1),  # rolling out
+        deployment(),  # up to date
+    ],
+)
+def test_no_condition_names_its_object(the_deployment: Obj | None) -> None:
+    # Two Memcacheds in the same state get equal conditions, which the cache holds once
+    # (CACHE_SHARED): a condition naming its Memcached or Deployment cost a copy each.
+    def named(name: str) -> Obj:
+        obj = memcached()
+        obj["metadata"]["name"] = name
+        if the_deployment is None:
+            return compute_status(obj, SPEC3, None, [], T0)
+        return compute_status(
+            obj, SPEC3, {**the_deployment, "metadata": {**the_deployment["metadata"], "name": name}}, [], T0
+        )
+
+    assert named("one")["conditions"] == named("other")["conditions"]
