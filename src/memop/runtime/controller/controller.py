@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -492,14 +493,11 @@ class ControllerBuilder:
 
 
 _ids = random.Random()
-# The version (4) and variant (RFC 4122) bits of a random UUID, and the bits they replace.
-_UUID4_BITS = (0x4 << 76) | (0x2 << 62)
-_UUID4_KEPT = ~((0xF << 76) | (0x3 << 62))
 
 
 def _new_reconcile_id() -> str:
     """A random (version 4) UUID for a reconcile's log lines, as controller-runtime's reconcileID.
     From Python's Mersenne Twister, not ``uuid.uuid4()``'s ``os.urandom``: an identifier needs
-    no secrecy, and this takes a third of the time (1.0 against 3.2 us), once per reconcile."""
-    bits = f"{_ids.getrandbits(128) & _UUID4_KEPT | _UUID4_BITS:032x}"
-    return f"{bits[:8]}-{bits[8:12]}-{bits[12:16]}-{bits[16:20]}-{bits[20:]}"
+    no secrecy, and this takes 1.9 against 3.2 us, once per reconcile (as the in-memory API
+    server draws its uids)."""
+    return str(uuid.UUID(int=_ids.getrandbits(128), version=4))
