@@ -496,16 +496,18 @@ def watched_per_cr(before: Metrics, after: Metrics, crs: int) -> dict[str, float
     CR (its echoes skipped undecoded included): the work memop's watches did that the floor's
     single watch of Memcacheds does not."""
 
-    def by_resource(metrics: Metrics) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for (name, labels), value in metrics.items():
-            fields = dict(labels)
-            if name == "memop_reflector_objects_received_total" and fields.get("source") == "watch":
-                out[fields.get("resource", "")] = value
-        return out
-
-    was = by_resource(before)
-    return {k: round((v - was.get(k, 0.0)) / crs, 3) for k, v in by_resource(after).items()}
+    name = "memop_reflector_objects_received_total"
+    return {
+        resource: round(
+            (
+                metric_sum(after, name, resource=resource, source="watch")
+                - metric_sum(before, name, resource=resource, source="watch")
+            )
+            / crs,
+            3,
+        )
+        for resource in metric_by(after, name, "resource")
+    }
 
 
 async def scrape(memop: MemopProcess) -> Metrics:
