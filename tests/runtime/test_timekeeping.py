@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from memop.runtime.util.backoff import Backoff
-from memop.runtime.util.clock import FakeClock
+from memop.runtime.util.clock import FakeClock, rfc3339
 from memop.runtime.util.tokenbucket import TokenBucket
 
 
@@ -65,3 +66,15 @@ def test_token_bucket_try_take_never_goes_into_debt() -> None:
     clock.advance(0.5)
     assert bucket.try_take()
     assert bucket.reserve() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "seconds",
+    [0.0, 0.999, 1.0, 59.5, 1_795_920_619.2, 1_795_920_619.999, 1_795_920_620.0, 1_795_920_619.0, -0.5],
+)
+def test_rfc3339_is_the_utc_second_whatever_was_formatted_before(seconds: float) -> None:
+    # rfc3339 remembers the last second it formatted: each call, after any other (these run
+    # in sequence, back and forth across second boundaries), must still give its own second.
+    for before in (seconds, seconds - 1, seconds + 0.5, seconds + 1, 0.0):
+        rfc3339(before)
+        assert rfc3339(seconds) == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))

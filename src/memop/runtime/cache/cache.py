@@ -296,6 +296,13 @@ class Cache:
         than one does: the read would silently miss objects. An ``exclusive`` informer serves
         only reads whose selector implies its own.
         """
+        by_selector = self._informers.get(resource)
+        if by_selector is not None and len(by_selector) == 1:
+            # The common case, on every cache read: one informer, which serves every read
+            # unless it is exclusive (then the general rule below decides).
+            for only in by_selector.values():
+                if not only.exclusive:
+                    return only
         wanted = set(selector.requirements) if selector is not None else set()
         informers = [
             i

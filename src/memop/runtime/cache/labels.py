@@ -25,6 +25,7 @@ character.
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -455,6 +456,9 @@ _NO_LABELS: Mapping[str, str] = {}
 _LABEL_SELECTOR_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
 
 
+_requirement_key = operator.attrgetter("key")
+
+
 class Selector:
     """A conjunction of label requirements; the empty selector matches everything."""
 
@@ -463,7 +467,7 @@ class Selector:
     def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
         """Take already-validated requirements (see :meth:`Requirement.new`)."""
         # Stable sort by key, as Go's sort.Sort(ByKey) behaves on the short lists selectors are.
-        self._requirements: tuple[Requirement, ...] = tuple(sorted(requirements, key=lambda r: r.key))
+        self._requirements: tuple[Requirement, ...] = tuple(sorted(requirements, key=_requirement_key))
         equal: list[tuple[str, str]] = []
         in_: list[tuple[str, frozenset[str]]] = []
         not_in: list[tuple[str, frozenset[str]]] = []
@@ -490,7 +494,8 @@ class Selector:
         self._present = tuple(present)
         self._absent = tuple(absent)
         self._numeric = tuple(numeric)
-        self._hash = hash(frozenset(self._requirements))
+        # Computed on the first hash: most selectors (one per reconcile's list) are never hashed.
+        self._hash: int | None = None
 
     @classmethod
     def parse(cls, text: str | None) -> Selector:
@@ -614,6 +619,8 @@ class Selector:
         return frozenset(self._requirements) == frozenset(other._requirements)
 
     def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._requirements))
         return self._hash
 
 

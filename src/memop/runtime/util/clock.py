@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
@@ -19,7 +20,19 @@ T = TypeVar("T")
 
 def rfc3339(seconds: float) -> str:
     """``seconds`` since the epoch as the API's RFC 3339 time, to the second, in UTC."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    global _last_formatted
+    whole = math.floor(seconds)
+    last = _last_formatted
+    if last[0] == whole:
+        return last[1]
+    formatted = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(whole))
+    _last_formatted = (whole, formatted)
+    return formatted
+
+
+# The last second rfc3339 formatted and its text: every reconcile of a burst stamps its status
+# in the same second, and formatting it again took five times as long as this lookup.
+_last_formatted: tuple[int, str] = (-1, "")
 
 
 async def first_of(*waits: Awaitable[Any]) -> None:
