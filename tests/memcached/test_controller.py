@@ -195,6 +195,17 @@ async def test_a_new_memcached_takes_three_writes_and_then_none(env: Env) -> Non
     assert (result, sent) == (None, [])
 
 
+async def test_the_cached_deployment_holds_its_template_labels_as_its_own_labels(env: Env) -> None:
+    # CACHE_ALIASES: equal, so held as one dict (whether stored from our create's answer or
+    # from the watch), and the reconcile still finds nothing to change.
+    await env.client.create(MEMCACHEDS, memcached(size=1), env.namespace)
+    await env.converge()
+    cached = env.cache.get(DEPLOYMENTS, NAME, env.namespace)
+    assert cached is not None
+    assert cached["spec"]["template"]["metadata"]["labels"] is cached["metadata"]["labels"]
+    assert cached["metadata"]["labels"] == (await env.get(DEPLOYMENTS))["metadata"]["labels"]
+
+
 async def test_a_condition_gets_a_new_time_only_when_it_flips(env: Env) -> None:
     await env.client.create(MEMCACHEDS, memcached(size=1), env.namespace)
     await env.converge()

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -333,3 +334,47 @@ def test_indexes_are_built_by_the_first_read_that_needs_them() -> None:
     assert sorted(o["metadata"]["name"] for o in store.list(owner_uid="u2")) == ["a2", "b1"]
     assert sorted(store.keys("b")) == [("b", "a2"), ("b", "b1")]
     assert store.keys("a") == []
+
+
+_TEMPLATE_LABELS = ("spec", "template", "metadata", "labels")
+
+
+def deployment(labels: dict[str, Any], template_labels: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "d", "namespace": "a", "resourceVersion": "1", "labels": labels},
+        "spec": {"template": {"metadata": {"labels": template_labels}, "spec": {"containers": []}}},
+    }
+
+
+def test_an_aliased_subtree_equal_to_its_target_is_held_as_the_target() -> None:
+    store = ObjectStore(PODS, aliases={_TEMPLATE_LABELS: ("metadata", "labels")})
+    for prepare in (store.prepare, store.prepare_copy):
+        stored = prepare(deployment({"app": "x", "instance": "d"}, {"app": "x", "instance": "d"}))
+        assert stored["spec"]["template"]["metadata"]["labels"] is stored["metadata"]["labels"]
+        assert stored == deployment({"app": "x", "instance": "d"}, {"app": "x", "instance": "d"})
+
+
+def test_an_aliased_subtree_that_differs_even_only_as_json_is_held_apart() -> None:
+    store = ObjectStore(PODS, aliases={_TEMPLATE_LABELS: ("metadata", "labels")})
+    # {"n": 1} == {"n": True} in Python; as JSON they differ, and each must be kept as it came.
+    for labels, template_labels in (
+        ({"app": "x"}, {"app": "y"}),
+        ({"n": 1}, {"n": True}),
+        ({"n": [1]}, {"n": [True]}),
+    ):
+        stored = store.prepare(deployment(labels, template_labels))
+        held = stored["spec"]["template"]["metadata"]["labels"]
+        assert held is not stored["metadata"]["labels"]
+        assert json.dumps(held) == json.dumps(template_labels)
+    # Missing or malformed parents are left alone.
+    stored = store.prepare({"metadata": {"name": "d", "labels": {"a": "b"}}, "spec": {"template": []}})
+    assert stored["spec"] == {"template": []}
+
+
+def test_an_alias_path_inside_a_shared_subtree_is_refused() -> None:
+    # Changing a subtree many objects hold would change it for all of them.
+    with pytest.raises(ValueError, match="inside a shared subtree"):
+        ObjectStore(PODS, shared=(("spec", "template"),), aliases={_TEMPLATE_LABELS: ("metadata", "labels")})
+    ObjectStore(
+        PODS, shared=(("spec", "template", "spec"),), aliases={_TEMPLATE_LABELS: ("metadata", "labels")}
+    )

@@ -479,6 +479,12 @@ CACHE_SHARED: dict[Resource, tuple[Path, ...]] = {
 }
 
 
+# A Deployment's pod-template labels are its own labels (desired_deployment): held as one dict.
+CACHE_ALIASES: dict[Resource, dict[Path, Path]] = {
+    DEPLOYMENTS: {("spec", "template", "metadata", "labels"): ("metadata", "labels")},
+}
+
+
 # Only pods labelled as memcached pods are watched: the reconciler lists a Memcached's pods by
 # this label and its instance label, and the pod watch maps nothing else, so other pods (most
 # of a cluster's) never reach memop: not decoded, not cached.
@@ -486,8 +492,8 @@ POD_SELECTOR = Selector.parse(f"{NAME_LABEL}={APP_NAME}")
 
 
 def declare_informers(cache: Cache, memcached_resource: Resource = MEMCACHEDS) -> None:
-    """The informers the controller reads, with their transforms, shared subtrees and (pods)
-    label selector: declared before anything else asks for them (the first caller of
+    """The informers the controller reads, with their transforms, shared subtrees, aliases and
+    (pods) label selector: declared before anything else asks for them (the first caller of
     Cache.informer fixes these)."""
     for resource, kind in ((memcached_resource, MEMCACHEDS), (DEPLOYMENTS, DEPLOYMENTS), (PODS, PODS)):
         cache.informer(
@@ -495,6 +501,7 @@ def declare_informers(cache: Cache, memcached_resource: Resource = MEMCACHEDS) -
             transform=CACHE_TRANSFORMS[kind],
             shared=CACHE_SHARED[kind],
             label_selector=POD_SELECTOR if kind is PODS else None,
+            aliases=CACHE_ALIASES.get(kind),
         )
 
 

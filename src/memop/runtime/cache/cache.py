@@ -40,7 +40,7 @@ import builtins
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from memop.runtime import metrics
 from memop.runtime.cache.labels import Requirement, Selector
@@ -184,6 +184,7 @@ class Cache:
         label_selector: Selector | None = None,
         shard_key: ShardKey | None = None,
         exclusive: bool = False,
+        aliases: Mapping[Path, Path] | None = None,
     ) -> Informer:
         """The informer for ``resource`` and ``label_selector``, created on first use (and
         started if the cache runs).
@@ -194,10 +195,14 @@ class Cache:
         uses). An update that changes only what it drops is stored but not told to the
         handlers (nothing they can read changed). The subtrees at the ``shared`` paths are
         held once however many objects have them equal (see :mod:`memop.runtime.cache.sharing`);
-        ``label_selector`` narrows the watch itself. The transform and shared paths are fixed
-        by the first caller. ``shard_key``: how its objects map to shards when the cache is
-        sharded (see the module docstring); an informer first declared without one (shared by
-        another controller) gets it here.
+        ``aliases`` maps a path to another path of the same object whose subtree it often
+        equals, to hold the two as one (``{("spec", "template", "metadata", "labels"):
+        ("metadata", "labels")}`` for Deployments; see
+        :func:`~memop.runtime.cache.store.hold_aliases`). ``label_selector`` narrows the watch
+        itself. The transform, shared paths and aliases are fixed by the first caller.
+        ``shard_key``: how its objects map to shards when the cache is sharded (see the module
+        docstring); an informer first declared without one (shared by another controller) gets
+        it here.
 
         Without a ``label_selector`` (and no transform), a resource that already has exactly
         one informer gets that one, whatever its selector: code that only subscribes to a
@@ -210,14 +215,16 @@ class Cache:
             label_selector = None
         by_selector = self._informers.setdefault(resource, {})
         informer = by_selector.get(label_selector)
-        if informer is None and label_selector is None and transform is None and not shared:
+        if informer is None and label_selector is None and transform is None and not shared and not aliases:
             existing = [i for i in self._informers_of(resource) if not i.exclusive]
             if len(existing) == 1:
                 informer = existing[0]
             elif existing:
                 raise ValueError(_ambiguous(resource, existing))
         if informer is None:
-            informer = self._new_informer(resource, transform, shared, label_selector, exclusive)
+            informer = self._new_informer(
+                resource, transform, shared, label_selector, exclusive=exclusive, aliases=aliases
+            )
             by_selector[label_selector] = informer
         if shard_key is not None and informer.shard_key != shard_key:
             if informer.shard_key is not None:
@@ -244,10 +251,12 @@ class Cache:
         transform: Transform | None,
         shared: tuple[Path, ...],
         label_selector: Selector | None,
+        *,
         exclusive: bool = False,
+        aliases: Mapping[Path, Path] | None = None,
     ) -> Informer:
         implied = label_selector.exact_pairs() if label_selector is not None else None
-        store = ObjectStore(resource, transform, shared, implied_labels=implied)
+        store = ObjectStore(resource, transform, shared, implied_labels=implied, aliases=aliases)
         for name, fn in self._indexers.get(resource, {}).items():
             store.add_index(name, fn)
         informer = Informer(resource, store, label_selector=label_selector, exclusive=exclusive)

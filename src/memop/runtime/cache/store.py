@@ -52,6 +52,7 @@ from typing import Any
 from memop.runtime.cache.labels import Selector
 from memop.runtime.cache.sharing import EVERY_ITEM, LEAF, Path, PathTree, SubtreeSharer, path_tree
 from memop.runtime.client.resources import Resource
+from memop.runtime.util import jsoncodec
 
 log = logging.getLogger("memop.store")
 
@@ -141,15 +142,26 @@ class ObjectStore:
         shared: tuple[Path, ...] = (),
         *,
         implied_labels: Mapping[str, str] | None = None,
+        aliases: Mapping[Path, Path] | None = None,
     ) -> None:
         """``implied_labels``: label pairs every object carries (those the watch's label
-        selector requires). They are not indexed: their entries would hold every key."""
+        selector requires). They are not indexed: their entries would hold every key.
+        ``aliases``: path -> path of the same object; the subtree at the first, when equal to
+        the one at the second, is held as that one (see :func:`hold_aliases`)."""
         self.resource = resource
         self._implied_labels = frozenset((implied_labels or {}).items())
         self._transform = transform
         self._shared = shared
         self._sharer = SubtreeSharer()
         self._shared_tree = path_tree(shared)
+        self._aliases = tuple((aliases or {}).items())
+        for path, _ in self._aliases:
+            if not path or any(
+                len(shared_path) < len(path) and path[: len(shared_path)] == shared_path
+                for shared_path in shared
+            ):
+                # A subtree held by many objects must not be changed for one of them.
+                raise ValueError(f"alias path {path!r} is empty or inside a shared subtree of {shared!r}")
         # MEMOP_CHECK_CACHE=1: key -> the JSON of the object as stored, to catch mutations.
         self._fingerprints: dict[Key, str] | None = {} if os.environ.get(CHECK_ENV) == "1" else None
         self._objects: dict[Key, Obj] = {}
@@ -305,9 +317,10 @@ class ObjectStore:
     def _transformed_copy(self, obj: Obj) -> Obj:
         if self._transform is not None:
             obj = self._transform(obj)
-        if self._shared_tree:
-            return compact_sharing(obj, self._shared_tree, self._sharer)
-        return compact(obj)
+        obj = compact_sharing(obj, self._shared_tree, self._sharer) if self._shared_tree else compact(obj)
+        if self._aliases:
+            hold_aliases(obj, self._aliases)
+        return obj
 
     @property
     def transformed(self) -> bool:
@@ -511,6 +524,47 @@ def compact_sharing(obj: Obj, shared: PathTree, sharer: SubtreeSharer) -> Obj:
     ``sharer`` (:mod:`memop.runtime.cache.sharing`): a subtree equal to one held already is
     not copied at all, only looked up (a Deployment's pod template, the bulk of it)."""
     return _compact_dict_sharing(obj, shared, sharer)
+
+
+def hold_aliases(obj: Obj, aliases: Iterable[tuple[Path, Path]]) -> None:
+    """For each (path, target) of ``aliases``, hold the subtree at ``path`` of ``obj`` as the
+    one at ``target`` when the two are equal JSON (a Deployment's pod-template labels, equal to
+    its own labels: a dict less per Deployment). ``obj`` is a compacted copy of the store's own:
+    its containers along ``path`` are its alone (the store refuses alias paths inside shared
+    subtrees). Equal means equal JSON text, so ``1`` and ``true`` stay apart."""
+    for path, target in aliases:
+        parent = _at(obj, path[:-1])
+        held = _at(obj, target)
+        if type(parent) is not dict or type(held) not in (dict, list):
+            continue
+        value = parent.get(path[-1])
+        if value is held or value != held or not _same_json(value, held):
+            continue
+        parent[path[-1]] = held
+
+
+def _at(obj: Any, path: Path) -> Any:
+    """:func:`dig` for compacted objects (plain dicts only: no ABC check per step)."""
+    for key in path:
+        if type(obj) is not dict:
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b``, equal by ``==``, are the same JSON: ``==`` takes ``1`` for
+    ``true``. Labels (strings only) need no more checking; anything else is compared as text."""
+    if type(a) is dict:
+        for value in a.values():
+            if type(value) is not str:
+                break
+        else:
+            return True  # b == a: the same keys, each with a value equal to a string, so a string
+    try:
+        return jsoncodec.dumps(a) == jsoncodec.dumps(b)
+    except (TypeError, ValueError):  # not JSON (cannot come from the API): leave it apart
+        return False
 
 
 def _compact_value(item: Any) -> Any:
