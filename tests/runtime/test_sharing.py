@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import sys
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -43,7 +44,7 @@ def test_values_equal_in_python_but_not_in_json_are_not_merged() -> None:
     assert sharer.share({"y": 2, "x": "1"}) is first
     assert sharer.share([2, "1"]) is not sharer.share(["1", 2])
     assert sharer.share(["x", "y"]) is not sharer.share({"x": "y"})
-    # Nested values take the canonical-JSON path, with the same guarantees.
+    # Nested values too.
     nested = sharer.share({"a": {"b": [1, True]}})
     assert sharer.share({"a": {"b": [1, True]}}) is nested
     assert sharer.share({"a": {"b": [1, 1]}}) is not nested
@@ -203,3 +204,23 @@ def test_path_tree_ends_a_path_where_a_shorter_one_shares_its_subtree_whole() ->
         "a": {"b": {}, "d": {}},
         "e": {"*": {}},
     }
+
+
+def test_a_table_entry_costs_about_what_its_subtree_and_key_hold() -> None:
+    # One entry per distinct subtree, for as long as an object uses it: a pod's labels make
+    # one per pod. orjson's bytes hold the whole 4 KiB buffer they were encoded into; the table
+    # must keep keys of their own size.
+    sharer = SubtreeSharer(purge_at=1_000_000)
+    labels = [
+        {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": f"mc-{i:05d}"}
+        for i in range(2000)
+    ]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [sharer.share_copy(value, compact) for value in labels]
+        per_entry = (tracemalloc.get_traced_memory()[0] - before) / len(labels)
+    finally:
+        tracemalloc.stop()
+    assert len(kept) == len(sharer) == 2000
+    assert per_entry < 1000, per_entry

@@ -12,8 +12,8 @@ Shared subtrees are referenced by many cached objects, which is safe because cac
 are read-only (see :mod:`memop.runtime.cache.store`); the store's mutation check in tests
 (``MEMOP_CHECK_CACHE=1``) catches a caller that writes into one.
 
-The table holds each canonical subtree under its canonical JSON, or, for a flat dict or list of
-strings and integers (the common case), under an equivalent and cheaper tuple. It is purged of
+The table holds each canonical subtree under its canonical JSON (orjson, sorted keys: 0.27 µs
+for a condition, where a tuple of its sorted items took 0.85 and twice the bytes). It is purged of
 subtrees no cached object uses any more (their only references are the table's) whenever it has
 doubled since the last purge, so it stays proportional to the distinct subtrees in use, however
 long the process runs.
@@ -51,16 +51,14 @@ class SubtreeSharer:
         compaction already)."""
         if not isinstance(value, dict | list):
             return value
-        key = _flat_key(value)
-        if key is None:
-            try:
-                key = jsoncodec.canonical(value)
-            except (TypeError, ValueError):  # not JSON (cannot come from the API): keep it apart
-                return value
+        try:
+            key = jsoncodec.canonical(value)
+        except (TypeError, ValueError):  # not JSON (cannot come from the API): keep it apart
+            return value
         canonical = self._table.get(key)
         if canonical is not None:
             return canonical
-        self._table[key] = value
+        self._table[_kept(key)] = value
         if len(self._table) >= self._purge_at:
             self.purge()
         return value
@@ -71,18 +69,15 @@ class SubtreeSharer:
         and lists are copied and returned."""
         if not isinstance(value, dict | list):
             return copy(value)
-        key = _flat_key(value)
-        if key is None:
-            try:
-                key = jsoncodec.canonical(value)
-            except (TypeError, ValueError):  # not JSON (cannot come from the API): keep it apart
-                return copy(value)
+        try:
+            key = jsoncodec.canonical(value)
+        except (TypeError, ValueError):  # not JSON (cannot come from the API): keep it apart
+            return copy(value)
         canonical = self._table.get(key)
         if canonical is not None:
             return canonical
         copied = copy(value)
-        # Keyed by the copy's own strings (interned), not by those of the value it replaces.
-        self._table[_flat_key(copied) if type(key) is tuple else key] = copied
+        self._table[_kept(key)] = copied
         if len(self._table) >= self._purge_at:
             self.purge()
         return copied
@@ -96,24 +91,11 @@ class SubtreeSharer:
         self._purge_at = max(self._min_purge_at, 2 * len(self._table))
 
 
-def _flat_key(value: dict[Any, Any] | list[Any]) -> Hashable | None:
-    """A table key for a dict or list of strings and integers (labels, finalizers, a pod's
-    status): a tuple, five times cheaper than the canonical JSON. None for anything else.
-
-    Only ``str`` and ``int`` values qualify, by exact type: ``True == 1`` and ``1.0 == 1`` in
-    Python, so booleans and floats would make unequal JSON values equal keys. A string and an
-    integer never compare equal, and the leading type keeps a dict apart from a list.
-    """
-    if type(value) is dict:
-        for k, v in value.items():
-            if type(k) is not str or (type(v) is not str and type(v) is not int):
-                return None
-        # Keys are unique, so sorting the pairs never compares values (of mixed types).
-        return (dict, tuple(sorted(value.items())))
-    for item in value:
-        if type(item) is not str and type(item) is not int:
-            return None
-    return (list, tuple(value))
+def _kept(key: bytes) -> bytes:
+    """``key`` in bytes of its own size, to keep in the table: orjson's result holds the whole
+    buffer it encoded into (4 KiB of RSS for a 100-byte key, measured), where a table holds a key
+    per distinct subtree for as long as an object uses it (a pod's labels: one per pod)."""
+    return memoryview(key).tobytes()
 
 
 # A set of paths as nested dicts: key (or EVERY_ITEM) -> the rest of the paths below it, or
