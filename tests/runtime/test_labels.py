@@ -222,6 +222,16 @@ def test_from_validated_set_selects_what_carries_every_pair() -> None:
     assert not selector.matches({"app": "memcached", "instance": "b"})
     assert not selector.matches({"app": "memcached"})
     assert Selector.from_validated_set({}).is_empty()
+    assert not Selector.from_validated_set({"a": "b"}).is_empty()
+    # Built without __init__ (its requirements made on first use): the same selector in every
+    # way a parsed one is, whichever is asked first.
+    parsed = Selector.parse("app=memcached,instance=a")
+    assert hash(Selector.from_validated_set({"instance": "a", "app": "memcached"})) == hash(parsed)
+    assert str(Selector.from_validated_set({"instance": "a", "app": "memcached"})) == str(parsed)
+    assert (
+        Selector.from_validated_set({"instance": "a", "app": "memcached"}).requirements == parsed.requirements
+    )
+    assert {parsed: 1}[Selector.from_validated_set({"app": "memcached", "instance": "a"})] == 1
 
 
 def test_from_label_selector() -> None:

@@ -467,14 +467,14 @@ class Selector:
     def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
         """Take already-validated requirements (see :meth:`Requirement.new`)."""
         # Stable sort by key, as Go's sort.Sort(ByKey) behaves on the short lists selectors are.
-        self._requirements: tuple[Requirement, ...] = tuple(sorted(requirements, key=_requirement_key))
+        self._requirements: tuple[Requirement, ...] | None = tuple(sorted(requirements, key=_requirement_key))
         equal: list[tuple[str, str]] = []
         in_: list[tuple[str, frozenset[str]]] = []
         not_in: list[tuple[str, frozenset[str]]] = []
         present: list[str] = []
         absent: list[str] = []
         numeric: list[Requirement] = []
-        for r in self._requirements:
+        for r in self._reqs():
             if r.operator in (EQUALS, DOUBLE_EQUALS) or (r.operator == IN and len(r.values) == 1):
                 equal.append((r.key, r.values[0]))
             elif r.operator == IN:
@@ -497,6 +497,11 @@ class Selector:
         # Computed on the first hash: most selectors (one per reconcile's list) are never hashed.
         self._hash: int | None = None
 
+    def _reqs(self) -> tuple[Requirement, ...]:
+        if self._requirements is None:
+            self._requirements = tuple(Requirement(key, EQUALS, (value,)) for key, value in self._equal)
+        return self._requirements
+
     @classmethod
     def parse(cls, text: str | None) -> Selector:
         """Parse a label selector string; ``""``/``None`` select everything. ValueError if invalid."""
@@ -511,7 +516,18 @@ class Selector:
         Nothing is validated: for pairs built in code, parsing a selector string on every call
         would cost more than the lookup it serves. An invalid pair just selects nothing.
         """
-        return cls(Requirement(key, EQUALS, (value,)) for key, value in labels.items())
+        # Built directly, not through __init__ (one per reconcile that lists a child kind by its
+        # owner's labels): every requirement is an equality, and the keys are distinct, so
+        # sorting the pairs sorts by key.
+        pairs = tuple(sorted(labels.items()))
+        selector = cls.__new__(cls)
+        selector._requirements = None  # made from _equal when first asked for (_reqs)
+        selector._equal = pairs
+        selector._in = selector._not_in = ()
+        selector._present = selector._absent = ()
+        selector._numeric = ()
+        selector._hash = None
+        return selector
 
     @classmethod
     def from_label_selector(cls, obj: Mapping[str, Any] | None) -> Selector:
@@ -560,7 +576,7 @@ class Selector:
     @property
     def requirements(self) -> tuple[Requirement, ...]:
         """The requirements, sorted by key."""
-        return self._requirements
+        return self._reqs()
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
         """Whether an object with these labels (``None`` = no labels) is selected."""
@@ -590,7 +606,7 @@ class Selector:
         return all(req.matches(labels) for req in self._numeric)
 
     def _match_slowly(self, labels: Mapping[str, Any]) -> bool:
-        return all(r.matches(labels) for r in self._requirements)
+        return all(r.matches(labels) for r in self._reqs())
 
     def exact_pairs(self) -> dict[str, str]:
         """Labels every selected object must carry with exactly this value (for index lookups).
@@ -605,10 +621,12 @@ class Selector:
 
     def is_empty(self) -> bool:
         """Whether this selector has no requirements (it matches everything)."""
+        if self._requirements is None:  # from_validated_set: equalities only, not made yet
+            return not self._equal
         return not self._requirements
 
     def __str__(self) -> str:
-        return ",".join(str(r) for r in self._requirements)
+        return ",".join(str(r) for r in self._reqs())
 
     def __repr__(self) -> str:
         return f"Selector.parse({str(self)!r})"
@@ -616,11 +634,11 @@ class Selector:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Selector):
             return NotImplemented
-        return frozenset(self._requirements) == frozenset(other._requirements)
+        return frozenset(self._reqs()) == frozenset(other._reqs())
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(frozenset(self._requirements))
+            self._hash = hash(frozenset(self._reqs()))
         return self._hash
 
 
