@@ -234,6 +234,20 @@ def test_from_validated_set_selects_what_carries_every_pair() -> None:
     assert {parsed: 1}[Selector.from_validated_set({"app": "memcached", "instance": "a"})] == 1
 
 
+def test_implies_compares_requirements_as_written() -> None:
+    read = Selector.from_validated_set({"app": "memcached", "instance": "a"})
+    assert read.implies(Selector.parse("app=memcached"))
+    assert read.implies(Selector.parse("instance=a,app=memcached"))
+    assert read.implies(Selector())
+    assert not read.implies(Selector.parse("app=other"))
+    assert not read.implies(Selector.parse("app in (memcached)"))  # as written: another requirement
+    assert not Selector().implies(Selector.parse("app=memcached"))
+    parsed = Selector.parse("app=memcached,tier in (a,b),!legacy")
+    assert parsed.implies(Selector.parse("tier in (b,a)"))
+    assert parsed.implies(Selector.parse("!legacy,app=memcached"))
+    assert not parsed.implies(Selector.parse("tier in (a)"))
+
+
 def test_from_label_selector() -> None:
     sel = Selector.from_label_selector(
         {

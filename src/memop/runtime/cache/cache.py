@@ -312,19 +312,12 @@ class Cache:
             for only in by_selector.values():
                 if not only.exclusive:
                     return only
-        wanted = set(selector.requirements) if selector is not None else set()
-        informers = [
-            i
-            for i in self._informers_of(resource)
-            if not i.exclusive or set(i.label_selector.requirements if i.label_selector else ()) <= wanted
-        ]
+        informers = [i for i in self._informers_of(resource) if not i.exclusive or _covers(selector, i)]
         if len(informers) == 1:
             return informers[0]
         if not informers:
             return self.informer(resource)
-        covering = [
-            i for i in informers if i.label_selector is None or set(i.label_selector.requirements) <= wanted
-        ]
+        covering = [i for i in informers if _covers(selector, i)]
         if len(covering) > 1:
             # The narrowest: an unselected informer covers everything but holds more.
             covering = [i for i in covering if i.label_selector is not None] or covering
@@ -720,6 +713,13 @@ def _misses_bucket_label(informer: Informer, labels: object) -> bool:
     if key is None or key.name != BY_OWNER_BUCKET.name:
         return False
     return not (isinstance(labels, dict) and BUCKET_LABEL in labels)
+
+
+def _covers(read: Selector | None, informer: Informer) -> bool:
+    """Whether ``informer`` holds every object a read filtered by ``read`` can return: it has
+    no label selector, or every requirement of its selector is one of the read's."""
+    required = informer.label_selector
+    return required is None or (read is not None and read.implies(required))
 
 
 def _record(informer: Informer, obj: Obj, client: ListWatcher) -> bool:

@@ -462,7 +462,17 @@ _requirement_key = operator.attrgetter("key")
 class Selector:
     """A conjunction of label requirements; the empty selector matches everything."""
 
-    __slots__ = ("_absent", "_equal", "_hash", "_in", "_not_in", "_numeric", "_present", "_requirements")
+    __slots__ = (
+        "_absent",
+        "_equal",
+        "_hash",
+        "_in",
+        "_not_in",
+        "_numeric",
+        "_present",
+        "_requirements",
+        "_terms",
+    )
 
     def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
         """Take already-validated requirements (see :meth:`Requirement.new`)."""
@@ -496,6 +506,20 @@ class Selector:
         self._numeric = tuple(numeric)
         # Computed on the first hash: most selectors (one per reconcile's list) are never hashed.
         self._hash: int | None = None
+        self._terms: frozenset[tuple[str, str, tuple[str, ...]]] | None = None
+
+    def implies(self, other: Selector) -> bool:
+        """Whether every requirement of ``other`` is also one of this selector's, as written
+        (``a=b`` is not ``a in (b)``): then everything this selector selects, ``other`` does.
+        Used to find the informer that holds every object a read can return."""
+        return other._terms_() <= self._terms_()
+
+    def _terms_(self) -> frozenset[tuple[str, str, tuple[str, ...]]]:
+        # The requirements as tuples: hashed in C, where a Requirement (a dataclass) hashes in
+        # Python; made once per selector.
+        if self._terms is None:
+            self._terms = frozenset((r.key, r.operator, r.values) for r in self._reqs())
+        return self._terms
 
     def _reqs(self) -> tuple[Requirement, ...]:
         if self._requirements is None:
@@ -527,6 +551,7 @@ class Selector:
         selector._present = selector._absent = ()
         selector._numeric = ()
         selector._hash = None
+        selector._terms = frozenset((key, EQUALS, (value,)) for key, value in pairs)
         return selector
 
     @classmethod
