@@ -75,3 +75,10 @@ def test_canonical_is_equal_for_equal_json_and_only_for_it() -> None:
     keys = {jsoncodec.canonical(v) for v in (1, True, 1.0, "1", [1], {"1": 1})}
     assert len(keys) == 6
     assert jsoncodec.canonical({"n": 2**80}) == jsoncodec.canonical({"n": 2**80})
+
+
+def test_same_is_equality_as_json() -> None:
+    assert jsoncodec.same({"a": [1, "x"], "b": None}, {"b": None, "a": [1, "x"]})  # key order aside
+    for a, b in (({"a": 1}, {"a": True}), ([1], [1.0]), ({"a": 0}, {"a": False}), ({"a": 1}, {"a": 2})):
+        assert not jsoncodec.same(a, b)
+    assert jsoncodec.same(2**70, 2**70)  # beyond orjson: the standard library's encoding

@@ -538,7 +538,10 @@ def hold_aliases(obj: Obj, aliases: Iterable[tuple[Path, Path]]) -> None:
         if type(parent) is not dict or type(held) not in (dict, list):
             continue
         value = parent.get(path[-1])
-        if value is held or value != held or not _same_json(value, held):
+        try:
+            if value is held or not jsoncodec.same(value, held):
+                continue
+        except (TypeError, ValueError):  # not JSON (cannot come from the API): leave it apart
             continue
         parent[path[-1]] = held
 
@@ -550,21 +553,6 @@ def _at(obj: Any, path: Path) -> Any:
             return None
         obj = obj.get(key)
     return obj
-
-
-def _same_json(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b``, equal by ``==``, are the same JSON: ``==`` takes ``1`` for
-    ``true``. Labels (strings only) need no more checking; anything else is compared as text."""
-    if type(a) is dict:
-        for value in a.values():
-            if type(value) is not str:
-                break
-        else:
-            return True  # b == a: the same keys, each with a value equal to a string, so a string
-    try:
-        return jsoncodec.dumps(a) == jsoncodec.dumps(b)
-    except (TypeError, ValueError):  # not JSON (cannot come from the API): leave it apart
-        return False
 
 
 def _compact_value(item: Any) -> Any:

@@ -18,7 +18,8 @@ one behaviour whichever library did the work:
   and what orjson cannot encode (integers beyond 64 bits) goes through ``json.dumps``; a value
   neither can encode raises ``TypeError``;
 - :func:`canonical` is a key for equal JSON values (sorted keys, compact): equal JSON gives
-  equal keys, and unequal JSON (``1`` and ``true``, ``1`` and ``1.0``) unequal keys.
+  equal keys, and unequal JSON (``1`` and ``true``, ``1`` and ``1.0``) unequal keys; :func:`same`
+  compares two values that way.
 """
 
 from __future__ import annotations
@@ -56,3 +57,10 @@ def canonical(value: Any) -> bytes:
         return orjson.dumps(value, option=_CANONICAL_OPTIONS)
     except TypeError:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON value: ``==`` takes ``true`` for ``1`` and
+    ``1.0``, their canonical forms do not (compared only when ``==`` holds, so a difference
+    costs no encoding)."""
+    return bool(a == b) and canonical(a) == canonical(b)

@@ -38,6 +38,7 @@ from typing import Any, get_args
 import orjson
 
 from memop.runtime.logs import log_context
+from memop.runtime.util import jsoncodec
 from memop.runtime.webhook.declarations import (
     AdmissionRequest,
     AdmissionWebhook,
@@ -335,16 +336,8 @@ def json_patch(old: Any, new: Any) -> list[dict[str, Any]]:
     return ops
 
 
-def _same(a: Any, b: Any) -> bool:
-    # == treats True, 1 and 1.0 alike; their sorted-key JSON does not, and costs C time only
-    # when the values are already equal.
-    return bool(a == b) and orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
-        b, option=orjson.OPT_SORT_KEYS
-    )
-
-
 def _diff(old: Any, new: Any, path: str, ops: list[dict[str, Any]]) -> None:
-    if _same(old, new):
+    if jsoncodec.same(old, new):
         return
     if isinstance(old, dict) and isinstance(new, dict):
         for key in old:
