@@ -88,7 +88,8 @@ def dig(obj: Any, *path: str) -> Any:
     """The value at ``path`` in nested mappings, or None where a step is missing or is not a
     mapping (an object as read may be malformed: a reconciler must not crash on it)."""
     for key in path:
-        if not isinstance(obj, Mapping):
+        # A plain dict (what the cache and the client hold) passes without the ABC check.
+        if type(obj) is not dict and not isinstance(obj, Mapping):
             return None
         obj = obj.get(key)
     return obj
@@ -533,8 +534,8 @@ def hold_aliases(obj: Obj, aliases: Iterable[tuple[Path, Path]]) -> None:
     its containers along ``path`` are its alone (the store refuses alias paths inside shared
     subtrees). Equal means equal JSON text, so ``1`` and ``true`` stay apart."""
     for path, target in aliases:
-        parent = _at(obj, path[:-1])
-        held = _at(obj, target)
+        parent = dig(obj, *path[:-1])
+        held = dig(obj, *target)
         if type(parent) is not dict or type(held) not in (dict, list):
             continue
         value = parent.get(path[-1])
@@ -544,15 +545,6 @@ def hold_aliases(obj: Obj, aliases: Iterable[tuple[Path, Path]]) -> None:
         except (TypeError, ValueError):  # not JSON (cannot come from the API): leave it apart
             continue
         parent[path[-1]] = held
-
-
-def _at(obj: Any, path: Path) -> Any:
-    """:func:`dig` for compacted objects (plain dicts only: no ABC check per step)."""
-    for key in path:
-        if type(obj) is not dict:
-            return None
-        obj = obj.get(key)
-    return obj
 
 
 def _compact_value(item: Any) -> Any:
