@@ -477,14 +477,15 @@ class Selector:
     def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
         """Take already-validated requirements (see :meth:`Requirement.new`)."""
         # Stable sort by key, as Go's sort.Sort(ByKey) behaves on the short lists selectors are.
-        self._requirements: tuple[Requirement, ...] | None = tuple(sorted(requirements, key=_requirement_key))
+        ordered = tuple(sorted(requirements, key=_requirement_key))
+        self._requirements: tuple[Requirement, ...] | None = ordered
         equal: list[tuple[str, str]] = []
         in_: list[tuple[str, frozenset[str]]] = []
         not_in: list[tuple[str, frozenset[str]]] = []
         present: list[str] = []
         absent: list[str] = []
         numeric: list[Requirement] = []
-        for r in self._reqs():
+        for r in ordered:
             if r.operator in (EQUALS, DOUBLE_EQUALS) or (r.operator == IN and len(r.values) == 1):
                 equal.append((r.key, r.values[0]))
             elif r.operator == IN:
@@ -518,7 +519,10 @@ class Selector:
         # The requirements as tuples: hashed in C, where a Requirement (a dataclass) hashes in
         # Python; made once per selector.
         if self._terms is None:
-            self._terms = frozenset((r.key, r.operator, r.values) for r in self._reqs())
+            if self._requirements is None:  # from_validated_set: equalities, Requirements not made
+                self._terms = frozenset((key, EQUALS, (value,)) for key, value in self._equal)
+            else:
+                self._terms = frozenset((r.key, r.operator, r.values) for r in self._requirements)
         return self._terms
 
     def _reqs(self) -> tuple[Requirement, ...]:
@@ -551,7 +555,7 @@ class Selector:
         selector._present = selector._absent = ()
         selector._numeric = ()
         selector._hash = None
-        selector._terms = frozenset((key, EQUALS, (value,)) for key, value in pairs)
+        selector._terms = None
         return selector
 
     @classmethod
