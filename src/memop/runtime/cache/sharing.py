@@ -22,7 +22,7 @@ long the process runs.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memop.runtime.util import jsoncodec
@@ -38,7 +38,7 @@ class SubtreeSharer:
     """One canonical instance per distinct JSON subtree (dicts and lists) given to :meth:`share`."""
 
     def __init__(self, *, purge_at: int = _MIN_PURGE_AT) -> None:
-        self._table: dict[Hashable, Any] = {}
+        self._table: dict[bytes, Any] = {}
         self._min_purge_at = purge_at
         self._purge_at = purge_at
 
@@ -49,24 +49,12 @@ class SubtreeSharer:
         """``value``, or the equal subtree seen before (then ``value`` is left to be freed).
         Values other than dicts and lists are returned as they are (strings are interned by
         compaction already)."""
-        if not isinstance(value, dict | list):
-            return value
-        try:
-            key = jsoncodec.canonical(value)
-        except (TypeError, ValueError):  # not JSON (cannot come from the API): keep it apart
-            return value
-        canonical = self._table.get(key)
-        if canonical is not None:
-            return canonical
-        self._table[_kept(key)] = value
-        if len(self._table) >= self._purge_at:
-            self.purge()
-        return value
+        return self.share_copy(value, _unchanged)
 
     def share_copy(self, value: Any, copy: Callable[[Any], Any]) -> Any:
-        """:meth:`share` of ``copy(value)``, without making the copy when an equal subtree is
-        held already (``copy`` must keep the value equal: compaction). Values other than dicts
-        and lists are copied and returned."""
+        """The equal subtree seen before, or else ``copy(value)``, held from now on: the copy is
+        made only when no equal subtree is held (``copy`` must keep the value equal:
+        compaction). Values other than dicts and lists are copied and returned."""
         if not isinstance(value, dict | list):
             return copy(value)
         try:
@@ -89,6 +77,10 @@ class SubtreeSharer:
         for key in [key for key in table if sys.getrefcount(table[key]) <= 2]:
             del table[key]
         self._purge_at = max(self._min_purge_at, 2 * len(self._table))
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 def _kept(key: bytes) -> bytes:
