@@ -532,7 +532,8 @@ def hold_aliases(obj: Obj, aliases: Iterable[tuple[Path, Path]]) -> None:
     one at ``target`` when the two are equal JSON (a Deployment's pod-template labels, equal to
     its own labels: a dict less per Deployment). ``obj`` is a compacted copy of the store's own:
     its containers along ``path`` are its alone (the store refuses alias paths inside shared
-    subtrees). Equal means equal JSON text, so ``1`` and ``true`` stay apart."""
+    subtrees). Equal means the same JSON value (:func:`~memop.runtime.util.jsoncodec.same`), so
+    ``1`` and ``true`` stay apart."""
     for path, target in aliases:
         parent = dig(obj, *path[:-1])
         held = dig(obj, *target)
