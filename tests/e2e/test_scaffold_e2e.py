@@ -6,8 +6,9 @@ hand-written reconciler, ``--imperative``) in a fresh folder, then what the auth
   pyproject's settings) and its tests (``pytest``: unit tests, and end-to-end tests on memop's
   pytest plugin that run its controllers in-process against the in-memory API server, or,
   with ``USE_EXISTING_CLUSTER=true``, against that cluster, unchanged).
-- Its README's run command, as written there: ``python -m memop.testing serve --apply ...``
-  with the generated CRDs and samples, and ``python -m PKG``, which reconciles the samples.
+- Its README's run command, as written there: ``.venv/bin/python -m memop.testing serve --apply
+  ...`` with the generated CRDs and samples, and ``.venv/bin/python -m PKG``, which reconciles
+  the samples; the README's step 1 installs the project into that venv first.
 
 The project is not installed: its tests import it from ``src/`` (its pytest settings say so)
 and the operator runs with ``PYTHONPATH=src``, so nothing is left in the environment.
@@ -155,17 +156,25 @@ def test_the_cluster_e2e_suite_fails_in_one_line_when_its_settings_cannot_be_use
     assert "1 failed" in done.stdout
 
 
-def readme_run_commands(project: Path) -> list[str]:
-    """The command lines of the README's set-up step 1 (after its ``# 1.`` comment)."""
+def readme_step(project: Path, step: int) -> list[str]:
+    """The command lines of the README's set-up step ``step`` (after its ``# N.`` comment)."""
     lines = (project / "README.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("# 1. "))
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"# {step}. "))
     commands = []
     for line in lines[start + 1 :]:
-        if not line.strip():
+        if not line.strip() or line.startswith("```"):
             break
         if not line.startswith("#"):
             commands.append(line)
     return commands
+
+
+def test_the_readme_installs_the_project_before_it_runs_it(project: Path) -> None:
+    # `python -m PKG` finds nothing under src/ until the project is installed: step 1 installs
+    # it (editable, in a venv of its own), and steps 2 and 3 use that venv's Python.
+    assert readme_step(project, 1) == ["python3 -m venv .venv && .venv/bin/pip install -e '.[test]'"]
+    for command in [*readme_step(project, 2), *readme_step(project, 3)]:
+        assert command.startswith(".venv/bin/python -m "), command
 
 
 @pytest.fixture
@@ -185,7 +194,7 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
 async def test_the_readme_runs_the_operator_against_the_in_memory_server(
     project: Path, tmp_path: Path, processes: list[subprocess.Popen[bytes]]
 ) -> None:
-    serve, run = readme_run_commands(project)
+    serve, run = readme_step(project, 2)
     kubeconfig = tmp_path / "kubeconfig"
     readme_kubeconfig = f"/tmp/{PROJECT}.kubeconfig"
     assert readme_kubeconfig in serve
@@ -193,7 +202,7 @@ async def test_the_readme_runs_the_operator_against_the_in_memory_server(
 
     def start(command: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
         argv = shlex.split(command.replace(readme_kubeconfig, str(kubeconfig)))
-        assert argv[0] == "python"
+        assert argv[0] == ".venv/bin/python"  # step 1's venv: here, this Python
         with open(log, "wb") as out:
             process = subprocess.Popen(
                 [sys.executable, *argv[1:]],
@@ -213,8 +222,8 @@ async def test_the_readme_runs_the_operator_against_the_in_memory_server(
         return kubeconfig.exists()
 
     await wait_for(written, timeout=TIMEOUT, message="the server wrote no kubeconfig")
-    # The README's command as it is; the probes' ports off (memop reads each flag from its
-    # environment variable), as CI shares them.
+    # The README's command as it is, the project found in src/ as step 1's install would; the
+    # probes' ports off (memop reads each flag from its environment variable), as CI shares them.
     operator = start(
         run,
         tmp_path / "operator.log",
