@@ -478,7 +478,6 @@ class Selector:
         """Take already-validated requirements (see :meth:`Requirement.new`)."""
         # Stable sort by key, as Go's sort.Sort(ByKey) behaves on the short lists selectors are.
         ordered = tuple(sorted(requirements, key=_requirement_key))
-        self._requirements: tuple[Requirement, ...] | None = ordered
         equal: list[tuple[str, str]] = []
         in_: list[tuple[str, frozenset[str]]] = []
         not_in: list[tuple[str, frozenset[str]]] = []
@@ -498,13 +497,37 @@ class Selector:
                 absent.append(r.key)
             else:
                 numeric.append(r)
+        self._fill(
+            ordered,
+            tuple(equal),
+            in_=tuple(in_),
+            not_in=tuple(not_in),
+            present=tuple(present),
+            absent=tuple(absent),
+            numeric=tuple(numeric),
+        )
+
+    def _fill(
+        self,
+        requirements: tuple[Requirement, ...] | None,
+        equal: tuple[tuple[str, str], ...],
+        *,
+        in_: tuple[tuple[str, frozenset[str]], ...] = (),
+        not_in: tuple[tuple[str, frozenset[str]], ...] = (),
+        present: tuple[str, ...] = (),
+        absent: tuple[str, ...] = (),
+        numeric: tuple[Requirement, ...] = (),
+    ) -> None:
+        """Every slot, from the requirements sorted by key (None: made from ``equal`` when
+        first asked for, see :meth:`_reqs`) and the same requirements by kind of check."""
+        self._requirements = requirements
         # Cheapest and most selective checks first: they reject most objects.
-        self._equal = tuple(equal)
-        self._in = tuple(in_)
-        self._not_in = tuple(not_in)
-        self._present = tuple(present)
-        self._absent = tuple(absent)
-        self._numeric = tuple(numeric)
+        self._equal = equal
+        self._in = in_
+        self._not_in = not_in
+        self._present = present
+        self._absent = absent
+        self._numeric = numeric
         # Computed on the first hash: most selectors (one per reconcile's list) are never hashed.
         self._hash: int | None = None
         self._terms: frozenset[tuple[str, str, tuple[str, ...]]] | None = None
@@ -547,15 +570,8 @@ class Selector:
         # Built directly, not through __init__ (one per reconcile that lists a child kind by its
         # owner's labels): every requirement is an equality, and the keys are distinct, so
         # sorting the pairs sorts by key.
-        pairs = tuple(sorted(labels.items()))
         selector = cls.__new__(cls)
-        selector._requirements = None  # made from _equal when first asked for (_reqs)
-        selector._equal = pairs
-        selector._in = selector._not_in = ()
-        selector._present = selector._absent = ()
-        selector._numeric = ()
-        selector._hash = None
-        selector._terms = None
+        selector._fill(None, tuple(sorted(labels.items())))
         return selector
 
     @classmethod
