@@ -23,6 +23,8 @@ from memop.testing.apiserver import featuregates
 from memop.testing.apiserver.sharding import InvalidShardSelector, parse_shard_selector
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memop.testing.plugin import InstallCrds
     from tests.conftest import Http, WatchStream
 
@@ -55,6 +57,23 @@ async def make_configmaps(http: Http, ns: str, count: int, prefix: str = "cm") -
         assert reply.status == 201, reply.body
         made.append(reply.body)
     return made
+
+
+async def make_spread(
+    http: Http, ns: str, count: int, spread: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    """``count`` configmaps in ``ns``, then one more at a time until ``spread`` holds of the
+    namespace's configmaps, which are returned as listed. Their uids, and so their shards, are
+    drawn at random: a test that needs its shards to hold something makes sure of it (with 12
+    configmaps, the lower half held fewer than 3 about once in a hundred runs)."""
+    await make_configmaps(http, ns, count)
+    for i in range(count, count + 64):  # names stay two digits, so they keep their order
+        everything: list[dict[str, Any]] = (await http.get(cm_path(ns))).body["items"]
+        if spread(everything):
+            return everything
+        reply = await http.post(cm_path(ns), {"metadata": {"name": f"cm-{i:02d}"}})
+        assert reply.status == 201, reply.body
+    raise AssertionError(f"64 more configmaps and still not spread as the test needs: {everything}")
 
 
 def names(items: list[dict[str, Any]]) -> list[str]:
@@ -245,10 +264,9 @@ async def test_the_namespace_key(http: Http) -> None:
 
 
 async def test_pages_of_a_shard(http: Http, namespace: str) -> None:
-    await make_configmaps(http, namespace, 30)
-    everything = (await http.get(cm_path(namespace))).body["items"]
+    everything = await make_spread(http, namespace, 30, lambda items: len(in_shard(items, LOWER)) > 4)
     expected = in_shard(everything, LOWER)
-    assert len(expected) > 4  # more than a page (31 random uids: all but certain)
+    assert len(expected) > 4  # more than a page
     shard = selector(LOWER)
     pages: list[list[str]] = []
     token = None
@@ -273,8 +291,12 @@ async def test_pages_of_a_shard(http: Http, namespace: str) -> None:
 
 
 async def test_a_continue_token_does_not_carry_the_selector(http: Http, namespace: str) -> None:
-    await make_configmaps(http, namespace, 12)
-    everything = (await http.get(cm_path(namespace))).body["items"]
+    def spread(items: list[dict[str, Any]]) -> bool:
+        # A page of 2 of the lower half with more after it, and upper-half names after that page.
+        lower = in_shard(items, LOWER)
+        return len(lower) > 2 and any(n > lower[1] for n in in_shard(items, UPPER))
+
+    everything = await make_spread(http, namespace, 12, spread)
     first = await listed(http, cm_path(namespace), selector(LOWER), limit=2)
     token = first["metadata"]["continue"]
     last = first["items"][-1]["metadata"]["name"]
@@ -284,6 +306,7 @@ async def test_a_continue_token_does_not_carry_the_selector(http: Http, namespac
     # With another selector, the rest of that shard: the token is only a key and a version.
     other = await listed(http, cm_path(namespace), selector(UPPER), **{"continue": token})
     assert names(other["items"]) == [n for n in in_shard(everything, UPPER) if n > last]
+    assert other["items"]
 
 
 async def test_a_custom_resource_list_is_filtered_without_shard_info(
@@ -312,16 +335,19 @@ async def test_a_table_has_no_shard_info(http: Http, namespace: str) -> None:
 
 
 async def test_deletecollection_deletes_only_the_shard(http: Http, namespace: str) -> None:
-    await make_configmaps(http, namespace, 10)
-    everything = (await http.get(cm_path(namespace))).body["items"]
-    assert [n for n in in_shard(everything, LOWER) if n.startswith("cm-")]  # 10 uids: all but certain
+    def configmaps_in(items: list[dict[str, Any]], shard: ShardRange) -> list[str]:
+        return [n for n in in_shard(items, shard) if n.startswith("cm-")]
+
+    everything = await make_spread(
+        http, namespace, 10, lambda items: bool(configmaps_in(items, LOWER) and configmaps_in(items, UPPER))
+    )
+    assert configmaps_in(everything, LOWER)
+    assert configmaps_in(everything, UPPER)
     reply = await http.delete(cm_path(namespace), query={"shardSelector": selector(LOWER)})
     assert reply.status == 200
     left = names((await http.get(cm_path(namespace))).body["items"])
     # (The root CA publisher puts kube-root-ca.crt back at once when it was in the shard.)
-    assert [n for n in left if n.startswith("cm-")] == [
-        n for n in in_shard(everything, UPPER) if n.startswith("cm-")
-    ]
+    assert [n for n in left if n.startswith("cm-")] == configmaps_in(everything, UPPER)
 
 
 # --- watches --------------------------------------------------------------------------------------
