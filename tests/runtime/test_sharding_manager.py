@@ -35,6 +35,7 @@ from memop.runtime.cache.cache import CLIENT_SIDE
 from memop.runtime.cache.labels import Selector
 from memop.runtime.client.errors import AlreadyExists
 from memop.runtime.client.resources import NAMESPACES, SECRETS
+from memop.runtime.manager.shards import follow_shard_filtering
 from memop.runtime.sharding.membership import (
     ShardingConfig,
 )
@@ -415,7 +416,9 @@ async def test_the_filtering_check_runs_every_period_on_the_managers_clock(
             manager = Manager(Client(api, user_agent="test"), ManagerOptions(sharding=config), clock=clock)
             # As chosen at a start before the gate was turned on.
             assert manager.cache.server_side_sharding is False
-            following = asyncio.create_task(manager._follow_shard_filtering(config))
+            following = asyncio.create_task(
+                follow_shard_filtering(manager.client, manager.cache, manager.clock, config)
+            )
             try:
                 await wait_for(lambda: clock.pending_timers() == 1, timeout=10)
                 clock.advance(59.9)

@@ -14,7 +14,8 @@ Sharded (``ManagerOptions.sharding``), there is no leader: every replica runs it
 and a :class:`~memop.runtime.sharding.membership.ShardMembership` hands it shards of the ring;
 the cache watches only those shards and each controller's gate reconciles only their objects.
 Losing membership is handled as losing the lease. On shutdown the replica leaves the group
-once its controllers have stopped, so the others take its shards over at once.
+once its controllers have stopped, so the others take its shards over at once. The sharded
+parts live in :mod:`memop.runtime.manager.shards`.
 
 Losing the lease is different from being asked to stop: reconciling stops at once (in-flight
 reconciles are cancelled, never finished, since another replica may already lead) and
@@ -33,7 +34,6 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memop.runtime import metrics
 from memop.runtime.cache.cache import Cache
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Forbidden, NotFound, TransportError
@@ -44,12 +44,11 @@ from memop.runtime.leaderelection.lease import LeaderElectionConfig, LeaderElect
 from memop.runtime.manager.authn import MetricsAuthorizer
 from memop.runtime.manager.events import EventRecorder
 from memop.runtime.manager.server import Address, ProbeServer
+from memop.runtime.manager.shards import ShardWork, choose_shard_filtering, follow_shard_filtering
 from memop.runtime.manager.uninstall import GUARD, POLL_SECONDS, UninstallGuard, UninstallGuardConfig
-from memop.runtime.sharding.adoption import label_children, label_children_until_done
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
-from memop.runtime.sharding.probe import server_filters_by_shard_selector
 from memop.runtime.sharding.ring import Ring
-from memop.runtime.util.clock import Clock, RealClock, first_of
+from memop.runtime.util.clock import Clock, RealClock
 from memop.runtime.webhook.declarations import AdmissionWebhook, Conversion
 from memop.runtime.webhook.server import CertificateError, WebhookServer, WebhookServerOptions
 from memop.runtime.workqueue.workqueue import AllQueues
@@ -159,7 +158,7 @@ class Manager:
             watch_read_timeout=options.watch_read_timeout,
         )
         self.membership: ShardMembership | None = None
-        self._shard_work: _ShardWork | None = None
+        self._shard_work: ShardWork | None = None
         if options.sharding is not None:
             # Before any controller is built: their informers and gates are sharded from the start.
             self.cache.enable_sharding(Ring(options.sharding.shards), server_side=False)
@@ -320,7 +319,7 @@ class Manager:
             log.error("cannot reach the API server: %s", error)
             return EXIT_FAILED
         if self.options.sharding is not None:
-            await self._choose_shard_filtering(self.options.sharding)
+            await choose_shard_filtering(self.client, self.cache, self.options.sharding)
         await self.cache.start()
         for recorder in self.recorders:
             recorder.start()
@@ -356,13 +355,15 @@ class Manager:
 
     async def _run_sharded(self, config: ShardingConfig, stop_task: asyncio.Task[bool]) -> int:
         """Every replica reconciles the shards the membership hands it (see the module docstring)."""
-        self._shard_work = _ShardWork(self)
+        self._shard_work = ShardWork(self)
         self.membership = ShardMembership(self.client, config, self._shard_work, clock=self.clock)
         if not await _unless(self._start_controllers(), stop_task):
             return EXIT_OK
         member_task = asyncio.create_task(self.membership.run(), name="sharding-membership")
         self._elector_task = member_task
-        following = asyncio.create_task(self._follow_shard_filtering(config), name="sharding-filtering")
+        following = asyncio.create_task(
+            follow_shard_filtering(self.client, self.cache, self.clock, config), name="sharding-filtering"
+        )
         try:
             await asyncio.wait({stop_task, member_task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -382,57 +383,6 @@ class Manager:
             await self._stop_controllers(timeout=0)
             return EXIT_FAILED
         return EXIT_OK
-
-    async def _choose_shard_filtering(self, config: ShardingConfig) -> None:
-        try:
-            server_side = await server_filters_by_shard_selector(self.client, config.namespace)
-        except (ApiError, TransportError) as error:
-            log.warning(
-                "cannot tell whether the API server filters by shardSelector, assuming not: %s", error
-            )
-            server_side = False
-        self.cache.server_side_sharding = server_side
-        self._say_shard_filtering(config, server_side, changed=False)
-
-    def _say_shard_filtering(self, config: ShardingConfig, server_side: bool, *, changed: bool) -> None:
-        metrics.SHARDING_SERVER_SIDE.labels(config.group).set(1 if server_side else 0)
-        now = "now " if changed else ""
-        if server_side:
-            log.info(
-                "sharding group %s with %d shards: the API server %sfilters lists and watches by "
-                "shardSelector (server-side)",
-                config.group, config.shards, now,
-            )  # fmt: skip
-        else:
-            log.warning(
-                "sharding group %s with %d shards: the API server %signores shardSelector (its "
-                "ShardedListAndWatch feature gate is off), so every replica receives every %s and "
-                "filters them itself (client-side): correct, but the work is split, not the traffic",
-                config.group, config.shards, now,
-                " and ".join(self.cache.kinds_filtered_by_shard_selector()) or "object",
-            )  # fmt: skip
-
-    async def _follow_shard_filtering(self, config: ShardingConfig) -> None:
-        """Ask the server again every ``filtering_check_period`` seconds, and at once when
-        objects outside the shards arrived, whether it filters by shardSelector; on a change,
-        say so and switch the cache's mode (a relist of the uid- and namespace-keyed kinds).
-        A failed check changes nothing."""
-        cache = self.cache
-        while True:
-            await first_of(cache.selector_ignored.wait(), self.clock.sleep(config.filtering_check_period))
-            cache.selector_ignored.clear()
-            try:
-                server_side = await server_filters_by_shard_selector(self.client, config.namespace)
-            except (ApiError, TransportError) as error:
-                log.debug("could not check whether the API server filters by shardSelector: %s", error)
-                continue
-            if server_side != cache.server_side_sharding:
-                try:
-                    await cache.set_server_side_sharding(server_side)
-                except Exception:  # a bug: say it, and keep following
-                    log.exception("could not switch the cache's shard filtering")
-                # Said once the reflectors run in the new mode (the line and metric are its news).
-                self._say_shard_filtering(config, server_side, changed=True)
 
     async def _start_controllers(self) -> None:
         self.leading.set()
@@ -664,92 +614,6 @@ class Manager:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-class _ShardWork:
-    """The manager's side of the membership: a shard's objects enter the cache and its
-    requests the controllers' gates; giving one up drains every controller first.
-
-    A shard taken is reconciled once its objects and their children are in the cache: until
-    then its requests are parked (see sharding.gate), so that no reconcile misses a child that
-    exists and tries to make it again."""
-
-    def __init__(self, manager: Manager) -> None:
-        self._manager = manager
-        # Per shard held: waiting for its cache to sync, then labelling what was made before
-        # sharding if a first pass failed (sharding.adoption).
-        self._tasks: dict[int, list[asyncio.Task[Any]]] = {}
-
-    async def acquired(self, shards: Sequence[int], *, label: bool = True) -> None:
-        """``label=False`` (an uninstall) skips labelling children made before sharding."""
-        manager, cache = self._manager, self._manager.cache
-        taken = manager.clock.monotonic()
-        if label and cache.owner_bucket_scopes():
-            # Before the shards are watched, so that their children arrive with the first LIST;
-            # one pass for the shards of a round.
-            try:
-                await label_children(manager.client, cache, shards)
-            except (ApiError, TransportError) as error:
-                log.warning(
-                    "could not label the children of shards %s made before sharding (they stay "
-                    "invisible to every replica until labelled), retrying in the background: %s",
-                    ", ".join(map(str, shards)), error,
-                )  # fmt: skip
-                for shard in shards:  # each its own retry, cancelled when the shard is given up
-                    retry = label_children_until_done(manager.client, cache, (shard,), clock=manager.clock)
-                    self._track(shard, asyncio.create_task(retry, name=f"sharding-label-children-{shard}"))
-        for shard in shards:
-            for controller in manager.controllers:
-                if controller.gate is not None:
-                    controller.gate.begin(shard)
-        await cache.add_shards(shards)
-        for shard in shards:
-            activate = self._activate_when_synced(shard, taken)
-            self._track(shard, asyncio.create_task(activate, name=f"sharding-sync-{shard}"))
-
-    def _track(self, shard: int, task: asyncio.Task[Any]) -> None:
-        self._tasks.setdefault(shard, []).append(task)
-
-    async def _activate_when_synced(self, shard: int, taken: float) -> None:
-        timeout = self._manager.options.cache_sync_timeout
-        if not await self._manager.cache.wait_shard_synced(shard, timeout):
-            log.warning(
-                "shard %d's cache has not synced after %.0fs: reconciling its objects anyway (those "
-                "not listed yet are reconciled as they arrive)",
-                shard, timeout,
-            )  # fmt: skip
-        else:
-            log.info("shard %d synced %.2fs after it was taken: reconciling its objects", shard,
-                     self._manager.clock.monotonic() - taken)  # fmt: skip
-        for controller in self._manager.controllers:
-            controller.shard_synced(shard)
-
-    async def releasing(self, shard: int) -> None:
-        await self._cancel(self._tasks.pop(shard, []))
-        gates = [c.gate for c in self._manager.controllers if c.gate is not None]
-        await asyncio.gather(*(gate.drain(shard) for gate in gates))
-        await self._manager.cache.remove_shard(shard)
-
-    def lost(self) -> None:
-        for tasks in self._tasks.values():
-            for task in tasks:
-                task.cancel()
-        self._tasks.clear()
-        for controller in self._manager.controllers:
-            if controller.gate is not None:
-                controller.gate.deactivate_all()
-
-    async def stop(self) -> None:
-        """Cancel what still runs for the shards held (the controllers have stopped)."""
-        tasks = [task for shard_tasks in self._tasks.values() for task in shard_tasks]
-        self._tasks.clear()
-        await self._cancel(tasks)
-
-    @staticmethod
-    async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future[Any]) -> bool:
