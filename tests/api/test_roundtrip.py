@@ -26,6 +26,7 @@ from memop.runtime import (
     Quantity,
     Status,
 )
+from memop.runtime.api.errors import go_value
 from memop.runtime.api.schema import openapi_schema
 from memop.testing import InstallCrds
 from memop.testing.apiserver import schema as openapi
@@ -204,6 +205,8 @@ def test_parse_accepts_exactly_what_the_server_stores(shop: Shop, data: st.DataO
     errors = openapi.validate(SCHEMA, stored)
     parsed = _parsed(stored)
     if isinstance(parsed, InvalidObject):
+        if not errors and _only_map_key_errors(parsed, stored):
+            return  # the one check a CRD's schema cannot make (see _only_map_key_errors)
         assert errors, f"parse refused what the server accepts: {parsed}"
         assert {e.field for e in parsed.errors} & {e.field for e in errors}, (parsed.errors, errors)
     else:
@@ -213,6 +216,42 @@ def test_parse_accepts_exactly_what_the_server_stores(shop: Shop, data: st.DataO
         written = parsed.to_dict()
         assert openapi.validate(SCHEMA, openapi.apply_defaults(SCHEMA, written)) == []
         assert Shop.parse(written) == parsed
+
+
+def test_a_bad_label_key_is_stored_by_the_server_and_refused_by_parse_alone() -> None:
+    # The case hypothesis found: the schema validates label values, not keys.
+    obj = Shop(
+        metadata=ObjectMeta(name="shop"), spec=ShopSpec(containers=[Container(name="c", image="i")])
+    ).to_dict()
+    obj["spec"]["labels"] = {"": ""}
+    stored = openapi.apply_defaults(SCHEMA, openapi.prune(SCHEMA, obj))
+    assert openapi.validate(SCHEMA, stored) == []
+    parsed = _parsed(stored)
+    assert isinstance(parsed, InvalidObject)
+    assert _only_map_key_errors(parsed, stored)
+    # A bad value beside it is the schema's to refuse, and is not exempted.
+    stored["spec"]["labels"] = {"": "", "good": "-bad"}
+    assert openapi.validate(SCHEMA, stored) != []
+    bad_value = _parsed(stored)
+    assert isinstance(bad_value, InvalidObject)
+    assert not _only_map_key_errors(bad_value, stored)
+
+
+def _only_map_key_errors(invalid: InvalidObject, stored: Any) -> bool:
+    """Whether parse refused ``stored`` only for keys of a map of :data:`LabelKey` keys (its
+    error names the map and quotes the key). A CRD's structural schema cannot constrain a
+    map's keys (it has no propertyNames, and only a CEL rule could, which the in-memory server
+    does not evaluate), so the server stores ``{"": ""}`` as ``spec.labels`` and parse alone
+    refuses it: the controller reports InvalidSpec. Found by this test, 2026-11-29."""
+    for error in invalid.errors:
+        mapping: Any = stored
+        for step in error.field.split("."):
+            mapping = mapping.get(step) if isinstance(mapping, dict) else None
+        if not isinstance(mapping, dict) or not any(
+            error.message.startswith(f"Invalid value: {go_value(key)}: ") for key in mapping
+        ):
+            return False
+    return True
 
 
 def _parsed(obj: Any) -> Shop | InvalidObject:

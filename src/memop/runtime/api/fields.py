@@ -259,7 +259,10 @@ LabelKey = Annotated[
     str, _StringFormat(qualified_name_errors, 253 + 1 + 63, rf"^({_DNS_SUBDOMAIN}/)?{_NAME}$")
 ]
 """A label (or annotation) key: ``app``, ``app.kubernetes.io/name``. The schema's pattern
-cannot bound the prefix to 253 characters; Python parsing does."""
+cannot bound the prefix to 253 characters; Python parsing does. As the key of a map
+(``dict[LabelKey, LabelValue]``) only Python parsing checks it: a CRD's schema cannot
+constrain a map's keys, so the API server stores ``{"": ""}`` and the object's parse fails
+(its controller reports InvalidSpec)."""
 LabelValue = Annotated[str, _StringFormat(label_value_errors, 63, rf"^({_NAME})?$")]
 """A label value: empty, or up to 63 letters, digits, ``-``, ``_``, ``.``, alphanumeric at both ends."""
 DNS1123Label = Annotated[str, _StringFormat(dns1123_label_errors, 63, f"^{_DNS_LABEL}$")]
