@@ -29,8 +29,8 @@ Processes (so that no party's CPU is charged to another):
   difference measures memop's machinery, not its client. The API server is the bottleneck
   on a small machine, so what memop makes the *server* do counts too: ``--floor-watches``
   makes the floor also hold memop's watches on deployments and pods, ``--floor-events`` also
-  record memop's Event per Memcached, to split memop's time into the server's extra work and
-  memop's own;
+  record memop's Event per Memcached (sent as recorded: memop defers its Events while it has
+  reconcile work, so this floor sends many more of them during a run than memop does);
 - the bench itself: creates the Memcacheds (size 1, round-robin over the namespaces,
   ``--create-concurrency`` at a time) and watches memcacheds and deployments to see progress.
 
@@ -786,7 +786,9 @@ async def floor(args: argparse.Namespace) -> int:
     queue: asyncio.Queue[Obj] = asyncio.Queue()
     async with ApiClient(configuration) as api:
         client = Client(api, user_agent=f"{FLOOR_AGENT}/1")
-        # With --floor-events the floor also records memop's Event per Memcached, the same way.
+        # With --floor-events the floor also records memop's Event per Memcached through memop's
+        # recorder, but with no workload to defer to and no rate limit: each goes out as
+        # recorded, where memop's wait while it has reconcile work.
         recorder = EventRecorder(client, "memop-floor") if args.floor_events else None
         if recorder is not None:
             recorder.start()
@@ -1882,7 +1884,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--floor-events",
         action="store_true",
-        help="the floor also records memop's Event per Memcached",
+        help="the floor also records memop's Event per Memcached, each sent as recorded (memop defers "
+        "its own)",
     )
     parser.add_argument(
         "--floor-event-loop",
