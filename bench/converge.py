@@ -29,8 +29,8 @@ Processes (so that no party's CPU is charged to another):
   difference measures memop's machinery, not its client. The API server is the bottleneck
   on a small machine, so what memop makes the *server* do counts too: ``--floor-watches``
   makes the floor also hold memop's watches on deployments and pods, ``--floor-events`` also
-  record memop's Event per Memcached (sent as recorded: memop defers its Events while it has
-  reconcile work, so this floor sends many more of them during a run than memop does);
+  record memop's Event per Memcached as memop does (deferred while the floor has work, then
+  at memop's default rate limit);
 - the bench itself: creates the Memcacheds (size 1, round-robin over the namespaces,
   ``--create-concurrency`` at a time) and watches memcacheds and deployments to see progress.
 
@@ -769,6 +769,12 @@ async def create_memcacheds(client: Client, keys: Sequence[Key], size: int, conc
     await run_bounded(concurrency, keys, create)
 
 
+# memop's default Event rate limit (ManagerOptions.event_qps and event_burst; a test checks
+# they agree), which the floor's Events keep: not imported, so the floor loads no more of
+# memop than it did.
+MEMOP_EVENT_QPS = 20.0
+MEMOP_EVENT_BURST = 100
+
 # -- the floor's process ----------------------------------------------------------------------------
 
 
@@ -786,10 +792,21 @@ async def floor(args: argparse.Namespace) -> int:
     queue: asyncio.Queue[Obj] = asyncio.Queue()
     async with ApiClient(configuration) as api:
         client = Client(api, user_agent=f"{FLOOR_AGENT}/1")
+        work = FloorWork()
         # With --floor-events the floor also records memop's Event per Memcached through memop's
-        # recorder, but with no workload to defer to and no rate limit: each goes out as
-        # recorded, where memop's wait while it has reconcile work.
-        recorder = EventRecorder(client, "memop-floor") if args.floor_events else None
+        # recorder, as memop's manager makes it: deferred while the floor has work (memop's wait
+        # for its queues), then at memop's default --event-qps and --event-burst.
+        recorder = (
+            EventRecorder(
+                client,
+                "memop-floor",
+                qps=MEMOP_EVENT_QPS,
+                burst=MEMOP_EVENT_BURST,
+                workload=work,
+            )
+            if args.floor_events
+            else None
+        )
         if recorder is not None:
             recorder.start()
 
@@ -811,6 +828,7 @@ async def floor(args: argparse.Namespace) -> int:
                             and (not owned or key[0] in owned)
                         ):
                             seen.add(key)
+                            work.add()
                             queue.put_nowait(obj)
                 except TransportError:
                     continue
@@ -847,7 +865,11 @@ async def floor(args: argparse.Namespace) -> int:
                     print(json.dumps({"error": str(error)}), file=sys.stderr, flush=True)
                     meta = obj["metadata"]
                     with contextlib.suppress(ApiError, TransportError):
-                        queue.put_nowait(await client.get(MEMCACHEDS, meta["name"], meta["namespace"]))
+                        again = await client.get(MEMCACHEDS, meta["name"], meta["namespace"])
+                        work.add()
+                        queue.put_nowait(again)
+                finally:
+                    work.done()
 
         # With --floor-watches the floor also holds memop's other watches (their events are
         # decoded and dropped): the API server then does the same fan-out work for both.
@@ -873,6 +895,38 @@ async def floor(args: argparse.Namespace) -> int:
     loop_name = "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
     print(json.dumps({"done": done, "errors": errors, "event_loop": loop_name}), flush=True)
     return 0
+
+
+class FloorWork:
+    """The floor's work as memop's EventRecorder sees a manager's work queues
+    (:class:`memop.runtime.manager.events.Workload`): busy from the moment a Memcached is
+    queued until its three writes are done, so the floor's Events wait while it works, as
+    memop's wait while its queues do."""
+
+    def __init__(self) -> None:
+        self.adds = 0
+        self._busy = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @property
+    def idle(self) -> bool:
+        return self._busy == 0
+
+    def add(self) -> None:
+        """A Memcached was queued."""
+        self.adds += 1
+        self._busy += 1
+        self._idle.clear()
+
+    def done(self) -> None:
+        """A queued Memcached was handled (converged or given up)."""
+        self._busy -= 1
+        if self._busy == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
 
 
 class FloorProcess:
@@ -1884,8 +1938,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--floor-events",
         action="store_true",
-        help="the floor also records memop's Event per Memcached, each sent as recorded (memop defers "
-        "its own)",
+        help="the floor also records memop's Event per Memcached, deferred and rate-limited as memop's",
     )
     parser.add_argument(
         "--floor-event-loop",

@@ -8,6 +8,8 @@ and are sane.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import importlib.util
 import json
 import os
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from memop.runtime import ManagerOptions
 from tests.benchscripts import usage_error
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
@@ -130,6 +133,50 @@ def test_converge_benchmark_compares_memop_with_the_floor_run_by_run() -> None:
     # was quiet, at full speed: the rate limit is only for Events deferred under busy queues.
     assert "--event-qps=0.01" in memop["memop_args"]
     assert memop["writes_per_cr"]["to_settle"]["events (apart)"] == 1.0
+
+
+def test_the_floors_events_wait_for_its_work_as_memops_wait_for_their_queues(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    converge = importlib.import_module("converge")
+    # The floor keeps memop's default rate limit without importing memop's manager.
+    defaults = ManagerOptions()
+    assert (
+        defaults.event_qps,
+        defaults.event_burst,
+    ) == (converge.MEMOP_EVENT_QPS, converge.MEMOP_EVENT_BURST)
+
+    async def check() -> None:
+        work = converge.FloorWork()
+        assert work.idle
+        assert work.adds == 0
+        work.add()
+        work.add()
+        assert not work.idle
+        assert work.adds == 2
+        waiting = asyncio.create_task(work.wait_idle())
+        work.done()
+        await asyncio.sleep(0)
+        assert not waiting.done()  # one Memcached still being handled
+        work.done()
+        await asyncio.wait_for(waiting, timeout=5)
+        assert work.idle
+        assert work.adds == 2
+
+    asyncio.run(check())
+
+
+def test_the_floor_with_memops_watches_and_events_converges() -> None:
+    result = run_bench(
+        "converge.py", "--floor", "--floor-watches", "--floor-events", "--crs=12", "--namespaces=2",
+        "--control-plane-cpu=0",
+    )  # fmt: skip
+    floor = result
+    assert floor["mode"] == "floor"
+    assert floor["floor_also"] == {"watches_deployments_and_pods": True, "records_events": True}
+    assert floor["floor_errors"] == 0
+    assert floor["writes_per_cr"]["total"] == 3.0
 
 
 def test_converge_benchmark_reports_cost_as_work_grows() -> None:
