@@ -7,10 +7,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def bench_module(script: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """``bench/<script>`` imported as a module, as when it runs: it imports its siblings by name."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    return importlib.import_module(Path(script).stem)
 
 
 def usage_error(
@@ -18,8 +25,7 @@ def usage_error(
 ) -> str:
     """``bench/<script>``'s ``main(args)``, which must refuse them: exit status 2, one line on
     stderr (returned), nothing on stdout."""
-    monkeypatch.syspath_prepend(str(BENCH))  # the scripts import their siblings by name
-    module = importlib.import_module(Path(script).stem)
+    module = bench_module(script, monkeypatch)
     with pytest.raises(SystemExit) as exited:
         module.main(list(args))
     out, err = capsys.readouterr()

@@ -8,25 +8,19 @@ a user would run it; the figures checked are those that hold at any size.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from memop.testing.apiserver.requestlog import RequestRecord
-from tests.benchscripts import usage_error
+from tests.benchscripts import bench_module, usage_error
 from tests.test_bench_sharding import FAST, run_bench
-
-BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
 @pytest.fixture
 def rebalance(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """bench/rebalance.py as a module (it imports its siblings by name, as when run)."""
-    monkeypatch.syspath_prepend(str(BENCH))
-    import rebalance as module  # noqa: PLC0415
-
-    return module  # type: ignore[no-any-return]
+    return bench_module("rebalance.py", monkeypatch)
 
 
 def test_replicas_scaled_under_churn_lose_nothing_and_never_write_outside_their_shards() -> None:

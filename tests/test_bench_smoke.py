@@ -9,7 +9,6 @@ and are sane.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import importlib.util
 import json
 import os
@@ -22,7 +21,7 @@ from typing import Any
 import pytest
 
 from memop.runtime import ManagerOptions
-from tests.benchscripts import usage_error
+from tests.benchscripts import bench_module, usage_error
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -138,14 +137,11 @@ def test_converge_benchmark_compares_memop_with_the_floor_run_by_run() -> None:
 def test_the_floors_events_wait_for_its_work_as_memops_wait_for_their_queues(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.syspath_prepend(str(BENCH))
-    converge = importlib.import_module("converge")
+    converge = bench_module("converge.py", monkeypatch)
     # The floor keeps memop's default rate limit without importing memop's manager.
     defaults = ManagerOptions()
-    assert (
-        defaults.event_qps,
-        defaults.event_burst,
-    ) == (converge.MEMOP_EVENT_QPS, converge.MEMOP_EVENT_BURST)
+    assert defaults.event_qps == converge.MEMOP_EVENT_QPS
+    assert defaults.event_burst == converge.MEMOP_EVENT_BURST
 
     async def check() -> None:
         work = converge.FloorWork()
@@ -172,11 +168,10 @@ def test_the_floor_with_memops_watches_and_events_converges() -> None:
         "converge.py", "--floor", "--floor-watches", "--floor-events", "--crs=12", "--namespaces=2",
         "--control-plane-cpu=0",
     )  # fmt: skip
-    floor = result
-    assert floor["mode"] == "floor"
-    assert floor["floor_also"] == {"watches_deployments_and_pods": True, "records_events": True}
-    assert floor["floor_errors"] == 0
-    assert floor["writes_per_cr"]["total"] == 3.0
+    assert result["mode"] == "floor"
+    assert result["floor_also"] == {"watches_deployments_and_pods": True, "records_events": True}
+    assert result["floor_errors"] == 0
+    assert result["writes_per_cr"]["total"] == 3.0
 
 
 def test_converge_benchmark_reports_cost_as_work_grows() -> None:
