@@ -792,19 +792,14 @@ async def floor(args: argparse.Namespace) -> int:
     queue: asyncio.Queue[Obj] = asyncio.Queue()
     async with ApiClient(configuration) as api:
         client = Client(api, user_agent=f"{FLOOR_AGENT}/1")
-        work = FloorWork()
         # With --floor-events the floor also records memop's Event per Memcached through memop's
         # recorder, as memop's manager makes it: deferred while the floor has work (memop's wait
-        # for its queues), then at memop's default --event-qps and --event-burst.
+        # for its queues), then at memop's default --event-qps and --event-burst. Without it the
+        # floor keeps no count of its work: nothing reads it.
+        work = FloorWork() if args.floor_events else None
         recorder = (
-            EventRecorder(
-                client,
-                "memop-floor",
-                qps=MEMOP_EVENT_QPS,
-                burst=MEMOP_EVENT_BURST,
-                workload=work,
-            )
-            if args.floor_events
+            EventRecorder(client, "memop-floor", qps=MEMOP_EVENT_QPS, burst=MEMOP_EVENT_BURST, workload=work)
+            if work is not None
             else None
         )
         if recorder is not None:
@@ -828,7 +823,8 @@ async def floor(args: argparse.Namespace) -> int:
                             and (not owned or key[0] in owned)
                         ):
                             seen.add(key)
-                            work.add()
+                            if work is not None:
+                                work.add()
                             queue.put_nowait(obj)
                 except TransportError:
                     continue
@@ -866,10 +862,12 @@ async def floor(args: argparse.Namespace) -> int:
                     meta = obj["metadata"]
                     with contextlib.suppress(ApiError, TransportError):
                         again = await client.get(MEMCACHEDS, meta["name"], meta["namespace"])
-                        work.add()
+                        if work is not None:
+                            work.add()
                         queue.put_nowait(again)
                 finally:
-                    work.done()
+                    if work is not None:
+                        work.done()
 
         # With --floor-watches the floor also holds memop's other watches (their events are
         # decoded and dropped): the API server then does the same fan-out work for both.
