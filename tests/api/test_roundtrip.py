@@ -28,6 +28,7 @@ from memop.runtime import (
 )
 from memop.runtime.api.errors import go_value
 from memop.runtime.api.schema import openapi_schema
+from memop.runtime.cache.store import dig
 from memop.testing import InstallCrds
 from memop.testing.apiserver import schema as openapi
 
@@ -244,9 +245,7 @@ def _only_map_key_errors(invalid: InvalidObject, stored: Any) -> bool:
     does not evaluate), so the server stores ``{"": ""}`` as ``spec.labels`` and parse alone
     refuses it: the controller reports InvalidSpec. Found by this test, 2026-11-29."""
     for error in invalid.errors:
-        mapping: Any = stored
-        for step in error.field.split("."):
-            mapping = mapping.get(step) if isinstance(mapping, dict) else None
+        mapping = dig(stored, *error.field.split("."))
         if not isinstance(mapping, dict) or not any(
             error.message.startswith(f"Invalid value: {go_value(key)}: ") for key in mapping
         ):
