@@ -10,6 +10,7 @@ drain has finished.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from prometheus_client import REGISTRY
 
 from memop.runtime.client.client import Client
 from memop.runtime.client.resources import LEASES
+from memop.runtime.sharding import membership as membership_module
 from memop.runtime.sharding.membership import (
     GROUP_LABEL,
     MembershipLost,
@@ -427,3 +429,41 @@ async def test_leaving_after_the_claim_ran_out_still_hands_over_and_never_raises
     state.clock.advance(30.0)  # a long graceful shutdown: no renewal since
     await a.membership.leave()
     assert set(state.holders().values()) == {""}
+
+
+@pytest.mark.parametrize(
+    ("error", "level", "said"),
+    [
+        (
+            MembershipLost("could not renew Lease ns/m within 3.0s"),
+            logging.DEBUG,
+            "ended with the membership",
+        ),
+        (RuntimeError("a listener bug"), logging.ERROR, "release shard 2 failed"),
+    ],
+)
+async def test_how_a_release_ended_is_always_retrieved_and_said(
+    error: Exception, level: int, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A release runs unawaited (_start_release). Found by the sharded chaos test: a release
+    # whose Lease clear ran past the renew deadline ended with MembershipLost, and asyncio
+    # logged "Task exception was never retrieved" when the task was collected.
+    unretrieved: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+
+    async def release() -> None:
+        raise error
+
+    try:
+        with caplog.at_level(logging.DEBUG, logger="memop.sharding"):
+            task = asyncio.create_task(release(), name="release shard 2")
+            task.add_done_callback(membership_module._said_release_end)
+            await asyncio.wait({task})
+            await asyncio.sleep(0)  # the done callbacks run in the loop's next step
+            del task
+            gc.collect()
+    finally:
+        loop.set_exception_handler(None)
+    assert unretrieved == []
+    assert [r.levelno for r in caplog.records if said in r.getMessage()] == [level]

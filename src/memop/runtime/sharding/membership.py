@@ -652,7 +652,9 @@ class ShardMembership:
         self.owned.discard(shard)
         self._m_owned.set(len(self.owned))
         log.info("giving up shard %d of group %s", shard, self.config.group)
-        self._releasing[shard] = asyncio.create_task(self._release(shard), name=f"release shard {shard}")
+        task = asyncio.create_task(self._release(shard), name=f"release shard {shard}")
+        task.add_done_callback(_said_release_end)
+        self._releasing[shard] = task
 
     async def _release(self, shard: int) -> None:
         try:
@@ -775,3 +777,17 @@ def _whole_seconds(seconds: float) -> int:
 def _shard_list(shards: Iterable[int]) -> str:
     listed = sorted(shards)
     return ", ".join(map(str, listed)) if listed else "none"
+
+
+def _said_release_end(task: asyncio.Task[None]) -> None:
+    """Retrieve how a release ended, as nobody awaits it. Losing the membership meanwhile (its
+    renewal ran out while the shard's Lease was being cleared) is the renew loop's to report,
+    which ends :meth:`ShardMembership.run`: here it is one debug line, not asyncio's "Task
+    exception was never retrieved". Anything else is a bug: logged with its traceback."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if isinstance(error, MembershipLost):
+        log.debug("%s ended with the membership: %s", task.get_name(), error)
+    elif error is not None:
+        log.error("%s failed", task.get_name(), exc_info=error)
