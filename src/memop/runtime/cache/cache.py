@@ -61,6 +61,7 @@ from memop.runtime.client.resources import Resource
 from memop.runtime.sharding.keys import BY_OWNER_BUCKET, ShardKey
 from memop.runtime.sharding.ring import BUCKET_LABEL, Ring, bucket_label_value
 from memop.runtime.util.clock import Clock, RealClock
+from memop.runtime.util.tasks import cancel_and_wait
 
 log = logging.getLogger("memop.cache")
 
@@ -566,9 +567,7 @@ class Cache:
     async def _stop_reflectors(self, informer: Informer, reflectors: Iterable[Reflector]) -> None:
         stopping = builtins.list(reflectors)
         tasks = [task for r in stopping if (task := self._reflector_tasks.pop(r, None)) is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(tasks)
         informer.reflectors = [r for r in informer.reflectors if r not in stopping]
 
     def in_scope(self, namespace: str | None) -> bool:
@@ -683,9 +682,7 @@ class Cache:
         tasks.extend(self._reflector_tasks.values())
         self._reflector_tasks.clear()
         self._running.clear()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(tasks)
         self._started = False
 
     def _start_informer(self, informer: Informer) -> None:

@@ -67,6 +67,7 @@ from memop.runtime.logs import log_context
 from memop.runtime.sharding.gate import ShardGate
 from memop.runtime.sharding.keys import BY_OWNER_BUCKET, BY_UID, ShardKey
 from memop.runtime.util.clock import Clock, RealClock, first_of
+from memop.runtime.util.tasks import cancel_and_wait
 from memop.runtime.workqueue.ratelimiter import RateLimiter
 from memop.runtime.workqueue.workqueue import ShutDown, WorkQueue
 
@@ -214,9 +215,7 @@ class Controller:
         except asyncio.CancelledError:
             # Stopping was itself cut short (leadership lost mid-shutdown): no reconcile may
             # outlive it.
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            await cancel_and_wait(workers)
             raise
         if pending:
             log.warning(
@@ -224,9 +223,7 @@ class Controller:
                 len(pending),
                 extra={"controller": self.name},
             )
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+            await cancel_and_wait(pending)
 
     def add_watch(self, spec: WatchSpec) -> Informer:
         """Watch one more kind, before or after the start (a kind a declarative controller first

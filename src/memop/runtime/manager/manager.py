@@ -49,6 +49,7 @@ from memop.runtime.manager.uninstall import GUARD, POLL_SECONDS, UninstallGuard,
 from memop.runtime.sharding.membership import ShardingConfig, ShardMembership
 from memop.runtime.sharding.ring import Ring
 from memop.runtime.util.clock import Clock, RealClock
+from memop.runtime.util.tasks import cancel_and_wait
 from memop.runtime.webhook.declarations import AdmissionWebhook, Conversion
 from memop.runtime.webhook.server import CertificateError, WebhookServer, WebhookServerOptions
 from memop.runtime.workqueue.workqueue import AllQueues
@@ -367,8 +368,7 @@ class Manager:
         try:
             await asyncio.wait({stop_task, member_task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            following.cancel()
-            await asyncio.gather(following, return_exceptions=True)
+            await cancel_and_wait([following])
         if member_task.done() and not stop_task.done():
             if await self._uninstalling():
                 # The group's Leases went with the namespace; the Pod's SIGTERM follows.
@@ -573,8 +573,7 @@ class Manager:
         if membership is None or task is None:
             return  # not sharded, or done already
         self._elector_task = None
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await cancel_and_wait([task])
         await membership.abandon()
         log.info("uninstalling: working on every shard to finalize what is being deleted")
         assert self._shard_work is not None
@@ -624,8 +623,7 @@ async def _unless(work: Coroutine[Any, Any, object], *interrupts: asyncio.Future
         await asyncio.wait({task, *interrupts}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await cancel_and_wait([task])
     if task.cancelled():
         return False
     task.result()

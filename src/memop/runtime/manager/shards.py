@@ -19,6 +19,7 @@ from memop.runtime.sharding.adoption import label_children, label_children_until
 from memop.runtime.sharding.membership import ShardingConfig
 from memop.runtime.sharding.probe import server_filters_by_shard_selector
 from memop.runtime.util.clock import Clock, first_of
+from memop.runtime.util.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from memop.runtime.manager.manager import Manager
@@ -85,7 +86,7 @@ class ShardWork:
             controller.shard_synced(shard)
 
     async def releasing(self, shard: int) -> None:
-        await self._cancel(self._tasks.pop(shard, []))
+        await cancel_and_wait(self._tasks.pop(shard, []))
         gates = [c.gate for c in self._manager.controllers if c.gate is not None]
         await asyncio.gather(*(gate.drain(shard) for gate in gates))
         await self._manager.cache.remove_shard(shard)
@@ -103,13 +104,7 @@ class ShardWork:
         """Cancel what still runs for the shards held (the controllers have stopped)."""
         tasks = [task for shard_tasks in self._tasks.values() for task in shard_tasks]
         self._tasks.clear()
-        await self._cancel(tasks)
-
-    @staticmethod
-    async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(tasks)
 
 
 async def choose_shard_filtering(client: Client, cache: Cache, config: ShardingConfig) -> None:

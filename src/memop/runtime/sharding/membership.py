@@ -74,6 +74,7 @@ from memop.runtime.leaderelection.lease import (
 from memop.runtime.sharding.ring import Ring, assign
 from memop.runtime.sharding.selector import format_bound
 from memop.runtime.util.clock import Clock, RealClock, run_until
+from memop.runtime.util.tasks import cancel_and_wait
 
 __all__ = [
     "GROUP_LABEL",
@@ -275,9 +276,7 @@ class ShardMembership:
             self._drop_all()
             raise
         finally:
-            for task in (renewing, acting, watching):
-                task.cancel()
-            await asyncio.gather(renewing, acting, watching, return_exceptions=True)
+            await cancel_and_wait((renewing, acting, watching))
 
     def _watcher(self) -> Reflector:
         """A reflector of the group's Leases that notes when each version is first seen; it
@@ -462,10 +461,7 @@ class ShardMembership:
         ended. For an uninstall (the manager's), which then works on every shard itself: the
         group's Leases go with the operator's namespace, and a shard being handed over has no
         holder. Releases under way are cancelled; the listener is not told."""
-        releasing = list(self._releasing.values())
-        for task in releasing:
-            task.cancel()
-        await asyncio.gather(*releasing, return_exceptions=True)
+        await cancel_and_wait(self._releasing.values())
         self._releasing.clear()
         self.owned.clear()
         self._m_owned.set(0)

@@ -15,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
+from memop.runtime.util.tasks import cancel_and_wait
+
 T = TypeVar("T")
 
 
@@ -42,9 +44,7 @@ async def first_of(*waits: Awaitable[Any]) -> None:
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(tasks)
 
 
 class TimerHandle(Protocol):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memop.runtime.util.clock import Clock
+from memop.runtime.util.tasks import cancel_and_wait
 from memop.runtime.workqueue.ratelimiter import ItemExponentialFailureRateLimiter
 from memop.runtime.workqueue.workqueue import ShutDown, WorkQueue
 from memop.testing.apiserver.errors import ApiError
@@ -183,9 +184,7 @@ class WorkLoop(Generic[K]):
     async def stop(self) -> None:
         """Stop taking keys, cancel the workers and wait for them. Pending keys are dropped."""
         self._queue.shutdown()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(self._tasks)
         self._tasks = []
 
     async def _work(self) -> None:
