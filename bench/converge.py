@@ -64,7 +64,10 @@ Figures:
   near 1.0 means the server, not memop, set the pace).
 
 ``--repeat N`` runs every mode N times (alternating) and reports the median run, with every
-run's wall time. With ``--compare``, ``memop_over_floor`` is the median memop run's wall time
+run's wall time. Each run's whole report is also written to stderr as one JSON line
+(``{"run_done": MODE, "crs": N, "round": K, "of": R, "report": {...}}``) as the run ends, so
+a bench stopped early keeps what it measured; a failing ``--fresh-cmd`` stops it with one line
+(exit status 1). With ``--compare``, ``memop_over_floor`` is the median memop run's wall time
 over the median floor run's; ``memop_over_floor_each_pair`` has each memop run over the floor
 run after it, and ``memop_cpu_over_floor_cpu`` memop's CPU to converge over the floor
 script's (both steadier than absolute figures on a machine whose speed drifts); the floor's
@@ -1551,7 +1554,7 @@ async def run_rounds(args: argparse.Namespace, modes: Sequence[str]) -> dict[str
     # With --repeat, modes alternate (memop, floor, memop, ...) so that a slow spell of the
     # machine hits both; every run has a fresh cluster.
     runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
-    for _ in range(args.repeat):
+    for round_number in range(1, args.repeat + 1):
         for mode in modes:
             await refresh_control_plane(args)
             namespaces = bench_namespaces(args)
@@ -1568,11 +1571,23 @@ async def run_rounds(args: argparse.Namespace, modes: Sequence[str]) -> dict[str
                         else:
                             template = dict(args.operator)[mode]
                             runs[mode].append(await run_operator(args, where, namespaces, mode, template))
+                        say_run_done(args, mode, round_number, runs[mode][-1])
                     finally:
                         # A fresh control plane replaces this one before the next run.
                         if args.kubeconfig and not args.fresh_cmd:
                             await remove_namespaces(where.client, namespaces, args.timeout)
     return runs
+
+
+class FreshControlPlaneFailed(Exception):
+    """``--fresh-cmd`` exited non-zero: the bench stops (the runs done so far are on stderr)."""
+
+
+def say_run_done(args: argparse.Namespace, mode: str, round_number: int, report: Mapping[str, Any]) -> None:
+    """One JSON line on stderr per run as it ends: a bench of many minutes that stops early
+    (a failed ``--fresh-cmd``, Ctrl-C) keeps what it measured."""
+    line = {"run_done": mode, "crs": args.crs, "round": round_number, "of": args.repeat, "report": report}
+    print(json.dumps(line), file=sys.stderr, flush=True)
 
 
 async def refresh_control_plane(args: argparse.Namespace) -> None:
@@ -1584,9 +1599,8 @@ async def refresh_control_plane(args: argparse.Namespace) -> None:
         )
         _, stderr = await process.communicate()
         if process.returncode != 0:
-            raise RuntimeError(
-                f"--fresh-cmd exited with {process.returncode}: {stderr.decode(errors='replace')[-500:]}"
-            )
+            said = " ".join(stderr.decode(errors="replace").split())[-500:]
+            raise FreshControlPlaneFailed(f"--fresh-cmd exited with {process.returncode}: {said}")
     if args.server_pid_file:
         args.server_pid = sorted(pids_from_files(args.server_pid_file))
 
@@ -2173,7 +2187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(serve(args))
     if args.role == "floor":
         return eventloop.run(floor(args), eventloop.resolve(args.event_loop))
-    print(json.dumps(asyncio.run(run_sizes(args) if args.sizes else run(args))))
+    try:
+        print(json.dumps(asyncio.run(run_sizes(args) if args.sizes else run(args))))
+    except FreshControlPlaneFailed as failed:
+        print(f"converge.py: {failed}; the runs done so far are on stderr above", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -26,9 +26,9 @@ from tests.benchscripts import bench_module, usage_error
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-def run_bench(script: str, *args: str) -> dict[str, Any]:
+def run_bench(script: str, *args: str, stderr_lines: list[str] | None = None) -> dict[str, Any]:
     """Run a benchmark in its own process group, so that on a timeout the API server and the
-    measuring process it started are killed with it."""
+    measuring process it started are killed with it; its stderr's lines go to ``stderr_lines``."""
     with subprocess.Popen(
         [sys.executable, str(BENCH / script), *args],
         stdout=subprocess.PIPE,
@@ -43,6 +43,8 @@ def run_bench(script: str, *args: str) -> dict[str, Any]:
             bench.communicate()
             raise
     assert bench.returncode == 0, stderr[-3000:]
+    if stderr_lines is not None:
+        stderr_lines.extend(stderr.splitlines())
     result: dict[str, Any] = json.loads(stdout)
     return result
 
@@ -182,6 +184,7 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         f"again={sys.executable} -m memop --max-concurrent-reconciles {{workers}} "
         "--metrics-bind-address 0 --health-probe-bind-address 0"
     )
+    said: list[str] = []
     result = run_bench(
         "converge.py",
         "--sizes=6,12",
@@ -190,7 +193,14 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         "--count-pod-events",
         f"--operator={other}",
         "--control-plane-cpu=0.001",
+        stderr_lines=said,
     )
+    # Each run's report on stderr as it ended, in order: what a bench stopped early keeps.
+    finished = [json.loads(line) for line in said if line.startswith('{"run_done"')]
+    assert [(run["run_done"], run["crs"], run["round"], run["of"]) for run in finished] == [
+        (mode, crs, 1, 1) for crs in (6, 12) for mode in ("memop", "floor", "again")
+    ]
+    assert all(run["report"]["wall_seconds"] > 0 for run in finished)
     assert result["simulated_control_plane"] == {
         "controller_qps": 20.0,
         "controller_burst": 30,
@@ -240,6 +250,20 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         assert again["cpu_seconds"]["from_start_to_converge"] > again["cpu_seconds"]["to_converge"] > 0
         assert again["peak_rss_mb"]["max"] > 0
         assert again["log_error_lines_each_round"] == [0]
+
+
+def test_a_failed_fresh_control_plane_ends_the_converge_benchmark_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "converge.py"), "--kubeconfig=unused",
+         "--fresh-cmd=echo 'etcd is already running' >&2; exit 3", "--sizes=4", "--skip-settle"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        "converge.py: --fresh-cmd exited with 3: etcd is already running; "
+        "the runs done so far are on stderr above\n"
+    )
 
 
 @pytest.mark.parametrize(
