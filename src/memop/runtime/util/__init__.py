@@ -1,1 +1,1 @@
-"""Small building blocks with no Kubernetes in them: clocks, backoff, token buckets."""
+"""Small building blocks with no Kubernetes in them: clocks, backoff, token buckets, ending tasks."""
