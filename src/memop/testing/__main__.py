@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run simulated kube-controller-manager controllers and kubelets "
         "(Deployments get ReplicaSets and running pods, StatefulSets ordinal pods, DaemonSets a pod "
         "per node, Jobs pods that succeed, CronJobs Jobs on schedule, claims bound volumes, quotas "
-        "their usage; garbage collection, namespace deletion)",
+        "their usage, namespaces a default ServiceAccount; garbage collection, namespace deletion)",
     )
     serve.add_argument(
         "--pod-ready-delay",

@@ -2,7 +2,8 @@
 
 ``SimulatedControllers(store, pod_ready_delay=...)`` is what ``ApiServer(simulate_controllers=
 True)`` starts: garbage collection, Deployments → ReplicaSets → pods, pods that run and become
-ready, and namespace deletion, all acting in-process on the store. The root CA publisher
+ready, namespace deletion, and a ``default`` ServiceAccount in every Active namespace, all
+acting in-process on the store. The root CA publisher
 (:mod:`memop.testing.controllers.rootca`) runs beside them, or alone
 (``ApiServer(publish_root_ca=True)``).
 

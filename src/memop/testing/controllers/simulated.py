@@ -31,6 +31,7 @@ from memop.testing.controllers.kubelet import Kubelet
 from memop.testing.controllers.namespace import NamespaceController
 from memop.testing.controllers.quota import QuotaController
 from memop.testing.controllers.replicaset import ReplicaSetController
+from memop.testing.controllers.serviceaccounts import ServiceAccountsController
 from memop.testing.controllers.statefulset import StatefulSetController
 from memop.testing.controllers.volumes import VolumeController
 
@@ -73,6 +74,7 @@ class SimulatedControllers:
         self.cronjobs = CronJobController(store, self.cache, clock=clock)
         self.volumes = VolumeController(store, self.cache, clock=clock)
         self.quotas = QuotaController(store, self.cache, clock=clock)
+        self.service_accounts = ServiceAccountsController(store, self.cache, clock=clock)
         workload_loops = (
             self.statefulsets.loop,
             self.daemonsets.loop,
@@ -80,6 +82,7 @@ class SimulatedControllers:
             self.cronjobs.loop,
             self.volumes.loop,
             self.quotas.loop,
+            self.service_accounts.loop,
         )
         if limits is not None:
             writes = self._writes
@@ -104,6 +107,7 @@ class SimulatedControllers:
             self.cronjobs.on_event,
             self.volumes.on_event,
             self.quotas.on_event,
+            self.service_accounts.on_event,
         )
         self._loops: tuple[WorkLoop[Any], ...] = (
             self.gc.loop,
