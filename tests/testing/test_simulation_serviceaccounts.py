@@ -16,13 +16,18 @@ from memop.testing.wait import wait_for
 
 
 @pytest.fixture
-async def core() -> AsyncIterator[client.CoreV1Api]:
-    async with ApiServer(simulate_controllers=True) as server:
-        api = client.ApiClient(server.client_configuration())
-        try:
-            yield client.CoreV1Api(api)
-        finally:
-            await api.close()
+async def server() -> AsyncIterator[ApiServer]:
+    async with ApiServer(simulate_controllers=True) as served:
+        yield served
+
+
+@pytest.fixture
+async def core(server: ApiServer) -> AsyncIterator[client.CoreV1Api]:
+    api = client.ApiClient(server.client_configuration())
+    try:
+        yield client.CoreV1Api(api)
+    finally:
+        await api.close()
 
 
 async def default_account(core: client.CoreV1Api, namespace: str) -> Any:
@@ -63,7 +68,7 @@ async def test_a_deleted_default_service_account_comes_back(core: client.CoreV1A
     await wait_for(remade, timeout=30, message="the default ServiceAccount made again")
 
 
-async def test_a_namespace_being_deleted_gets_none_back(core: client.CoreV1Api) -> None:
+async def test_a_namespace_being_deleted_gets_none_back(server: ApiServer, core: client.CoreV1Api) -> None:
     await core.create_namespace({"metadata": {"name": "going", "finalizers": ["example.com/hold"]}})
     await default_account(core, "going")
     await core.delete_namespace("going")  # held Terminating by the foreign finalizer
@@ -75,6 +80,10 @@ async def test_a_namespace_being_deleted_gets_none_back(core: client.CoreV1Api) 
     await wait_for(emptied, timeout=30, message="the Terminating namespace emptied")
     namespace = await core.read_namespace("going")
     assert namespace.status.phase == "Terminating"
-    # The namespace controller deleted the account; nothing makes it again while Terminating.
+    # The namespace controller deleted the account, which queued the namespace for the
+    # serviceaccounts controller: once every simulated controller is idle, none was made again.
+    controllers = server.controllers
+    assert controllers is not None
+    await wait_for(lambda: controllers.pending() == 0, timeout=30, message="the controllers idle")
     accounts = await core.list_namespaced_service_account("going")
     assert accounts.items == []
