@@ -45,12 +45,8 @@ class ServiceAccountsController:
         ns = self._cache.get(self._namespaces, None, namespace)
         if ns is None or (ns.get("status") or {}).get("phase") != "Active":
             return  # gone, or Terminating: nothing to ensure, as upstream
-        try:
-            self._store.get(self._service_accounts, namespace, NAME)
-            return
-        except ApiError as err:
-            if err.code != 404:
-                raise
+        if self._cache.get(self._service_accounts, namespace, NAME) is not None:
+            return  # read as the namespace is, from the cache (upstream: its lister)
         try:
             self._store.create(
                 self._service_accounts, namespace, {"metadata": {"name": NAME}}, manager=MANAGER
