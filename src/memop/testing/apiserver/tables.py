@@ -130,7 +130,10 @@ class TableWriter:
     def __init__(
         self, served: Served, printer: printers.Printer, version: str, include: str, now: Callable[[], float]
     ):
-        self._served = served
+        # Built-in printers read the storage form (an events.k8s.io Event as a core one); a
+        # custom resource's columns are its served version's, read from the object as served
+        # (converting it back would ask its conversion webhook for every row).
+        self._to_storage = served.from_served if served.storage.strategy.builtin else None
         self._printer = printer
         self._version = version.encode()
         self._include = include or "Metadata"
@@ -167,9 +170,8 @@ class TableWriter:
 
     def _row(self, entry: Entry, now: float) -> bytes:
         obj = entry.obj
-        # Built-in printers read the storage form (an events.k8s.io Event as a core one).
-        from_served = self._served.from_served
-        row = self._printer.row(from_served(obj) if from_served is not None else obj, now)
+        to_storage = self._to_storage
+        row = self._printer.row(to_storage(obj) if to_storage is not None else obj, now)
         out = b'{"cells":' + go_json(row["cells"], sort_keys=False).encode()
         if "conditions" in row:
             out += b',"conditions":' + go_json(row["conditions"], sort_keys=False).encode()
