@@ -168,6 +168,13 @@ def _gadget(version: str, name: str, **spec: int) -> dict[str, Any]:
     return {"apiVersion": f"{GROUP}/{version}", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}
 
 
+async def _create_v1_gadgets(http: Http, namespace: str, gadgets: str, prefix: str, count: int) -> None:
+    """``count`` Gadgets created in v1, named ``prefix0``, ``prefix1``..., each of size its number."""
+    for i in range(count):
+        reply = await http.post(_path("v1", namespace, gadgets), _gadget("v1", f"{prefix}{i}", size=i))
+        assert reply.status == 201, reply.body
+
+
 async def _reviews(webhook: Webhook, count: int) -> list[dict[str, Any]]:
     """The ConversionReviews received, once there are ``count`` (the watch caches' come in the
     background)."""
@@ -233,10 +240,7 @@ async def test_a_create_in_another_version_is_converted_to_storage_then_twice_ba
 async def test_a_list_in_another_version_is_served_from_its_watch_cache(
     http: Http, namespace: str, gadgets: str, webhook: Webhook
 ) -> None:
-    for i in range(3):
-        assert (
-            await http.post(_path("v1", namespace, gadgets), _gadget("v1", f"g{i}", size=i))
-        ).status == 201
+    await _create_v1_gadgets(http, namespace, gadgets, "g", 3)
     # Each change is converted into v2's watch cache as it is committed: one review each.
     assert _desired(await _reviews(webhook, 3)) == [("v2", ["v1"])] * 3
     reply = await http.get(_path("v2", namespace, gadgets))
@@ -257,10 +261,7 @@ async def test_a_table_in_another_version_prints_the_objects_in_that_version(
     # What `kubectl get` asks for. The CRD's columns are the served version's, read from the
     # objects in that version: nothing is converted back to storage for a row (that loop never
     # settled: "admission did not settle", 500, for every `kubectl get memcached` of the demo).
-    for i in range(2):
-        assert (
-            await http.post(_path("v1", namespace, gadgets), _gadget("v1", f"t{i}", size=i))
-        ).status == 201
+    await _create_v1_gadgets(http, namespace, gadgets, "t", 2)
     await _reviews(webhook, 2)  # v2's watch cache
     for path in (_path("v2", namespace, gadgets), _path("v2", namespace, gadgets, "t1")):
         reply = await http.get(path, accept="application/json;as=Table;v=v1;g=meta.k8s.io")
