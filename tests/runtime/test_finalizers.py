@@ -177,6 +177,33 @@ async def test_removing_the_last_finalizer_of_an_object_being_deleted_lets_it_go
         await cache.stop()
 
 
+async def test_the_removal_that_deletes_answers_the_object_without_finalizers_at_its_last_version(
+    client: Client, namespace: str, made: list[str]
+) -> None:
+    """As kube-apiserver v1.36.2 answers (measured): the finalizers gone, at the version the
+    deleting object had; the DELETED event then carries the last stored state (the finalizer
+    still there) at a later version."""
+    listed = await client.list(CONFIGMAPS, namespace)
+    await configmap(client, namespace, made, "last", [MINE])
+    await client.delete(CONFIGMAPS, "last", namespace)
+    deleting = await client.get(CONFIGMAPS, "last", namespace)
+    answer = await remove_finalizer(client, CONFIGMAPS, deleting, MINE)
+    assert answer["metadata"].get("finalizers") is None
+    assert answer["metadata"]["deletionTimestamp"] == deleting["metadata"]["deletionTimestamp"]
+    assert answer["metadata"]["resourceVersion"] == deleting["metadata"]["resourceVersion"]
+    events = client.watch(
+        CONFIGMAPS, namespace, resource_version=listed["metadata"]["resourceVersion"],
+        timeout_seconds=30, read_timeout=30,
+    )  # fmt: skip
+    async for event in events:
+        meta = event["object"]["metadata"]
+        if meta["name"] == "last" and event["type"] == "DELETED":
+            assert int(meta["resourceVersion"]) > int(answer["metadata"]["resourceVersion"])
+            assert meta["finalizers"] == [MINE]
+            break
+    await events.aclose()
+
+
 async def test_with_a_cache_the_next_read_sees_the_write_before_the_watch_does(
     client: Client, namespace: str, made: list[str], cluster: ClusterHandle
 ) -> None:

@@ -1119,8 +1119,17 @@ class Store:
         if old_meta.get("deletionTimestamp") and self._finalized(storage, new):
             if admission is not None:
                 admission.validate(served, new, old)
-            served.warm(old)
-            return served.view(existing if dry_run else self._remove(storage, existing))
+            # As kube-apiserver v1.36.2 answers (measured): the object as this update left it
+            # (its finalizers gone) at the version it had; the DELETED event carries the last
+            # stored state (its finalizers still there) at the deleting version.
+            meta["resourceVersion"] = old_meta["resourceVersion"]
+            if "managedFields" in old_meta:
+                meta["managedFields"] = old_meta["managedFields"]
+            answer = Entry(_ordered(new, meta))
+            served.warm(answer.obj)
+            if not dry_run:
+                self._remove(storage, existing)
+            return served.view(answer)
         meta["resourceVersion"] = old_meta["resourceVersion"]
         if managed is not None:
             _set_managed(meta, managed(old, new))
