@@ -368,6 +368,39 @@ async def test_on_delete_adds_a_finalizer_runs_once_then_removes_it(
     assert cleaned == ["web"]
 
 
+async def test_a_reconcile_that_reads_a_finalized_owner_again_does_not_clean_up_twice(
+    run_operator: RunOperator, client: Client, namespace: str, crds: None, kube: Kube
+) -> None:
+    server = kube.fake  # its watches are silenced below: the cache never hears of the deletion
+    cleaned: list[str] = []
+
+    async def cleanup(app: WebApp) -> None:
+        cleaned.append(app.name)
+        server.silence_watches(True)
+
+    definition = declarative_controller(
+        WebApp, web_children, children=(DEPLOYMENTS, SERVICES, CONFIGMAPS), on_delete=cleanup
+    )
+    try:
+        async with run_operator(definition, namespaces=[namespace]) as operator:
+            await client.create(WEBAPPS, webapp("web"), namespace)
+            await wait_ready(client, "web", namespace)
+            await client.delete(WEBAPPS, "web", namespace)
+            await wait_for(lambda: _gone(client, namespace), timeout=TIMEOUT)
+            # The cache still holds the owner with its finalizer, as it would until a late
+            # watch event arrives: another reconcile removes the finalizer (gone: NotFound)
+            # without running the cleanup again.
+            (controller,) = operator.manager.controllers
+            done = controller.stats.reconciles
+            controller.queue.add(Request(namespace, "web"))
+            await wait_for(
+                lambda: controller.stats.reconciles > done and not controller.stats.in_flight, timeout=TIMEOUT
+            )
+    finally:
+        server.silence_watches(False)
+    assert cleaned == ["web"]
+
+
 def _with_left_finalizer(name: str) -> dict[str, Any]:
     """A WebApp as a version of the controller that had on_delete left it."""
     obj = webapp(name)

@@ -4,6 +4,8 @@ One reconcile of an owner, level-based, reading only the cache:
 
 1. gone: nothing. Being deleted: with a cleanup (``on_delete``), run it once, then remove the
    finalizer; without one there is nothing to do (garbage collection deletes the children).
+   A reconcile that reads the owner again before the watch says it is gone (or after a failed
+   removal) only removes the finalizer: the cleanup is not run twice by one process.
 2. parse the stored owner into its typed class; an object that fails (stored while the webhook
    was off, or by an older version) is reported (``Degraded``/``InvalidSpec`` and one Warning
    Event) and never acted on, nor retried: its next edit wakes it.
@@ -24,6 +26,7 @@ held by another owner) is reported and not retried at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
@@ -73,6 +76,10 @@ T_co = TypeVar("T_co", covariant=True)
 NOT_OWNED_RETRY = 60.0
 # How long a reconcile waits for the first list of a kind it just started watching.
 NEW_KIND_SYNC_TIMEOUT = 30.0
+
+
+# Owners remembered as cleaned up while their finalizer is being removed (see _cleaned).
+_MAX_CLEANED = 4096
 
 
 class TypedKind(Protocol[T_co]):
@@ -127,6 +134,11 @@ class DeclarativeReconciler:
         self.clock = clock or RealClock()
         self.selector = Selector.parse(f"{CONTROLLER_LABEL}={name}")
         self.controller: Controller | None = None
+        # The uids of owners whose on_delete has run: a reconcile that reads one from the cache
+        # before its deletion's watch event arrives (the finalizer's removal deleted it), or
+        # after a failed removal, removes the finalizer again without cleaning up twice. A uid
+        # names one object forever; oldest first, at most _MAX_CLEANED.
+        self._cleaned: dict[str, None] = {}
         # Each child kind's informer (label-selected: only this controller's children).
         self.informers: dict[Resource, Informer] = {}
         self._watching = asyncio.Lock()
@@ -301,12 +313,18 @@ class DeclarativeReconciler:
             # Cleaning up after a spec that does not parse could remove the wrong things.
             await self._report(owner, Problem("InvalidSpec", str(invalid)), (), None)
             return
-        try:
-            await self.on_delete(typed)
-        except Exception as error:
-            self._event(owner, WARNING, "CleanupFailed", f"on_delete failed: {error}")
-            raise
-        await remove_finalizer(self.client, self.owner_resource, owner, self.finalizer, cache=self.cache)
+        uid = str(owner["metadata"].get("uid") or "")
+        if uid not in self._cleaned:
+            try:
+                await self.on_delete(typed)
+            except Exception as error:
+                self._event(owner, WARNING, "CleanupFailed", f"on_delete failed: {error}")
+                raise
+            if len(self._cleaned) >= _MAX_CLEANED:
+                del self._cleaned[next(iter(self._cleaned))]
+            self._cleaned[uid] = None
+        with contextlib.suppress(NotFound):  # NotFound: removed already, the object is gone
+            await remove_finalizer(self.client, self.owner_resource, owner, self.finalizer, cache=self.cache)
 
     async def _let_go(self, owner: Obj) -> None:
         """Remove the finalizer a version of this controller with ``on_delete`` left on an owner
