@@ -1983,6 +1983,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--all-namespaces); ready once it converged a probe Memcached; repeatable",
     )
     parser.add_argument(
+        "--side-by-side",
+        action="store_true",
+        help="in each round, memop, the floor and every --operator converge --crs Memcacheds each at the "
+        "same time, on one control plane, each in namespaces of its own that it watches by name: their "
+        "CPU for the same work compares within the round (bench/sidebyside.py)",
+    )
+    parser.add_argument(
         "--profile-floor",
         metavar="FILE",
         help="sample the floor process with py-spy from the first create until converged; collapsed stacks",
@@ -2163,6 +2170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--controller-qps must not be negative and --controller-burst at least 1")
     if args.role is None and args.sizes and args.floor:
         parser.error("--sizes runs memop and the floor: drop --floor")
+    if args.role is None and args.side_by_side and (args.floor or args.all_namespaces):
+        parser.error(
+            "--side-by-side runs memop and the floor, each watching its own namespaces: "
+            "drop --floor and --all-namespaces"
+        )
     if args.role is None and len({name for name, _ in args.operator}) != len(args.operator):
         parser.error("--operator: each NAME once")
     if args.role is None and (args.write_latency < 0 or args.control_plane_cpu < 0):
@@ -2188,6 +2200,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.role == "floor":
         return eventloop.run(floor(args), eventloop.resolve(args.event_loop))
     try:
+        if args.side_by_side:
+            from sidebyside import run_side_by_side  # noqa: PLC0415 - it imports this module
+
+            print(json.dumps(asyncio.run(run_side_by_side(args))))
+            return 0
         print(json.dumps(asyncio.run(run_sizes(args) if args.sizes else run(args))))
     except FreshControlPlaneFailed as failed:
         print(f"converge.py: {failed}; the runs done so far are on stderr above", file=sys.stderr)

@@ -252,6 +252,48 @@ def test_converge_benchmark_reports_cost_as_work_grows() -> None:
         assert again["log_error_lines_each_round"] == [0]
 
 
+def test_side_by_side_converges_every_process_at_once_and_compares_their_cpu() -> None:
+    other = (
+        f"again={sys.executable} -m memop --max-concurrent-reconciles {{workers}} "
+        "--metrics-bind-address 0 --health-probe-bind-address 0"
+    )
+    said: list[str] = []
+    result = run_bench(
+        "converge.py", "--side-by-side", "--sizes=8", "--repeat=2", "--namespaces=2", "--skip-settle",
+        f"--operator={other}", stderr_lines=said,
+    )  # fmt: skip
+    finished = [json.loads(line) for line in said if line.startswith('{"run_done"')]
+    assert [(run["run_done"], run["round"], run["of"]) for run in finished] == [
+        ("side-by-side", 1, 2),
+        ("side-by-side", 2, 2),
+    ]
+    assert all(set(run["report"]) == {"memop", "floor", "again"} for run in finished)
+    [size] = result["sizes"]
+    assert (size["crs"], size["rounds"], result["side_by_side"]) == (8, 2, True)
+    for mode in ("memop", "floor", "again"):
+        figures = size[mode]
+        assert len(figures["cpu_seconds_from_start_each_round"]) == 2
+        assert figures["cpu_seconds_from_start"] > figures["cpu_seconds_to_converge"] >= 0
+        assert all(wall > 0 for wall in figures["wall_seconds_each_round"])
+        assert figures["voluntary_switches_per_cr"] > 0
+        assert figures["peak_rss_mb"] > 0
+    floor_cpu = size["floor"]["cpu_seconds_from_start_each_round"]
+    for mode in ("memop", "again"):
+        memop_cpu = size[mode]["cpu_seconds_from_start_each_round"]
+        ratios = [round(m / f, 3) for m, f in zip(memop_cpu, floor_cpu, strict=True)]
+        assert size[mode]["cpu_from_start_over_floor"]["each_round"] == ratios
+    # Each process converged Memcacheds of its own, in namespaces of its own that it watched.
+    for run in finished:
+        namespaces = {mode: report["namespaces"] for mode, report in run["report"].items()}
+        assert all(len(names) == 2 for names in namespaces.values())
+        assert len(set().union(*namespaces.values())) == 6
+        memop = run["report"]["memop"]
+        assert memop["watched_per_cr"]["memcacheds.cache.example.com"] >= 1.0
+        assert memop["reconciles_per_cr"] >= 1.0
+        assert memop["error_lines"] == 0
+        assert run["report"]["floor"]["errors"] == 0
+
+
 def test_a_failed_fresh_control_plane_ends_the_converge_benchmark_in_one_line() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH / "converge.py"), "--kubeconfig=unused",
@@ -286,6 +328,8 @@ def test_a_failed_fresh_control_plane_ends_the_converge_benchmark_in_one_line() 
         (["--operator=cr=/nonexistent/manager"], "is not an executable"),
         (["--operator=floor=/bin/true"], "not memop or floor"),
         (["--operator=a=/bin/true", "--operator=a=/bin/true"], "each NAME once"),
+        (["--side-by-side", "--floor"], "--side-by-side runs memop and the floor"),
+        (["--side-by-side", "--all-namespaces"], "drop --floor and --all-namespaces"),
     ],
 )
 def test_converge_benchmark_refuses_bad_options_in_one_line(
