@@ -96,6 +96,8 @@ VALUES = [
     ("--event-qps", "5.5", "event_qps", 5.5),
     ("--event-burst", "7", "event_burst", 7),
     ("--graceful-shutdown-timeout", "0", "graceful_shutdown_timeout", 0.0),
+    ("--watch-batch-window", "0", "watch_batch_window", 0.0),
+    ("--watch-batch-window", "250ms", "watch_batch_window", 0.25),
     ("--uninstall-guard", " op, op-role, op-binding ", "uninstall_guard", "op, op-role, op-binding"),
     ("--controllers", " mypod, memcached ", "controllers", ("memcached", "mypod")),
     (
@@ -256,6 +258,7 @@ def test_a_flag_wins_over_its_environment_variable(
         "--leader-elect-retry-period": "1s",
         "--sync-period": "2h",
         "--graceful-shutdown-timeout": "3s",
+        "--watch-batch-window": "2s",
         "--pod-name": "zzz",
         "--leader-for-life-max-backoff": "9s",
         "--controllers": "*,-mypod",

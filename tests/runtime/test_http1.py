@@ -65,6 +65,19 @@ async def raw_server(answer: Callable[[int], bytes | None]) -> AsyncIterator[tup
 
 
 @asynccontextmanager
+async def serving(
+    serve: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+) -> AsyncIterator[int]:
+    """A loopback server calling ``serve`` for each connection; yields its port."""
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@asynccontextmanager
 async def pool_for(port: int, **options: float) -> AsyncIterator[Http1Pool]:
     pool = Http1Pool("127.0.0.1", port, ssl_context=None, **options)  # type: ignore[arg-type]
     try:
@@ -180,19 +193,13 @@ async def test_a_get_is_sent_again_when_a_kept_alive_connection_dies_with_it_but
         finally:
             writer.close()
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        async with pool_for(port) as pool:
-            assert (await pool.request("GET", "/", {})).body == b"ok"
-            assert (await pool.request("GET", "/", {})).body == b"ok"  # sent again on connection 2
-            assert arrivals == [(1, b"GET"), (1, b"GET"), (2, b"GET")]
-            with pytest.raises(Http1Error, match="closed before the answer ended"):
-                await pool.request("POST", "/", {}, b"{}")  # connection 2's second: not repeated
-            assert arrivals[3:] == [(2, b"POST")]
-    finally:
-        server.close()
-        await server.wait_closed()
+    async with serving(serve) as port, pool_for(port) as pool:
+        assert (await pool.request("GET", "/", {})).body == b"ok"
+        assert (await pool.request("GET", "/", {})).body == b"ok"  # sent again on connection 2
+        assert arrivals == [(1, b"GET"), (1, b"GET"), (2, b"GET")]
+        with pytest.raises(Http1Error, match="closed before the answer ended"):
+            await pool.request("POST", "/", {}, b"{}")  # connection 2's second: not repeated
+        assert arrivals[3:] == [(2, b"POST")]
 
 
 async def test_at_most_limit_connections_at_once() -> None:
@@ -412,3 +419,124 @@ async def test_a_reader_behind_pauses_the_connection_until_it_reads() -> None:
         received = sum(len(chunk) for chunk in await read_all(stream))
         stream.close()
     assert received == total
+
+
+def numbered(numbers: range) -> bytes:
+    return b"".join(b'{"n":%d}\n' % n for n in numbers)
+
+
+def burst_of(count: int) -> Handler:
+    """A handler that writes ``count`` numbered lines one by one, then ends the answer."""
+
+    async def burst(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for n in range(count):
+            await response.write(numbered(range(n, n + 1)))
+        await response.write_eof()
+        return response
+
+    return burst
+
+
+async def read_all_releasing(stream: Http1Stream) -> list[bytes]:
+    """read_all, ending each batch window at once instead of waiting for the pool's timer."""
+    chunks = []
+    while True:
+        if stream.held:
+            stream.release()
+        chunk = await stream.readany()
+        if not chunk:
+            return chunks
+        chunks.append(chunk)
+
+
+async def test_a_burst_pauses_reading_for_the_batch_window_and_loses_nothing() -> None:
+    second, rest = asyncio.Event(), asyncio.Event()
+
+    async def burst(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        await response.write(b'{"n":1}\n')
+        await second.wait()
+        await response.write(b'{"n":2}\n')
+        await rest.wait()
+        for n in range(3, 30):
+            await response.write(b'{"n":%d}\n' % n)
+        await response.write_eof()
+        return response
+
+    async with aiohttp_server(burst) as port, pool_for(port) as pool:
+        # A window longer than the test: only release() (the pool's timer) resumes reading.
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5, batch_window=3600)
+        transport = stream._connection.transport
+        assert transport is not None
+        assert await stream.readany() == b'{"n":1}\n'
+        assert not stream.held
+        assert transport.is_reading()
+        second.set()
+        assert await stream.readany() == b'{"n":2}\n'
+        # The second within the window: the socket keeps what follows until the window ends.
+        assert stream.held
+        assert not transport.is_reading()
+        rest.set()
+        received = b"".join(await read_all_releasing(stream))
+        stream.close()
+        assert received == numbered(range(3, 30))
+        assert pool.open_connections == 1  # read whole, so kept
+
+
+async def test_the_pools_timer_ends_the_batch_window() -> None:
+    async with aiohttp_server(burst_of(20)) as port, pool_for(port) as pool:
+        # Nothing but the timer resumes a held stream here: a stream left paused would fail
+        # with the read timeout instead of ending.
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=10, batch_window=0.05)
+        received = b"".join(await read_all(stream))
+        stream.close()
+        assert received == numbered(range(20))
+        assert not pool._held
+        assert pool._release_timer is None
+
+
+async def test_a_stream_closed_while_held_gives_back_a_connection_that_reads() -> None:
+    # The whole answer in one write, so one read brings both events and the end: the second
+    # event holds the stream, which is then closed with its connection still paused.
+    whole = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"8\r\n" + b'{"n":1}\n' + b"\r\n8\r\n" + b'{"n":2}\n' + b"\r\n0\r\n\r\n"
+    )
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(whole)
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+        finally:
+            writer.close()
+
+    async with serving(serve) as port, pool_for(port) as pool:
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5, batch_window=3600)
+        assert b"".join(await read_all(stream)) == b'{"n":1}\n{"n":2}\n'
+        assert stream.held
+        stream.close()
+        assert not stream.held
+        assert not pool._held
+        assert pool._release_timer is None
+        answer = await pool.request("GET", "/again", {}, timeout=5)
+        assert (answer.status, answer.body) == (200, b"ok")
+        assert pool.connections_opened == 1  # the same connection, reading again
+
+
+async def test_a_stream_without_a_batch_window_is_never_held() -> None:
+    async with aiohttp_server(burst_of(50)) as port, pool_for(port) as pool:
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5)
+        chunks = []
+        while chunk := await stream.readany():
+            assert not stream.held
+            chunks.append(chunk)
+        stream.close()
+        assert b"".join(chunks) == numbered(range(50))

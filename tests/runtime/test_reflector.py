@@ -15,7 +15,7 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from memop.runtime.cache.reflector import ListWatcher, Reflector
-from memop.runtime.cache.store import DELETED, MODIFIED, ObjectStore
+from memop.runtime.cache.store import ADDED, DELETED, MODIFIED, ObjectStore
 from memop.runtime.client.client import Client
 from memop.runtime.client.reachability import Reachability
 from memop.runtime.client.resources import CONFIGMAPS
@@ -294,6 +294,19 @@ async def test_each_watch_asks_for_bookmarks_a_random_timeout_and_resumes_where_
     assert all(300 <= t < 600 for t in timeouts), timeouts
     assert len(set(timeouts)) > 1  # random per watch, so many processes do not reconnect in lockstep
     assert all(w["allow_bookmarks"] is True and w["read_timeout"] == 42.0 for w in recording.watches)
+
+
+async def test_a_burst_read_in_batch_windows_is_mirrored_whole_and_in_order(client: Client) -> None:
+    recording = RecordingClient(client)
+    async with Running(recording, batch_window=0.05) as run:
+        assert all(w["batch_window"] == 0.05 for w in recording.watches)
+        for n in range(150):
+            await client.create(CONFIGMAPS, configmap(f"burst-{n}"), NS)
+        await client.patch(CONFIGMAPS, "burst-0", {"data": {"k": "last"}}, NS)
+        await wait_for(lambda: converged(client, run.store, run.recorder), timeout=30)
+        assert run.store.get("burst-0", NS)["data"] == {"k": "last"}  # type: ignore[index]
+        added = [name for kind, name, _ in run.recorder.events if kind == ADDED and name.startswith("burst-")]
+        assert added == [f"burst-{n}" for n in range(150)]  # the server's order
 
 
 # -- no hot loops: what must wait on the backoff -------------------------------------------

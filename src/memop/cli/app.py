@@ -302,6 +302,7 @@ async def run(config: RunConfig, stop: asyncio.Event | None = None) -> int:
                 sync_period=config.sync_period,
                 event_qps=config.event_qps,
                 event_burst=config.event_burst,
+                watch_batch_window=config.watch_batch_window,
                 webhook=WebhookServerOptions(
                     host=config.webhook_host, port=config.webhook_port, cert_dir=Path(config.webhook_cert_dir)
                 ),

@@ -28,6 +28,7 @@ from memop.cli import eventloop
 from memop.cli.controllers import parse_controllers
 from memop.project import BUILTIN, Project, ProjectError, select_project
 from memop.runtime.api.validation import is_dns1123_label, is_dns1123_subdomain
+from memop.runtime.cache.cache import DEFAULT_WATCH_BATCH_WINDOW
 from memop.runtime.manager.server import Address
 from memop.runtime.manager.uninstall import UninstallGuardConfig
 from memop.runtime.webhook.server import DEFAULT_PORT, default_cert_dir
@@ -117,6 +118,7 @@ class RunConfig:
     event_qps: float | None
     event_burst: int
     graceful_shutdown_timeout: float
+    watch_batch_window: float = DEFAULT_WATCH_BATCH_WINDOW
     metrics_secure: bool = False
     metrics_cert_dir: str | None = None
     # Where the kubeconfig path came from, for error messages: the flag or its variable.
@@ -322,6 +324,12 @@ def build_parser(
     flag("--event-qps", "most Kubernetes Events sent per second; 0 means no limit", default="20")
     flag("--event-burst", "most Events sent at once, before --event-qps applies", default="100")
     flag("--graceful-shutdown-timeout", "time in-flight reconciles get on SIGTERM", default="30s")
+    flag(
+        "--watch-batch-window",
+        "when a watch's events come faster than one per this time, read it once per this time and "
+        "handle its events together (less CPU, up to this much delay in a burst); 0 reads each at once",
+        default=f"{round(DEFAULT_WATCH_BATCH_WINDOW * 1000)}ms",
+    )
     flag(
         "--metrics-secure",
         "serve /metrics over HTTPS to callers a TokenReview and SubjectAccessReview allow",
@@ -694,6 +702,7 @@ def parse_run_args(
         graceful_shutdown_timeout=duration(
             "graceful-shutdown-timeout", args.graceful_shutdown_timeout, allow_zero=True
         ),
+        watch_batch_window=duration("watch-batch-window", args.watch_batch_window, allow_zero=True),
         metrics_secure=bool(args.metrics_secure),
         metrics_cert_dir=args.metrics_cert_dir or None,
         kubeconfig_origin=from_env.get("kubeconfig", "--kubeconfig"),

@@ -122,12 +122,20 @@ class Informer:
             log.exception("event handler failed on %s %s", event_type, self.resource.kind)
 
 
+# Measured on a real kube-apiserver: handling a burst's watch events in batches of a quarter
+# of a second and more took a tenth off memop's CPU to converge 3,000 Memcacheds, half a
+# second 13-16%, a second no more (docs/performance/watch-batching.md).
+DEFAULT_WATCH_BATCH_WINDOW = 0.5
+
+
 class Cache:
     """Informers for the resources a manager's controllers read, in a namespace scope.
 
     ``namespaces`` None or empty means all namespaces. ``resync_period`` (seconds, None for
     never) replays every cached object to the handlers from memory, jittered by ±10% like
-    controller-runtime's SyncPeriod.
+    controller-runtime's SyncPeriod. ``watch_batch_window`` (seconds, 0: off): during a burst
+    of events, each watch is read once per window instead of as each event arrives (see
+    :meth:`memop.runtime.client.client.Client.watch_batches`); the Manager sets it.
     """
 
     def __init__(
@@ -137,6 +145,7 @@ class Cache:
         namespaces: Sequence[str] | None = None,
         resync_period: float | None = None,
         watch_read_timeout: float = 150.0,
+        watch_batch_window: float = 0.0,
         page_size: int = 500,
         clock: Clock | None = None,
         rand: random.Random | None = None,
@@ -145,6 +154,7 @@ class Cache:
         self._client = client
         self._resync_period = resync_period
         self._read_timeout = watch_read_timeout
+        self._batch_window = watch_batch_window
         self._page_size = page_size
         self._clock = clock or RealClock()
         self._rand = rand or random.Random()
@@ -287,6 +297,7 @@ class Cache:
                 rand=self._rand,
                 reachability=self.reachability,
                 shard=shard,
+                batch_window=self._batch_window,
             )
             for namespace in scopes
         ]

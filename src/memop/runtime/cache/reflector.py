@@ -116,6 +116,7 @@ class ListWatcher(Protocol):
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
         shard_selector: str | None = None,
+        batch_window: float = 0.0,
     ) -> Any: ...
 
     @property
@@ -133,6 +134,9 @@ class Reflector:
     ``shard``: this reflector keeps only one shard's objects (see :class:`ShardScope`): it sends
     the shard's selectors, checks every object itself, and its LIST replaces only the objects
     of its shard in a store that other shards' reflectors share.
+
+    ``batch_window``: during a burst of events, read the watch once per this many seconds
+    instead of as each event arrives (see :meth:`memop.runtime.client.client.Client.watch_batches`).
     """
 
     def __init__(
@@ -153,6 +157,7 @@ class Reflector:
         rand: random.Random | None = None,
         reachability: Reachability | None = None,
         shard: ShardScope | None = None,
+        batch_window: float = 0.0,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
@@ -185,6 +190,7 @@ class Reflector:
         self._listed_at = 0.0  # monotonic time of the last stored LIST
         self._shard = shard
         self._shard_selector = shard.selector if shard is not None else None
+        self._batch_window = batch_window
         self._m_listed = metrics.REFLECTOR_OBJECTS_RECEIVED.labels(str(resource), "list")
         self._m_watched = metrics.REFLECTOR_OBJECTS_RECEIVED.labels(str(resource), "watch")
         self._name = (
@@ -403,6 +409,7 @@ class Reflector:
             label_selector=self._selector,
             allow_bookmarks=True,
             shard_selector=self._shard_selector,
+            batch_window=self._batch_window,
         )
         started = self._clock.monotonic()
         delivered = False

@@ -691,6 +691,7 @@ class Client:
         label_selector: str | None = None,
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
+        batch_window: float = 0.0,
     ) -> AsyncGenerator[dict[str, Any], None]:
         """:meth:`watch_batches`, one event at a time."""
         batches = self.watch_batches(
@@ -702,6 +703,7 @@ class Client:
             label_selector=label_selector,
             field_selector=field_selector,
             allow_bookmarks=allow_bookmarks,
+            batch_window=batch_window,
         )
         try:
             async for batch in batches:
@@ -722,6 +724,7 @@ class Client:
         field_selector: str | None = None,
         allow_bookmarks: bool = True,
         shard_selector: str | None = None,
+        batch_window: float = 0.0,
     ) -> AsyncGenerator[watchstream.EventLines, None]:
         """Stream the watch events of ``res`` after ``resource_version`` ("" = from now on,
         starting with the current objects as ADDED).
@@ -737,6 +740,10 @@ class Client:
         The request is sent on the first ``__anext__``. ``aclose()`` (or cancelling the
         consumer) closes the connection at once; an iterator merely dropped is closed when it
         is garbage-collected. No retries here: resuming is the reflector's job.
+
+        ``batch_window`` (seconds, 0: off): during a burst, read the stream once per window
+        rather than as each event arrives (see ``Http1Pool.stream``); events that trickle in
+        are read at once. Not applied when a proxy carries the watch.
         """
         query: list[tuple[str, str]] = [("watch", "true")]
         _add(query, "resourceVersion", resource_version)
@@ -750,7 +757,9 @@ class Client:
         received = WATCH_RECEIVED_BYTES.labels(str(res))
         pool = self._pool()
         if pool is not None:
-            async for batch in self._watch_on(pool, path, query, read_timeout, resource_version, received):
+            async for batch in self._watch_on(
+                pool, path, query, read_timeout, resource_version, received, batch_window
+            ):
                 yield batch
             return
         # No total deadline: the stream lasts timeout_seconds by design. sock_read bounds
@@ -793,6 +802,7 @@ class Client:
         read_timeout: float,
         resource_version: str,
         received: Counter,
+        batch_window: float,
     ) -> AsyncGenerator[watchstream.EventLines, None]:
         """:meth:`watch_batches` on memop's own connections: ``self.timeout`` to connect, then
         at most ``read_timeout`` for the headers and for every next byte (what detects a
@@ -801,7 +811,12 @@ class Client:
         target = self._base_path + path + "?" + urlencode(params)
         try:
             stream = await pool.stream(
-                "GET", target, headers, timeout=self.timeout, read_timeout=read_timeout
+                "GET",
+                target,
+                headers,
+                timeout=self.timeout,
+                read_timeout=read_timeout,
+                batch_window=batch_window,
             )
         except Http1ConnectError as error:
             self._count("<error>", "GET")

@@ -34,7 +34,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memop.runtime.cache.cache import Cache
+from memop.runtime.cache.cache import DEFAULT_WATCH_BATCH_WINDOW, Cache
 from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Forbidden, NotFound, TransportError
 from memop.runtime.client.resources import Resource, is_builtin_group
@@ -87,6 +87,10 @@ class ManagerOptions:
         controller-runtime's default); None disables.
     cache_sync_timeout: seconds to wait for the first LIST of every watch before the
         controllers start anyway (reflectors keep retrying); 120 s like controller-runtime.
+    watch_batch_window: seconds; when a watch's events come faster than one per window (a
+        burst), the watch is read once per window, its events handled together: less CPU
+        per event, at the cost of up to one window's delay for the burst's later events. An
+        event after a quiet spell is read at once. 0 reads every event as it arrives.
     event_qps / event_burst: the most Events its recorders send per second, and at once
         (None: no limit), once an Event has waited a minute for the controllers' queues to be
         idle; while they are idle Events go at once. See :mod:`memop.runtime.manager.events`.
@@ -112,6 +116,7 @@ class ManagerOptions:
     event_burst: int = 100
     cache_sync_timeout: float = 120.0
     watch_read_timeout: float = 150.0
+    watch_batch_window: float = DEFAULT_WATCH_BATCH_WINDOW
     webhook: WebhookServerOptions = field(default_factory=WebhookServerOptions)
     webhook_certificates: CertificateSource | None = None
     uninstall_guard: UninstallGuardConfig | None = None
@@ -157,6 +162,7 @@ class Manager:
             namespaces=options.namespaces,
             resync_period=options.sync_period,
             watch_read_timeout=options.watch_read_timeout,
+            watch_batch_window=options.watch_batch_window,
         )
         self.membership: ShardMembership | None = None
         self._shard_work: ShardWork | None = None
