@@ -415,10 +415,13 @@ class ProcStats:
     cpu_seconds: float
     rss_mb: float
     peak_rss_mb: float
+    # How many times the process has slept waiting (voluntary_ctxt_switches).
+    voluntary_switches: int = 0
 
 
 def proc_stats(pid: int) -> ProcStats:
-    """CPU seconds (user + system) so far, current and peak resident memory of a live process."""
+    """CPU seconds (user + system) so far, current and peak resident memory, and voluntary
+    context switches of a live process."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     # Fields after the command (which may contain spaces) in parentheses: utime and stime are
     # fields 14 and 15 of the whole line, 12 and 13 after ")".
@@ -430,7 +433,14 @@ def proc_stats(pid: int) -> ProcStats:
         name, _, value = line.partition(":")
         if name in ("VmRSS", "VmHWM"):
             status[name] = int(value.split()[0]) / 1024
-    return ProcStats(round(cpu, 2), round(status["VmRSS"], 1), round(status["VmHWM"], 1))
+        elif name == "voluntary_ctxt_switches":
+            status[name] = int(value)
+    return ProcStats(
+        round(cpu, 2),
+        round(status["VmRSS"], 1),
+        round(status["VmHWM"], 1),
+        int(status.get("voluntary_ctxt_switches", 0)),
+    )
 
 
 def own_cpu_seconds() -> float:

@@ -56,15 +56,6 @@ from memop.testing.process import MemopProcess
 MEMOP, FLOOR = "memop", "floor"
 
 
-def voluntary_switches(pid: int) -> int:
-    """How many times the process slept waiting (``voluntary_ctxt_switches``)."""
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    return 0
-
-
 class Participant:
     """One process of the round, its namespaces, Memcacheds and tracker."""
 
@@ -76,7 +67,6 @@ class Participant:
         self.process: Any = None
         self.pid = 0
         self.before: ProcStats | None = None
-        self.switches_before = 0
         self.metrics_before: Any = None
         self.report: dict[str, Any] = {}
 
@@ -104,21 +94,21 @@ class Participant:
 
     async def mark_start(self) -> None:
         self.before = proc_stats(self.pid)
-        self.switches_before = voluntary_switches(self.pid)
         if self.mode == MEMOP:
             self.metrics_before = await scrape(self.process)
 
     async def wait_converged(self, started: float, crs: int) -> None:
         await self.tracker.all_converged.wait()
         after = proc_stats(self.pid)
-        switches = voluntary_switches(self.pid)
         assert self.before is not None
         self.report = {
             "namespaces": self.namespaces,
             "wall_seconds": round(max(self.tracker.converged_at.values()) - started, 2),
             "cpu_seconds_from_start": round(after.cpu_seconds, 2),
             "cpu_seconds_to_converge": round(after.cpu_seconds - self.before.cpu_seconds, 2),
-            "voluntary_switches_per_cr": round((switches - self.switches_before) / crs, 2),
+            "voluntary_switches_per_cr": round(
+                (after.voluntary_switches - self.before.voluntary_switches) / crs, 2
+            ),
             "peak_rss_mb": after.peak_rss_mb,
         }
         if self.mode == MEMOP:
