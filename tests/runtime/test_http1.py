@@ -531,6 +531,58 @@ async def test_a_stream_closed_while_held_gives_back_a_connection_that_reads() -
         assert pool.connections_opened == 1  # the same connection, reading again
 
 
+def chunked(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def test_a_release_reads_all_that_waited_before_the_stream_is_held_again() -> None:
+    # Far more than one transport read (at most 256 KiB) waits in the socket when the window
+    # ends. Held again after one read, the stream would read one read's worth per window and
+    # a busy watch would fall ever further behind its server.
+    backlog = [numbered(range(n, n + 100)) for n in range(0, 20_000, 100)]  # ~250 KB
+    backlog_bytes = b"".join(backlog) * 4
+    second, rest, written, finish = asyncio.Event(), asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Every write waits until the kernel has it all: nothing stays in this process.
+        writer.transport.set_write_buffer_limits(0)
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(b'{"n":1}\n'))
+            await writer.drain()
+            await second.wait()
+            writer.write(chunked(b'{"n":2}\n'))
+            await writer.drain()
+            await rest.wait()
+            for _ in range(4):
+                writer.write(b"".join(chunked(lines) for lines in backlog))
+            await writer.drain()
+            written.set()
+            await finish.wait()
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        finally:
+            writer.close()
+
+    async with serving(serve) as port, pool_for(port) as pool:
+        stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5, batch_window=3600)
+        assert await stream.readany() == b'{"n":1}\n'
+        second.set()
+        assert await stream.readany() == b'{"n":2}\n'
+        assert stream.held
+        rest.set()
+        await asyncio.wait_for(written.wait(), timeout=10)
+        stream.release()  # the window ends, once
+        received = b""
+        async with asyncio.timeout(10):
+            while len(received) < len(backlog_bytes):
+                received += await stream.readany()
+        assert received == backlog_bytes
+        finish.set()
+        assert b"".join(await read_all_releasing(stream)) == b""
+        stream.close()
+
+
 async def test_a_stream_without_a_batch_window_is_never_held() -> None:
     async with aiohttp_server(burst_of(50)) as port, pool_for(port) as pool:
         stream = await pool.stream("GET", "/", {}, timeout=5, read_timeout=5)

@@ -28,7 +28,11 @@ stay on aiohttp.
 from __future__ import annotations
 
 import asyncio
+import collections
+import fcntl
 import ssl
+import sys
+import termios
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -40,9 +44,13 @@ __all__ = ["Http1ConnectError", "Http1Error", "Http1Pool", "Http1Response", "Htt
 
 _T = TypeVar("_T")
 
-# A stream's unread bytes past which its connection stops reading (aiohttp's read_bufsize as
-# kubernetes_asyncio sets it: a watch event can carry an object up to etcd's 1.5 MiB).
-STREAM_BUFFER = 2**21
+# A stream's unread bytes past which its connection stops reading until the reader catches up
+# (what follows waits in the kernel's socket buffers). No limit on an event's size: a line
+# longer than this is read in pieces. Small, because a batch window's backlog is read whole
+# at the window's end: each piece is held in memory until its events are handled.
+STREAM_BUFFER = 2**18
+# The most Http1Stream.readany hands out at once (more when one piece is larger).
+READ_BYTES = 2**16
 
 # As Go's http.DefaultTransport (IdleConnTimeout): an idle connection older than this is closed.
 DEFAULT_IDLE_TIMEOUT = 90.0
@@ -81,6 +89,7 @@ class _Connection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.answered = False  # any byte of an answer ever arrived
         self.answered_this = False  # any byte of the current request's answer
+        self.reads = 0  # pieces read from the transport, ever
         # The answer being read as it arrives (a watch), instead of whole.
         self.stream: Http1Stream | None = None
 
@@ -92,6 +101,7 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.answered = self.answered_this = True
+        self.reads += 1
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as error:
@@ -490,7 +500,7 @@ class Http1Stream:
         self._pool = pool
         self._connection = connection
         self._read_timeout = read_timeout
-        self._chunks: list[bytes] = []
+        self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
         self._paused = False
         self._eof = False
@@ -502,6 +512,10 @@ class Http1Stream:
         # until the pool's timer resumes it (see Http1Pool.stream's batch_window).
         self._last_arrival = float("-inf")
         self.held = False
+        # Whether the socket had unread bytes, as found after the connection's read number
+        # _backlog_read (see _backlog).
+        self._backlog_read = -1
+        self._backlog_seen = False
 
     # from the connection --------------------------------------------------------------------
 
@@ -524,7 +538,12 @@ class Http1Stream:
                 transport.pause_reading()
         if self._batch_window > 0:
             now = asyncio.get_running_loop().time()
-            if not self.held and transport is not None and now - self._last_arrival < self._batch_window:
+            if (
+                not self.held
+                and transport is not None
+                and now - self._last_arrival < self._batch_window
+                and not self._backlog(transport)
+            ):
                 # A burst: what follows waits in the socket until the window ends.
                 self.held = True
                 if not self._paused:
@@ -532,6 +551,17 @@ class Http1Stream:
                 self._pool._hold(self, self._batch_window)
             self._last_arrival = now
         self._wake()
+
+    def _backlog(self, transport: asyncio.Transport) -> bool:
+        """Whether the socket holds bytes not read yet: what waited during a window is read
+        whole before the stream is held again. Holding it again after one transport read would
+        let it read one read's worth per window, and a busy watch would fall ever further
+        behind its server. Asked once per transport read."""
+        reads = self._connection.reads
+        if reads != self._backlog_read:
+            self._backlog_read = reads
+            self._backlog_seen = _unread_bytes(transport) > 0
+        return self._backlog_seen
 
     def release(self) -> None:
         """The batch window ended (the pool's timer): read what arrived meanwhile."""
@@ -568,10 +598,21 @@ class Http1Stream:
             if self._error is not None:
                 raise self._error
             await self._wait("the next byte")
-        data = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
-        self._chunks = []
-        self._buffered = 0
-        if self._paused and self._connection.transport is not None:
+        chunks = self._chunks
+        if len(chunks) == 1:
+            data = chunks.popleft()
+        else:
+            # What arrived, up to READ_BYTES: a batch window's backlog handed out in one piece
+            # would be held twice over (this join, then its lines) while it is handled.
+            taken: list[bytes] = []
+            size = 0
+            while chunks and size < READ_BYTES:
+                piece = chunks.popleft()
+                taken.append(piece)
+                size += len(piece)
+            data = b"".join(taken)
+        self._buffered -= len(data)
+        if self._paused and self._buffered <= STREAM_BUFFER // 2 and self._connection.transport is not None:
             self._paused = False
             if not self.held:
                 self._connection.transport.resume_reading()
@@ -610,6 +651,19 @@ class Http1Stream:
         waiter = self._wakeup
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+
+def _unread_bytes(transport: asyncio.BaseTransport) -> int:
+    """How many bytes wait in ``transport``'s socket, not read yet (FIONREAD); 0 when that
+    cannot be told (no socket, a platform without the call)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        answer = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    except (OSError, ValueError):
+        return 0
+    return int.from_bytes(answer, sys.byteorder, signed=True)
 
 
 def _decoded(body: bytes, encoding: str | None) -> bytes:

@@ -145,22 +145,22 @@ async def read_event_batches(
                 # The stream ended inside a line: whatever it is, parse_event judges it.
                 yield EventLines([b"".join(pending)], path)
             return
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            pending.append(chunk)
-            pending_size += len(chunk)
+        # One split, no copy of the complete lines first: a batch's bytes are held once more,
+        # not twice, while its events are handled.
+        lines = chunk.split(b"\n")
+        rest = lines.pop()  # what follows the last newline: the start of the next line
+        if not lines:
+            pending.append(rest)
+            pending_size += len(rest)
             if pending_size > MAX_EVENT_BYTES:
                 raise _too_long(path)
             continue
         if pending:
-            pending.append(chunk[: end + 1])
-            complete = b"".join(pending)
-        else:
-            complete = chunk[: end + 1] if end + 1 < len(chunk) else chunk
-        rest = chunk[end + 1 :]
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
         pending = [rest] if rest else []
         pending_size = len(rest)
-        yield EventLines(complete.split(b"\n"), path)
+        yield EventLines(lines, path)
         if pending_size > MAX_EVENT_BYTES:
             raise _too_long(path)
 
