@@ -520,7 +520,9 @@ def parse_run_args(
         except ValueError as error:
             raise UsageError(f"{label(flag_name)}: {error}") from None
         if value < 0 or (value == 0 and not allow_zero):
-            raise UsageError(f"{label(flag_name)}: must be positive, got {text!r}")
+            # Said as the setting allows it: "positive" for one where 0 is allowed misleads.
+            need = "must not be negative" if allow_zero else "must be positive"
+            raise UsageError(f"{label(flag_name)}: {need}, got {text!r}")
         return value
 
     def address(flag_name: str, text: str) -> Address | None:
