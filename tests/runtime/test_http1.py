@@ -440,6 +440,11 @@ def burst_of(count: int) -> Handler:
     return burst
 
 
+def chunked(data: bytes) -> bytes:
+    """``data`` as one chunk of a chunked answer."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
 async def read_all_releasing(stream: Http1Stream) -> list[bytes]:
     """read_all, ending each batch window at once instead of waiting for the pool's timer."""
     chunks = []
@@ -505,7 +510,9 @@ async def test_a_stream_closed_while_held_gives_back_a_connection_that_reads() -
     # event holds the stream, which is then closed with its connection still paused.
     whole = (
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-        b"8\r\n" + b'{"n":1}\n' + b"\r\n8\r\n" + b'{"n":2}\n' + b"\r\n0\r\n\r\n"
+        + chunked(b'{"n":1}\n')
+        + chunked(b'{"n":2}\n')
+        + b"0\r\n\r\n"
     )
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -529,10 +536,6 @@ async def test_a_stream_closed_while_held_gives_back_a_connection_that_reads() -
         answer = await pool.request("GET", "/again", {}, timeout=5)
         assert (answer.status, answer.body) == (200, b"ok")
         assert pool.connections_opened == 1  # the same connection, reading again
-
-
-def chunked(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 async def test_a_release_reads_all_that_waited_before_the_stream_is_held_again() -> None:

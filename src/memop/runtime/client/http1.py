@@ -296,7 +296,8 @@ class Http1Pool:
         ``batch_window`` (seconds, 0: off): when a piece of the answer arrives within that
         time of the previous one, the stream is in a burst: its connection stops reading for
         ``batch_window``, and what the server sent meanwhile waits in the socket, to be read
-        and handed over at once. An answer that trickles in is read as it arrives; a burst
+        and handed over at once: all of it, before the stream can be held again (a busy
+        stream never falls behind). An answer that trickles in is read as it arrives; a burst
         is handed over once per window instead of an event at a time. Measured on a real
         kube-apiserver (docs/performance/watch-batching.md): handling the events of a burst
         in batches costs memop less CPU per event than handling each as it arrives."""
