@@ -8,13 +8,22 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import pytest
 from aiohttp import web
 
-from memop.runtime.client.http1 import STREAM_BUFFER, Http1ConnectError, Http1Error, Http1Pool, Http1Stream
+from memop.runtime.client.http1 import (
+    READ_BYTES,
+    STREAM_BUFFER,
+    Http1ConnectError,
+    Http1Error,
+    Http1Pool,
+    Http1Stream,
+)
+from memop.testing.tls import ServingCertificates
 from memop.testing.wait import wait_for
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -283,6 +292,60 @@ def test_the_pool_works_on_uvloop_whose_transports_are_not_asyncio_s() -> None:
 
     bodies, opened = uvloop.run(scenario())
     assert bodies == [b"hello /0", b"hello /1", b"hello /2"]
+    assert opened == 1
+
+
+@pytest.fixture(scope="module")
+def certificates() -> ServingCertificates:
+    return ServingCertificates.generate()
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_answers_many_reads_long_arrive_whole_on_every_loop_and_transport(
+    loop: str, tls: bool, certificates: ServingCertificates
+) -> None:
+    """A connection reads into one buffer its pool lends every connection (``READ_BYTES``)
+    instead of a new ``bytes`` per read: the transports (asyncio's and uvloop's, TCP and TLS)
+    fill it and say how much they wrote. Answers many buffers long must arrive whole."""
+    run = asyncio.run if loop == "asyncio" else pytest.importorskip("uvloop").run
+    body = bytes(range(256)) * (5 * READ_BYTES // 256 + 7)  # not a whole number of reads
+    lines = [b"%d %s\n" % (n, b"x" * n) for n in range(0, 3 * READ_BYTES, 997)]
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path == "/whole":
+            return web.Response(body=body)
+        response = web.StreamResponse()
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for line in lines:
+            await response.write(line)
+        await response.write_eof()
+        return response
+
+    async def scenario() -> tuple[list[bytes], bytes, int]:
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", answer)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certificates.server_context() if tls else None)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        client_tls = ssl.create_default_context(cadata=certificates.ca_pem.decode()) if tls else None
+        pool = Http1Pool("127.0.0.1", port, ssl_context=client_tls)
+        try:
+            wholes = [(await pool.request("GET", "/whole", {}, timeout=10)).body for _ in range(2)]
+            stream = await pool.stream("GET", "/stream", {}, timeout=10, read_timeout=10)
+            streamed = b"".join(await read_all(stream))
+            stream.close()
+            return wholes, streamed, pool.connections_opened
+        finally:
+            await pool.close()
+            await runner.cleanup()
+
+    wholes, streamed, opened = run(scenario())
+    assert wholes == [body, body]
+    assert streamed == b"".join(lines)
     assert opened == 1
 
 

@@ -49,7 +49,8 @@ _T = TypeVar("_T")
 # longer than this is read in pieces. Small, because a batch window's backlog is read whole
 # at the window's end: each piece is held in memory until its events are handled.
 STREAM_BUFFER = 2**18
-# The most Http1Stream.readany hands out at once (more when one piece is larger).
+# The most Http1Stream.readany hands out at once (more when one piece is larger), and the
+# size of the buffer a pool's connections read into.
 READ_BYTES = 2**16
 
 # As Go's http.DefaultTransport (IdleConnTimeout): an idle connection older than this is closed.
@@ -73,11 +74,12 @@ class Http1ConnectError(Http1Error):
     """No connection could be opened: the request never reached the server."""
 
 
-class _Connection(asyncio.Protocol):
+class _Connection(asyncio.BufferedProtocol):
     """One connection; one request at a time (HTTP/1.1 without pipelining)."""
 
-    def __init__(self) -> None:
+    def __init__(self, read_buffer: memoryview) -> None:
         self.transport: asyncio.Transport | None = None
+        self._read_buffer = read_buffer
         self.closed = False
         self.idle_since = time.monotonic()
         self._parser = httptools.HttpResponseParser(self)
@@ -99,11 +101,21 @@ class _Connection(asyncio.Protocol):
         # uvloop's transports are not asyncio.Transport subclasses; a stream's has write().
         self.transport = cast(asyncio.Transport, transport)
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # The pool's one buffer, whatever the hint. A Protocol's data_received gets a new bytes
+        # per read: over TLS a 256 KiB one, shrunk to what came, whose remains glibc's heap
+        # kept as holes between long-lived objects. Reading here instead cost 7% less CPU and
+        # 2.7 MB less peak RSS at 10,000 Memcacheds (real v1.36.2, docs/performance). One
+        # buffer serves every connection: each transport (asyncio's and uvloop's, TCP and
+        # TLS) fills it and calls buffer_updated before it returns, and the parser copies out
+        # what it keeps.
+        return self._read_buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.answered = self.answered_this = True
         self.reads += 1
         try:
-            self._parser.feed_data(data)
+            self._parser.feed_data(self._read_buffer[:nbytes])
         except httptools.HttpParserError as error:
             self._fail(Http1Error(f"the answer is not valid HTTP/1.1: {error}"))
             self.close()
@@ -245,6 +257,8 @@ class Http1Pool:
         # timer that resumes them: one wakeup for all the streams whose windows end together.
         self._held: dict[Http1Stream, float] = {}
         self._release_timer: asyncio.TimerHandle | None = None
+        # What every connection reads into (_Connection.get_buffer): a pool lives on one loop.
+        self._read_buffer = memoryview(bytearray(READ_BYTES))
 
     @property
     def open_connections(self) -> int:
@@ -477,7 +491,7 @@ class Http1Pool:
         loop = asyncio.get_running_loop()
         try:
             _, protocol = await loop.create_connection(
-                _Connection,
+                lambda: _Connection(self._read_buffer),
                 self.host,
                 self.port,
                 ssl=self._ssl,
