@@ -21,6 +21,7 @@ from memop import __version__
 from memop.cli import app, eventloop
 from memop.cli.options import UsageError, parse_run_args
 from memop.runtime.manager.gctuning import tune_gc
+from memop.runtime.manager.malloctuning import tune_malloc
 
 if TYPE_CHECKING:
     from memop.project import Project
@@ -77,6 +78,7 @@ def run(project: Project | None = None, argv: Sequence[str] | None = None) -> in
     except SystemExit as done:  # --help, --version
         return done.code if isinstance(done.code, int) else 0
     tune_gc()
+    tune_malloc()
     try:
         return eventloop.run(app.run(config), config.event_loop)
     except KeyboardInterrupt:
