@@ -307,7 +307,8 @@ def test_answers_many_reads_long_arrive_whole_on_every_loop_and_transport(
 ) -> None:
     """A connection reads into one buffer its pool lends every connection (``READ_BYTES``)
     instead of a new ``bytes`` per read: the transports (asyncio's and uvloop's, TCP and TLS)
-    fill it and say how much they wrote. Answers many buffers long must arrive whole."""
+    fill it and say how much they wrote. Answers many buffers long must arrive whole, also
+    while another connection of the pool reads into the same buffer."""
     run = asyncio.run if loop == "asyncio" else pytest.importorskip("uvloop").run
     body = bytes(range(256)) * (5 * READ_BYTES // 256 + 7)  # not a whole number of reads
     lines = [b"%d %s\n" % (n, b"x" * n) for n in range(0, 3 * READ_BYTES, 997)]
@@ -333,20 +334,29 @@ def test_answers_many_reads_long_arrive_whole_on_every_loop_and_transport(
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         client_tls = ssl.create_default_context(cadata=certificates.ca_pem.decode()) if tls else None
         pool = Http1Pool("127.0.0.1", port, ssl_context=client_tls)
-        try:
-            wholes = [(await pool.request("GET", "/whole", {}, timeout=10)).body for _ in range(2)]
+
+        async def read_stream() -> bytes:
             stream = await pool.stream("GET", "/stream", {}, timeout=10, read_timeout=10)
-            streamed = b"".join(await read_all(stream))
-            stream.close()
+            try:
+                return b"".join(await read_all(stream))
+            finally:
+                stream.close()
+
+        async def read_wholes() -> list[bytes]:
+            return [(await pool.request("GET", "/whole", {}, timeout=10)).body for _ in range(3)]
+
+        try:
+            # Two connections at once, their reads interleaved in the one buffer.
+            streamed, wholes = await asyncio.gather(read_stream(), read_wholes())
             return wholes, streamed, pool.connections_opened
         finally:
             await pool.close()
             await runner.cleanup()
 
     wholes, streamed, opened = run(scenario())
-    assert wholes == [body, body]
+    assert wholes == [body, body, body]
     assert streamed == b"".join(lines)
-    assert opened == 1
+    assert opened == 2
 
 
 async def test_a_request_that_waits_too_long_for_a_free_connection_times_out() -> None:

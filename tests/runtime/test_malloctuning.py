@@ -4,6 +4,7 @@ Each case runs in a fresh interpreter: the threshold is process-wide, and glibc 
 environment once, at start."""
 
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,7 @@ import pytest
 
 from memop.runtime.manager.malloctuning import tune_malloc
 
-glibc = pytest.mark.skipif(
-    not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"), reason="glibc's malloc only"
-)
+glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc only")
 
 # Frees a 4 MiB mapped block (which raises glibc's own threshold to 4 MiB), then prints whether
 # a 512 KiB block is mapped on its own (1) or cut from the heap (0), as mallinfo2 counts them.

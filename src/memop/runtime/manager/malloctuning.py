@@ -4,10 +4,10 @@ watch events leave no holes in its heap.
 glibc's malloc maps a block of ``M_MMAP_THRESHOLD`` (128 KiB) or more on its own, and gives it
 back when it is freed. But when a mapped block larger than the threshold is freed, glibc raises
 the threshold to its size (up to 32 MiB), and the free space it keeps at the heap's top to
-twice that. After
-memop's first LIST pages (a few MB each) every transient block of a burst (a read, a batch of
-watch events, a decoded answer) is cut from the heap among long-lived cached objects, and the
-room each leaves when freed stays in the process's RSS until a block of its size comes again.
+twice that. After memop's first LIST pages (a few MB each), every transient block of a burst
+(a read, a batch of watch events, a decoded answer) is cut from the heap among long-lived
+cached objects, and the room each leaves when freed stays in the process's RSS until a block
+of its size comes again.
 
 Held at 128 KiB (``mallopt``, which also stops the raising), large blocks are mapped, and given
 back, as at start. On the real v1.36.2 control plane at 10,000 Memcacheds (issue 40's method, 2
