@@ -9,7 +9,9 @@ after every step.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
+import weakref
 from collections.abc import Callable, Hashable
 
 import pytest
@@ -93,6 +95,54 @@ async def test_an_item_keeps_its_priority_while_processing() -> None:
     q.add("d", low_priority=True)
     q.done("c")
     assert [q.get_nowait(), q.get_nowait()] == ["c", "d"]
+
+
+class _Key:
+    """An item equal to every other of its name, but an object of its own (as each event's
+    Request is), that can tell whether the queue still holds it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+async def test_one_object_stands_for_a_queued_item_however_often_it_was_added() -> None:
+    # Thousands of items wait behind a burst, each added again by later events: the queue must
+    # not keep a second, equal object for any of them.
+    q: WorkQueue[_Key] = WorkQueue(_unique("wq-identity"), metrics=False)
+    first = _Key("promoted")
+    q.add(first, low_priority=True)
+    q.add(_Key("other"), low_priority=True)
+    promoting = _Key("promoted")
+    q.add(promoting)  # moves it to the normal FIFO
+    promoting_ref = weakref.ref(promoting)
+    del promoting
+    gc.collect()
+    assert promoting_ref() is None
+    assert q.get_nowait() is first
+    q.done(first)
+    other = q.get_nowait()
+    assert other is not None
+    q.done(other)
+
+    busy = _Key("busy")
+    q.add(busy)
+    assert q.get_nowait() is busy
+    for low in (True, False):
+        again = _Key("busy")
+        q.add(again, low_priority=low)  # while processing: queued at done
+        again_ref = weakref.ref(again)
+        del again
+        q.done(busy)
+        gc.collect()
+        assert again_ref() is None
+        assert q.get_nowait() is busy
+    q.done(busy)
 
 
 async def test_lanes_are_served_in_turn_so_a_new_lane_does_not_wait_behind_a_backlog() -> None:

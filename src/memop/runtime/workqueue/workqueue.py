@@ -150,12 +150,13 @@ class WorkQueue(Generic[T]):
         # processing).
         self._queue: deque[T] | _Lanes[T] = deque() if lane_of is None else _Lanes(lane_of)
         # The low-priority FIFO, read only when _queue is empty. An entry (seq, item) is live
-        # when _low_queued[item] == seq; entries of items moved to _queue stay behind, stale.
+        # when _low_queued[item] is that entry; entries of items moved to _queue stay behind,
+        # stale.
         # Invariant: the live entries are exactly the items of _low_queued, each once, dirty,
         # not processing and not in _queue. _low_dirty: the dirty items waiting at low
         # priority, queued (in _low_queued) or processing (requeued low at done).
         self._low: deque[tuple[int, T]] = deque()
-        self._low_queued: dict[T, int] = {}
+        self._low_queued: dict[T, tuple[int, T]] = {}
         self._low_dirty: set[T] = set()
         # Items that need processing: those in the FIFO plus those added while processing.
         # An item leaves _dirty exactly when get() hands it out. Each maps to when it became
@@ -239,9 +240,9 @@ class WorkQueue(Generic[T]):
     def _enqueue(self, item: T) -> None:
         """Put a dirty item that is not processing in the FIFO of its priority."""
         if item in self._low_dirty:
-            seq = next(self._seq)
-            self._low_queued[item] = seq
-            self._low.append((seq, item))
+            entry = (next(self._seq), item)
+            self._low_queued[item] = entry
+            self._low.append(entry)
         else:
             self._queue.append(item)
         if self._getters:
@@ -250,8 +251,10 @@ class WorkQueue(Generic[T]):
     def _promote(self, item: T) -> None:
         """An item dirty at low priority was added with normal priority: it now waits there."""
         self._low_dirty.discard(item)
-        if self._low_queued.pop(item, None) is not None:
-            self._queue.append(item)  # its entry in _low is stale from now on
+        entry = self._low_queued.pop(item, None)
+        if entry is not None:
+            # The object queued first, not the equal one just added: one object per item.
+            self._queue.append(entry[1])  # its entry in _low is stale from now on
             if not self._low_queued:
                 self._low.clear()  # only stale entries left
 
@@ -357,8 +360,9 @@ class WorkQueue(Generic[T]):
         else:
             low, low_queued = self._low, self._low_queued
             while True:
-                seq, item = low.popleft()
-                if low_queued.get(item) == seq:
+                entry = low.popleft()
+                item = entry[1]
+                if low_queued.get(item) is entry:
                     break
             del low_queued[item]
             self._low_dirty.discard(item)
@@ -408,6 +412,13 @@ class WorkQueue(Generic[T]):
         if self._metrics:
             self._m_work_duration(self._now() - started)
         if item in self._dirty:
+            # Added while processing: the add kept its own equal object as the key. Keep the
+            # one handed out instead, which the FIFO will hold: one object per queued item,
+            # where thousands wait behind a burst.
+            self._dirty[item] = self._dirty.pop(item)
+            if item in self._low_dirty:
+                self._low_dirty.discard(item)
+                self._low_dirty.add(item)
             self._enqueue(item)
         if self._drainers and not self._processing:
             self._wake_drainers()
