@@ -71,8 +71,5 @@ def test_glibcs_own_setting_is_left_alone(env: dict[str, str]) -> None:
 
 
 def test_nothing_is_done_off_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
-    def musl(name: str) -> str:
-        raise ValueError(f"unrecognized configuration name {name}")
-
-    monkeypatch.setattr(os, "confstr", musl)
+    monkeypatch.setattr(platform, "libc_ver", lambda: ("musl", "1.2.5"))
     assert tune_malloc({}) is False

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import platform
 from collections.abc import Mapping
 
 MMAP_THRESHOLD = 128 * 1024
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 def tune_malloc(environ: Mapping[str, str] = os.environ) -> bool:
     """Hold glibc's mmap threshold at :data:`MMAP_THRESHOLD` for this process (call it once, at
     start-up); True when it was set, False off glibc or when ``environ`` sets it already."""
-    if _set_by_environment(environ) or not _is_glibc():
+    if _set_by_environment(environ) or platform.libc_ver()[0] != "glibc":
         return False
     if not ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD):
         log.debug("glibc refused mallopt(M_MMAP_THRESHOLD, %d)", MMAP_THRESHOLD)
@@ -51,10 +52,3 @@ def _set_by_environment(environ: Mapping[str, str]) -> bool:
     return "MALLOC_MMAP_THRESHOLD_" in environ or "glibc.malloc.mmap_threshold" in environ.get(
         "GLIBC_TUNABLES", ""
     )
-
-
-def _is_glibc() -> bool:
-    try:
-        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
-    except (ValueError, OSError):  # a libc without the name
-        return False
