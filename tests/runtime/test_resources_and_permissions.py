@@ -7,6 +7,11 @@ can be asked, on a real cluster (USE_EXISTING_CLUSTER=true) every one is.
 
 from __future__ import annotations
 
+import copy
+import os
+import pickle
+import subprocess
+import sys
 from typing import TYPE_CHECKING
 
 from memop import runtime
@@ -116,3 +121,28 @@ def test_the_operators_get_what_their_code_sends_on_their_own_kind() -> None:
     ):
         assert (group, plural, "patch") not in _triples(rules)
         assert (group, f"{plural}/finalizers", "update") in _triples(rules)
+
+
+def test_a_resource_hashes_as_its_fields_and_is_rebuilt_when_copied() -> None:
+    made = Resource("apps", "v1", "deployments", "Deployment")
+    assert made == resources.DEPLOYMENTS
+    assert hash(made) == hash(resources.DEPLOYMENTS)
+    assert {made: 1}[resources.DEPLOYMENTS] == 1
+    assert made != Resource("apps", "v1", "deployments", "Deployment", namespaced=False)
+    for copied in (pickle.loads(pickle.dumps(made)), copy.copy(made), copy.deepcopy(made)):
+        assert copied == made
+        assert hash(copied) == hash(made)
+    assert (
+        repr(made)
+        == "Resource(group='apps', version='v1', plural='deployments', kind='Deployment', namespaced=True)"
+    )
+
+
+def test_a_resource_pickled_in_another_process_hashes_as_this_process_does() -> None:
+    # Another process has another string hash seed: a hash carried in the pickle would be its.
+    pickled = subprocess.run(
+        [sys.executable, "-c", "import pickle, sys; from memop.runtime.client.resources import DEPLOYMENTS; "
+         "sys.stdout.buffer.write(pickle.dumps(DEPLOYMENTS))"],
+        capture_output=True, check=True, env={**os.environ, "PYTHONHASHSEED": "12345"},
+    ).stdout  # fmt: skip
+    assert {resources.DEPLOYMENTS: 1}[pickle.loads(pickled)] == 1

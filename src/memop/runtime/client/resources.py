@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def rest_path(
@@ -37,6 +37,22 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool = True
+    # Every cache read and client call looks a Resource up in a dict: its hash is taken once
+    # (the generated one hashes a tuple of the five fields each time).
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "_hash", hash((self.group, self.version, self.plural, self.kind, self.namespaced))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[Resource], tuple[str, str, str, str, bool]]:
+        # Rebuilt through __init__, so a copy made in another process (another hash seed)
+        # hashes as that process does.
+        return (Resource, (self.group, self.version, self.plural, self.kind, self.namespaced))
 
     @property
     def api_version(self) -> str:
