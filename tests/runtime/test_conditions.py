@@ -253,3 +253,25 @@ def test_schema_matches_the_python_rules() -> None:
     listed = c.conditions_schema()
     assert listed["x-kubernetes-list-type"] == "map"
     assert listed["x-kubernetes-list-map-keys"] == ["type"]
+
+
+def test_types_and_reasons_found_valid_are_remembered_and_invalid_ones_never() -> None:
+    c.validate_type("RememberedType")
+    c.validate_reason("RememberedReason")
+    assert "RememberedType" in c._VALID_TYPES
+    assert "RememberedReason" in c._VALID_REASONS
+    for bad_type, bad_reason in (("bad type", "bad reason"), ("", ""), ("x" * 400, "Trailing\n")):
+        with pytest.raises(ValueError, match="condition type"):
+            c.validate_type(bad_type)
+        with pytest.raises(ValueError, match="condition reason"):
+            c.validate_reason(bad_reason)
+        assert bad_type not in c._VALID_TYPES
+        assert bad_reason not in c._VALID_REASONS
+
+
+def test_the_memory_of_valid_reasons_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(c, "_VALID_REASONS", set())
+    for n in range(c._MAX_REMEMBERED_VALID + 50):
+        c.validate_reason(f"Reason{n}")
+    assert len(c._VALID_REASONS) == c._MAX_REMEMBERED_VALID
+    c.validate_reason(f"Reason{c._MAX_REMEMBERED_VALID + 10}")  # still accepted, not remembered

@@ -6,6 +6,7 @@ Events come from the in-memory API server through the real client, reflector and
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from memop.runtime.client.client import Client
 from memop.runtime.client.errors import ApiError, Conflict
 from memop.runtime.client.resources import CONFIGMAPS, DEPLOYMENTS, LEASES, NAMESPACES
 from memop.runtime.controller import predicates
-from memop.runtime.controller.controller import Controller, ControllerBuilder
+from memop.runtime.controller.controller import Controller, ControllerBuilder, _new_reconcile_id
 from memop.runtime.controller.handlers import reports_state_only, reports_up_to_date
 from memop.runtime.controller.reconcile import Request, Result, TerminalError
 from memop.runtime.util.clock import FakeClock
@@ -604,3 +605,11 @@ async def test_objects_listed_that_say_they_are_up_to_date_wait_behind_those_tha
     await settle(lambda: len(reconciler.calls) == 4 and not reconciler.running)
     assert [r.name for r in reconciler.calls] == ["b-new", "d-new", "a-done", "c-done"]
     await controller.stop(timeout=5)
+
+
+def test_reconcile_ids_are_random_version_4_uuids() -> None:
+    ids = [_new_reconcile_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert (str(parsed), parsed.version, parsed.variant) == (text, 4, uuid.RFC_4122)

@@ -105,15 +105,34 @@ def conditions_schema() -> dict[str, Any]:
 
 def validate_reason(reason: str) -> None:
     """Raise ValueError unless ``reason`` is a reason the API server accepts (CamelCase)."""
+    if reason in _VALID_REASONS:
+        return
     # fullmatch: Python's $ also matches before a final newline, Go's does not.
     if not reason or len(reason) > REASON_MAX_LENGTH or not _REASON_RE.fullmatch(reason):
         raise ValueError(f"condition reason {reason!r} must match {REASON_PATTERN} (CamelCase)")
+    _remember_valid(_VALID_REASONS, reason)
 
 
 def validate_type(condition_type: str) -> None:
     """Raise ValueError unless ``condition_type`` is a condition type the API server accepts."""
+    if condition_type in _VALID_TYPES:
+        return
     if len(condition_type) > TYPE_MAX_LENGTH or not _TYPE_RE.fullmatch(condition_type):
         raise ValueError(f"condition type {condition_type!r} must match {TYPE_PATTERN}")
+    _remember_valid(_VALID_TYPES, condition_type)
+
+
+# Types and reasons found valid. A controller sets a handful of each, thousands of times: a set
+# lookup instead of a regular expression each time. Bounded, since a caller could make reasons
+# up as it goes.
+_VALID_TYPES: set[str] = set()
+_VALID_REASONS: set[str] = set()
+_MAX_REMEMBERED_VALID = 256
+
+
+def _remember_valid(valid: set[str], value: str) -> None:
+    if len(valid) < _MAX_REMEMBERED_VALID and type(value) is str:
+        valid.add(value)
 
 
 def _truncate(message: str) -> str:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import uuid
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -163,7 +163,16 @@ class Controller:
         self._stopping = False
         self._stop = asyncio.Event()  # set with _stopping, for workers waiting on the server
         metrics.init_controller_series(name, options.max_concurrent_reconciles)
-        self._m_active = metrics.ACTIVE_WORKERS.labels(name)
+        # Read at scrape time: the reconciles in flight are counted anyway, and a locked inc
+        # and dec on every reconcile would pay for what a scrape can read. The weak reference
+        # lets the controller be collected; a newer one of the same name takes the series over.
+        this = weakref.ref(self)
+
+        def active_workers() -> float:
+            controller = this()
+            return float(len(controller.stats.in_flight)) if controller is not None else 0.0
+
+        metrics.ACTIVE_WORKERS.labels(name).set_function(active_workers)
         self._m_time = metrics.RECONCILE_TIME.labels(name)
         self._m_total = {r: metrics.RECONCILE_TOTAL.labels(name, r) for r in _RESULTS}
         self._m_errors = metrics.RECONCILE_ERRORS.labels(name)
@@ -319,7 +328,6 @@ class Controller:
             "reconcileID": reconcile_id,
         }
         with log_context(**context):
-            self._m_active.inc()
             self.stats.in_flight.add(request)
             self.stats.reconciles += 1
             started = self._clock.monotonic()
@@ -328,7 +336,6 @@ class Controller:
             finally:
                 self._m_time.observe(self._clock.monotonic() - started)
                 self.stats.in_flight.discard(request)
-                self._m_active.dec()
             self._m_total[outcome].inc()
             return outcome
 
@@ -495,6 +502,13 @@ _ids = random.Random()
 def _new_reconcile_id() -> str:
     """A random (version 4) UUID for a reconcile's log lines, as controller-runtime's reconcileID.
     From Python's Mersenne Twister, not ``uuid.uuid4()``'s ``os.urandom``: an identifier needs
-    no secrecy, and this takes 1.9 against 3.2 us, once per reconcile (as the in-memory API
-    server draws its uids)."""
-    return str(uuid.UUID(int=_ids.getrandbits(128), version=4))
+    no secrecy. Formatted here rather than through ``uuid.UUID``: 0.6 against 1.9 us, once per
+    reconcile."""
+    # RFC 9562's version 4: the version nibble 4, the variant bits 10.
+    value = _ids.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
