@@ -38,9 +38,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import contextvars
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from memop.runtime import metrics
 from memop.runtime.cache.labels import Requirement, Selector
@@ -100,7 +102,7 @@ class Informer:
             self._handlers.remove(handler)
 
     def dispatch(self, event_type: str, obj: Obj, old: Obj | None) -> None:
-        for handler in list(self._handlers):
+        for handler in tuple(self._handlers):  # a handler may remove itself meanwhile
             self._call(handler, event_type, obj, old)
 
     def resync(self) -> None:
@@ -611,7 +613,7 @@ class Cache:
         store = self.informer_for(resource, selector).store
         return store.list(namespace, selector=selector, owner_uid=owner_uid, index=index)
 
-    def record_write(self, resource: Resource, obj: Obj) -> bool:
+    def record_write(self, resource: Resource, obj: Obj, *, defer: bool = False) -> bool:
         """Store the object a write of ours returned, so the next reconcile reads its own write.
 
         Without this, a reconcile that runs before the watch delivers our own write sees the
@@ -626,10 +628,30 @@ class Cache:
         of others' that the stream has not delivered yet (a deletion started just before our
         status write), and the stream's events up to this version are then skipped, so this
         is the only time they can see them. Returns whether the object was stored.
+
+        ``defer``: inside a reconcile (:class:`DeferredWrites`), the object is stored when the
+        reconcile ends, unless a later write of the same object is recorded first, whose answer
+        then stands for both: for a write the reconcile usually follows with another of the
+        same object (a finalizer added, then the status written), so that the first answer is
+        never prepared for the store. Until then the cache holds the object as before the
+        write. Outside a reconcile, or with ``defer`` False, it is stored at once.
         """
+        meta = obj.get("metadata") or {}
+        pending = _DEFERRED.get()
+        if pending is not None:
+            key = (id(self), resource, meta.get("namespace") or "", meta.get("name") or "")
+            if defer:
+                pending[key] = (self, resource, obj)  # a later deferred write of it replaces it
+                self._expect_echoes(resource, obj)
+                return False
+            # This answer is newer than any deferred one of the same object.
+            pending.pop(key, None)
+        by_selector = self._informers.get(resource)
+        if not by_selector:
+            return False
         stored_any = False
-        labels = (obj.get("metadata") or {}).get("labels")
-        for informer in self._informers_of(resource):
+        labels = meta.get("labels")
+        for informer in tuple(by_selector.values()):
             selector = informer.label_selector
             if selector is not None and not selector.matches(labels if isinstance(labels, dict) else None):
                 continue
@@ -637,6 +659,19 @@ class Cache:
                 self._say_unlabelled(resource, obj)
             stored_any = _record(informer, obj, self._client) or stored_any
         return stored_any
+
+    def _expect_echoes(self, resource: Resource, obj: Obj) -> None:
+        """Let the watch events of a deferred write's answer be skipped undecoded, once the
+        store holds that version or a later one (a later answer recorded meanwhile); an event
+        that comes before is decoded and applied as any other."""
+        labels = (obj.get("metadata") or {}).get("labels")
+        for informer in tuple(self._informers.get(resource, {}).values()):
+            selector = informer.label_selector
+            if selector is not None and not selector.matches(labels if isinstance(labels, dict) else None):
+                continue
+            reflector = _covering_reflector(informer, obj)
+            if reflector is not None:
+                reflector.expect_echo(obj, self._client.answer_json(obj))
 
     def _say_unlabelled(self, resource: Resource, obj: Obj) -> None:
         """One line per kind: a child written without its owner's bucket label is in no shard's
@@ -732,31 +767,70 @@ def _covers(read: Selector | None, informer: Informer) -> bool:
 
 def _record(informer: Informer, obj: Obj, client: ListWatcher) -> bool:
     """:meth:`Cache.record_write` for one informer."""
-    if not informer.reflectors:
+    reflector = _covering_reflector(informer, obj)
+    if reflector is None:
         return False
-    namespace = (obj.get("metadata") or {}).get("namespace") or None
-    # The reflector whose stream the object is in (its namespace, its shard); none when the
-    # object is in a shard this replica does not own.
-    reflector = next((r for r in informer.reflectors if r.covers(obj)), None)
-    if reflector is None or not reflector.synced.is_set():
-        return False
+    meta = obj.get("metadata") or {}
+    store = informer.store
+    current = store.get(meta.get("name", ""), meta.get("namespace") or None)
     try:
-        written = int(resource_version(obj))
-        seen = int(reflector.last_resource_version or "0")
-    except ValueError:
-        return False
-    current = informer.store.get((obj.get("metadata") or {}).get("name", ""), namespace)
-    try:
-        if written <= seen or (current is not None and written <= int(resource_version(current) or "0")):
+        written = int(meta.get("resourceVersion") or "")
+        if written <= int(reflector.last_resource_version or "0") or (
+            current is not None and written <= int(resource_version(current) or "0")
+        ):
             return False
-    except ValueError:
+    except ValueError:  # not an integer: we fall back to waiting for the watch
         return False
-    stored = informer.store.prepare_copy(obj)  # the caller keeps using obj
-    old = informer.store.upsert(stored)
+    stored = store.prepare_copy(obj)  # the caller keeps using obj
+    old = store.upsert(stored)
     # Its event changes nothing now: skipped undecoded.
     reflector.expect_echo(obj, client.answer_json(obj))
     informer.dispatch(ADDED if old is None else MODIFIED, stored, old)
     return True
+
+
+def _covering_reflector(informer: Informer, obj: Obj) -> Reflector | None:
+    """The synced reflector whose stream ``obj`` is in (its namespace, its shard); None when
+    there is none yet, or the object is in a shard this replica does not own."""
+    reflectors = informer.reflectors
+    if len(reflectors) == 1:
+        reflector: Reflector | None = reflectors[0] if reflectors[0].covers(obj) else None
+    else:
+        reflector = next((r for r in reflectors if r.covers(obj)), None)
+    return reflector if reflector is not None and reflector.synced.is_set() else None
+
+
+# The writes of the running reconcile whose recording waits for its end (Cache.record_write's
+# ``defer``), oldest first: (cache id, resource, namespace, name) -> (cache, resource, answer).
+# None outside a reconcile. A context variable: each worker's task has its own.
+_DEFERRED: contextvars.ContextVar[
+    dict[tuple[int, Resource, str, str], tuple[Cache, Resource, Obj]] | None
+] = contextvars.ContextVar("memop_deferred_writes", default=None)
+
+
+class DeferredWrites:
+    """The scope of one reconcile for :meth:`Cache.record_write`'s ``defer``: on leaving it
+    (returning or raising), every deferred answer not superseded is stored, oldest first.
+    The controller enters one around each reconcile. A class, not a generator: one per
+    reconcile."""
+
+    __slots__ = ("_pending", "_token")
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[int, Resource, str, str], tuple[Cache, Resource, Obj]] = {}
+        self._token: contextvars.Token[Any] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _DEFERRED.set(self._pending)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is None:
+            return
+        _DEFERRED.reset(self._token)
+        self._token = None
+        pending, self._pending = self._pending, {}
+        for cache, resource, obj in pending.values():
+            cache.record_write(resource, obj)
 
 
 # The scope name of a reflector that keeps every shard of the replica, filtering itself.

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memop.runtime import metrics
-from memop.runtime.cache.cache import Cache, EventHandler, Informer
+from memop.runtime.cache.cache import Cache, DeferredWrites, EventHandler, Informer
 from memop.runtime.cache.labels import Selector
 from memop.runtime.cache.store import ADDED, DELETED, RESYNC, Obj
 from memop.runtime.client.closednamespaces import CLOSED_NAMESPACES, ClosedNamespaces
@@ -327,7 +327,7 @@ class Controller:
             "name": request.name,
             "reconcileID": reconcile_id,
         }
-        with log_context(**context):
+        with log_context(**context), DeferredWrites():
             self.stats.in_flight.add(request)
             self.stats.reconciles += 1
             started = self._clock.monotonic()

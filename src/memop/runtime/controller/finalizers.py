@@ -62,7 +62,9 @@ async def add_finalizer(
     ``obj`` must carry ``metadata.resourceVersion``: it makes the patch conditional. Raises
     Conflict when the object changed since ``obj`` was read, NotFound when it is gone,
     TerminalError when its finalizers are malformed. With ``cache``, the answer is recorded
-    there (:meth:`Cache.record_write`) so the next reconcile reads its own write.
+    there (:meth:`Cache.record_write`) so the next reconcile reads its own write; inside a
+    reconcile, deferred to its end (``defer``: a status write that follows stands for both),
+    so use the object this returns, not the cache's, for the rest of the reconcile.
     """
     current = _well_formed(obj, resource)
     if finalizer in current:
@@ -80,7 +82,7 @@ async def add_finalizer(
         meta.get("namespace"),
     )
     if cache is not None:
-        cache.record_write(resource, patched)
+        cache.record_write(resource, patched, defer=True)
     return patched
 
 

@@ -1,0 +1,132 @@
+"""Cache.record_write(defer=True): a write's answer stored at the end of the reconcile, unless a
+later write of the same object is recorded first (then never prepared at all)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+
+from memop.runtime.cache.cache import Cache, DeferredWrites
+from memop.runtime.cache.store import MODIFIED
+from memop.runtime.client.client import Client
+from memop.runtime.client.resources import CONFIGMAPS
+from memop.testing.apiserver.server import ApiServer
+from memop.testing.wait import wait_for
+from tests.runtime.test_cache import Events, configmap
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    async with ApiServer(bookmark_interval=0.2) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def client(server: ApiServer) -> AsyncIterator[Client]:
+    async with ApiClient(server.client_configuration()) as api:
+        yield Client(api, user_agent="deferred-test", max_retries=0, timeout=5)
+
+
+@pytest.fixture
+async def cache(client: Client) -> AsyncIterator[Cache]:
+    await client.create(CONFIGMAPS, configmap("cm"), "default")
+    cache = Cache(client, namespaces=["default"])
+    cache.informer(CONFIGMAPS)
+    await cache.start()
+    assert await cache.wait_for_sync(timeout=5)
+    yield cache
+    await cache.stop()
+
+
+def data(cache: Cache) -> dict[str, str]:
+    stored = cache.get(CONFIGMAPS, "cm", "default")
+    assert stored is not None
+    return dict(stored["data"])
+
+
+async def test_a_deferred_answer_is_stored_when_the_reconcile_ends(
+    server: ApiServer, client: Client, cache: Cache
+) -> None:
+    events = Events()
+    cache.informer(CONFIGMAPS).add_handler(events)
+    seen = len(events.seen)
+    server.silence_watches(True)  # the watch cannot bring the write before the scope ends
+    with DeferredWrites():
+        written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "deferred"}}, "default")
+        assert not cache.record_write(CONFIGMAPS, written, defer=True)
+        assert data(cache) == {"k": "cm"}  # as before the write, until the reconcile ends
+        assert events.seen[seen:] == []
+    assert data(cache) == {"k": "deferred"}
+    version = written["metadata"]["resourceVersion"]
+    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]
+    server.silence_watches(False)
+    reflector = cache.informer(CONFIGMAPS).reflectors[0]
+    await wait_for(lambda: int(reflector.last_resource_version or 0) >= int(version), timeout=5)
+    assert reflector.echoes_skipped == 1
+    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]
+
+
+async def test_a_later_answer_of_the_same_object_stands_for_the_deferred_one(
+    server: ApiServer, client: Client, cache: Cache
+) -> None:
+    events = Events()
+    cache.informer(CONFIGMAPS).add_handler(events)
+    seen = len(events.seen)
+    server.silence_watches(True)
+    with DeferredWrites():
+        first = await client.patch(CONFIGMAPS, "cm", {"data": {"first": "1"}}, "default")
+        cache.record_write(CONFIGMAPS, first, defer=True)
+        second = await client.patch(CONFIGMAPS, "cm", {"data": {"second": "2"}}, "default")
+        assert cache.record_write(CONFIGMAPS, second)
+        assert data(cache) == {"k": "cm", "first": "1", "second": "2"}
+    assert data(cache) == {"k": "cm", "first": "1", "second": "2"}  # not taken back to the first
+    version = second["metadata"]["resourceVersion"]
+    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]  # one change told, the later
+    server.silence_watches(False)
+    reflector = cache.informer(CONFIGMAPS).reflectors[0]
+    await wait_for(lambda: int(reflector.last_resource_version or 0) >= int(version), timeout=5)
+    assert reflector.echoes_skipped == 2  # both echoes, undecoded: the store was past them
+    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]
+
+
+async def test_an_echo_that_comes_before_the_reconcile_ends_is_applied_as_any_event(
+    client: Client, cache: Cache
+) -> None:
+    events = Events()
+    cache.informer(CONFIGMAPS).add_handler(events)
+    seen = len(events.seen)
+    reflector = cache.informer(CONFIGMAPS).reflectors[0]
+    with DeferredWrites():
+        written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "deferred"}}, "default")
+        cache.record_write(CONFIGMAPS, written, defer=True)
+        await wait_for(lambda: data(cache) == {"k": "deferred"}, timeout=5)  # the watch brought it
+    version = written["metadata"]["resourceVersion"]
+    assert reflector.echoes_skipped == 0  # decoded: the store did not hold that version yet
+    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]  # and told once
+
+
+async def test_a_deferred_answer_is_stored_when_the_reconcile_raises(
+    server: ApiServer, client: Client, cache: Cache
+) -> None:
+    server.silence_watches(True)
+
+    async def failing_reconcile() -> None:
+        with DeferredWrites():
+            written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "deferred"}}, "default")
+            cache.record_write(CONFIGMAPS, written, defer=True)
+            raise RuntimeError("reconcile failed")
+
+    with pytest.raises(RuntimeError, match="reconcile failed"):
+        await failing_reconcile()
+    assert data(cache) == {"k": "deferred"}
+
+
+async def test_outside_a_reconcile_a_deferred_answer_is_stored_at_once(
+    server: ApiServer, client: Client, cache: Cache
+) -> None:
+    server.silence_watches(True)
+    written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "now"}}, "default")
+    assert cache.record_write(CONFIGMAPS, written, defer=True)
+    assert data(cache) == {"k": "now"}
