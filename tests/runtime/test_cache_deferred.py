@@ -3,6 +3,7 @@ later write of the same object is recorded first (then never prepared at all).""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -130,3 +131,23 @@ async def test_outside_a_reconcile_a_deferred_answer_is_stored_at_once(
     written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "now"}}, "default")
     assert cache.record_write(CONFIGMAPS, written, defer=True)
     assert data(cache) == {"k": "now"}
+
+
+async def test_a_task_that_outlives_the_reconcile_stores_its_answers_at_once(
+    server: ApiServer, client: Client, cache: Cache
+) -> None:
+    # A task started in the reconcile carries a copy of its context, scope included; once the
+    # scope has ended nothing would store what it deferred.
+    server.silence_watches(True)
+    go_on = asyncio.Event()
+
+    async def late_writer() -> bool:
+        await go_on.wait()
+        written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "late"}}, "default")
+        return cache.record_write(CONFIGMAPS, written, defer=True)
+
+    with DeferredWrites():
+        task = asyncio.create_task(late_writer())
+    go_on.set()
+    assert await task
+    assert data(cache) == {"k": "late"}

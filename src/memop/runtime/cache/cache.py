@@ -42,7 +42,6 @@ import contextvars
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from memop.runtime import metrics
 from memop.runtime.cache.labels import Requirement, Selector
@@ -637,7 +636,10 @@ class Cache:
         write. Outside a reconcile, or with ``defer`` False, it is stored at once.
         """
         meta = obj.get("metadata") or {}
-        pending = _DEFERRED.get()
+        scope = _DEFERRED.get()
+        # A task the reconcile started may outlive it, in a copy of its context: its scope is
+        # closed by then, and its writes are stored at once.
+        pending = scope.pending if scope is not None and scope.open else None
         if pending is not None:
             key = (id(self), resource, meta.get("namespace") or "", meta.get("name") or "")
             if defer:
@@ -800,37 +802,41 @@ def _covering_reflector(informer: Informer, obj: Obj) -> Reflector | None:
     return reflector if reflector is not None and reflector.synced.is_set() else None
 
 
-# The writes of the running reconcile whose recording waits for its end (Cache.record_write's
-# ``defer``), oldest first: (cache id, resource, namespace, name) -> (cache, resource, answer).
-# None outside a reconcile. A context variable: each worker's task has its own.
-_DEFERRED: contextvars.ContextVar[
-    dict[tuple[int, Resource, str, str], tuple[Cache, Resource, Obj]] | None
-] = contextvars.ContextVar("memop_deferred_writes", default=None)
-
-
 class DeferredWrites:
     """The scope of one reconcile for :meth:`Cache.record_write`'s ``defer``: on leaving it
     (returning or raising), every deferred answer not superseded is stored, oldest first.
     The controller enters one around each reconcile. A class, not a generator: one per
     reconcile."""
 
-    __slots__ = ("_pending", "_token")
+    __slots__ = ("_token", "open", "pending")
 
     def __init__(self) -> None:
-        self._pending: dict[tuple[int, Resource, str, str], tuple[Cache, Resource, Obj]] = {}
-        self._token: contextvars.Token[Any] | None = None
+        # The writes whose recording waits for the end, oldest first: (cache id, resource,
+        # namespace, name) -> (cache, resource, answer).
+        self.pending: dict[tuple[int, Resource, str, str], tuple[Cache, Resource, Obj]] = {}
+        self.open = False
+        self._token: contextvars.Token[DeferredWrites | None] | None = None
 
     def __enter__(self) -> None:
-        self._token = _DEFERRED.set(self._pending)
+        self.open = True
+        self._token = _DEFERRED.set(self)
 
     def __exit__(self, *exc_info: object) -> None:
         if self._token is None:
             return
         _DEFERRED.reset(self._token)
         self._token = None
-        pending, self._pending = self._pending, {}
+        self.open = False
+        pending, self.pending = self.pending, {}
         for cache, resource, obj in pending.values():
             cache.record_write(resource, obj)
+
+
+# The running reconcile's scope; None outside one. A context variable: each worker's task has
+# its own.
+_DEFERRED: contextvars.ContextVar[DeferredWrites | None] = contextvars.ContextVar(
+    "memop_deferred_writes", default=None
+)
 
 
 # The scope name of a reflector that keeps every shard of the replica, filtering itself.
