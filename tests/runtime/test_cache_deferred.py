@@ -19,14 +19,8 @@ from tests.runtime.test_cache import Events, configmap
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[ApiServer]:
-    async with ApiServer(bookmark_interval=0.2) as srv:
-        yield srv
-
-
-@pytest.fixture
-async def client(server: ApiServer) -> AsyncIterator[Client]:
-    async with ApiClient(server.client_configuration()) as api:
+async def client(apiserver: ApiServer) -> AsyncIterator[Client]:
+    async with ApiClient(apiserver.client_configuration()) as api:
         yield Client(api, user_agent="deferred-test", max_retries=0, timeout=5)
 
 
@@ -41,6 +35,22 @@ async def cache(client: Client) -> AsyncIterator[Cache]:
     await cache.stop()
 
 
+@pytest.fixture
+def events(cache: Cache) -> Events:
+    """The changes the cache's handlers are told of from the test's start (not its first list)."""
+    told = Events()
+    cache.informer(CONFIGMAPS).add_handler(told)
+    told.seen.clear()
+    return told
+
+
+async def echoes_skipped_once_past(cache: Cache, version: str) -> int:
+    """The echoes the reflector skipped, once its stream is past ``version``."""
+    reflector = cache.informer(CONFIGMAPS).reflectors[0]
+    await wait_for(lambda: int(reflector.last_resource_version or 0) >= int(version), timeout=5)
+    return reflector.echoes_skipped
+
+
 def data(cache: Cache) -> dict[str, str]:
     stored = cache.get(CONFIGMAPS, "cm", "default")
     assert stored is not None
@@ -48,34 +58,26 @@ def data(cache: Cache) -> dict[str, str]:
 
 
 async def test_a_deferred_answer_is_stored_when_the_reconcile_ends(
-    server: ApiServer, client: Client, cache: Cache
+    apiserver: ApiServer, client: Client, cache: Cache, events: Events
 ) -> None:
-    events = Events()
-    cache.informer(CONFIGMAPS).add_handler(events)
-    seen = len(events.seen)
-    server.silence_watches(True)  # the watch cannot bring the write before the scope ends
+    apiserver.silence_watches(True)  # the watch cannot bring the write before the scope ends
     with DeferredWrites():
         written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "deferred"}}, "default")
         assert not cache.record_write(CONFIGMAPS, written, defer=True)
         assert data(cache) == {"k": "cm"}  # as before the write, until the reconcile ends
-        assert events.seen[seen:] == []
+        assert events.seen == []
     assert data(cache) == {"k": "deferred"}
     version = written["metadata"]["resourceVersion"]
-    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]
-    server.silence_watches(False)
-    reflector = cache.informer(CONFIGMAPS).reflectors[0]
-    await wait_for(lambda: int(reflector.last_resource_version or 0) >= int(version), timeout=5)
-    assert reflector.echoes_skipped == 1
-    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]
+    assert events.seen == [(MODIFIED, "default/cm", version)]
+    apiserver.silence_watches(False)
+    assert await echoes_skipped_once_past(cache, version) == 1
+    assert events.seen == [(MODIFIED, "default/cm", version)]
 
 
 async def test_a_later_answer_of_the_same_object_stands_for_the_deferred_one(
-    server: ApiServer, client: Client, cache: Cache
+    apiserver: ApiServer, client: Client, cache: Cache, events: Events
 ) -> None:
-    events = Events()
-    cache.informer(CONFIGMAPS).add_handler(events)
-    seen = len(events.seen)
-    server.silence_watches(True)
+    apiserver.silence_watches(True)
     with DeferredWrites():
         first = await client.patch(CONFIGMAPS, "cm", {"data": {"first": "1"}}, "default")
         cache.record_write(CONFIGMAPS, first, defer=True)
@@ -84,34 +86,30 @@ async def test_a_later_answer_of_the_same_object_stands_for_the_deferred_one(
         assert data(cache) == {"k": "cm", "first": "1", "second": "2"}
     assert data(cache) == {"k": "cm", "first": "1", "second": "2"}  # not taken back to the first
     version = second["metadata"]["resourceVersion"]
-    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]  # one change told, the later
-    server.silence_watches(False)
-    reflector = cache.informer(CONFIGMAPS).reflectors[0]
-    await wait_for(lambda: int(reflector.last_resource_version or 0) >= int(version), timeout=5)
-    assert reflector.echoes_skipped == 2  # both echoes, undecoded: the store was past them
-    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]
+    assert events.seen == [(MODIFIED, "default/cm", version)]  # one change told, the later
+    apiserver.silence_watches(False)
+    # Both echoes, undecoded: the store was past them.
+    assert await echoes_skipped_once_past(cache, version) == 2
+    assert events.seen == [(MODIFIED, "default/cm", version)]
 
 
 async def test_an_echo_that_comes_before_the_reconcile_ends_is_applied_as_any_event(
-    client: Client, cache: Cache
+    client: Client, cache: Cache, events: Events
 ) -> None:
-    events = Events()
-    cache.informer(CONFIGMAPS).add_handler(events)
-    seen = len(events.seen)
-    reflector = cache.informer(CONFIGMAPS).reflectors[0]
     with DeferredWrites():
         written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "deferred"}}, "default")
         cache.record_write(CONFIGMAPS, written, defer=True)
         await wait_for(lambda: data(cache) == {"k": "deferred"}, timeout=5)  # the watch brought it
     version = written["metadata"]["resourceVersion"]
-    assert reflector.echoes_skipped == 0  # decoded: the store did not hold that version yet
-    assert events.seen[seen:] == [(MODIFIED, "default/cm", version)]  # and told once
+    # Decoded, the store not holding that version yet, and told once.
+    assert await echoes_skipped_once_past(cache, version) == 0
+    assert events.seen == [(MODIFIED, "default/cm", version)]
 
 
 async def test_a_deferred_answer_is_stored_when_the_reconcile_raises(
-    server: ApiServer, client: Client, cache: Cache
+    apiserver: ApiServer, client: Client, cache: Cache
 ) -> None:
-    server.silence_watches(True)
+    apiserver.silence_watches(True)
 
     async def failing_reconcile() -> None:
         with DeferredWrites():
@@ -125,20 +123,20 @@ async def test_a_deferred_answer_is_stored_when_the_reconcile_raises(
 
 
 async def test_outside_a_reconcile_a_deferred_answer_is_stored_at_once(
-    server: ApiServer, client: Client, cache: Cache
+    apiserver: ApiServer, client: Client, cache: Cache
 ) -> None:
-    server.silence_watches(True)
+    apiserver.silence_watches(True)
     written = await client.patch(CONFIGMAPS, "cm", {"data": {"k": "now"}}, "default")
     assert cache.record_write(CONFIGMAPS, written, defer=True)
     assert data(cache) == {"k": "now"}
 
 
 async def test_a_task_that_outlives_the_reconcile_stores_its_answers_at_once(
-    server: ApiServer, client: Client, cache: Cache
+    apiserver: ApiServer, client: Client, cache: Cache
 ) -> None:
     # A task started in the reconcile carries a copy of its context, scope included; once the
     # scope has ended nothing would store what it deferred.
-    server.silence_watches(True)
+    apiserver.silence_watches(True)
     go_on = asyncio.Event()
 
     async def late_writer() -> bool:
