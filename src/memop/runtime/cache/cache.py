@@ -648,29 +648,32 @@ class Cache:
                 return False
             # This answer is newer than any deferred one of the same object.
             pending.pop(key, None)
-        by_selector = self._informers.get(resource)
-        if not by_selector:
-            return False
         stored_any = False
         labels = meta.get("labels")
-        for informer in tuple(by_selector.values()):
-            selector = informer.label_selector
-            if selector is not None and not selector.matches(labels if isinstance(labels, dict) else None):
-                continue
+        for informer in self._informers_selecting(resource, labels):
             if self.ring is not None and _misses_bucket_label(informer, labels):
                 self._say_unlabelled(resource, obj)
             stored_any = _record(informer, obj, self._client) or stored_any
         return stored_any
 
+    def _informers_selecting(self, resource: Resource, labels: object) -> builtins.list[Informer]:
+        """The informers of ``resource`` whose label selector selects an object with ``labels``
+        (its metadata.labels as read, None or malformed when it has none)."""
+        by_selector = self._informers.get(resource)
+        if not by_selector:
+            return []
+        matched = labels if isinstance(labels, dict) else None
+        return [
+            informer
+            for informer in by_selector.values()
+            if informer.label_selector is None or informer.label_selector.matches(matched)
+        ]
+
     def _expect_echoes(self, resource: Resource, obj: Obj) -> None:
         """Let the watch events of a deferred write's answer be skipped undecoded, once the
         store holds that version or a later one (a later answer recorded meanwhile); an event
         that comes before is decoded and applied as any other."""
-        labels = (obj.get("metadata") or {}).get("labels")
-        for informer in tuple(self._informers.get(resource, {}).values()):
-            selector = informer.label_selector
-            if selector is not None and not selector.matches(labels if isinstance(labels, dict) else None):
-                continue
+        for informer in self._informers_selecting(resource, (obj.get("metadata") or {}).get("labels")):
             reflector = _covering_reflector(informer, obj)
             if reflector is not None:
                 reflector.expect_echo(obj, self._client.answer_json(obj))
