@@ -576,6 +576,18 @@ async def test_metrics_series_exist_at_zero_and_move() -> None:
     assert _sample("workqueue_depth", name, "ctl") == 0.0
 
 
+async def test_the_depth_series_does_not_keep_its_queue_alive() -> None:
+    name = _unique("wq-metrics")
+    queue: WorkQueue[str] = WorkQueue(name, controller="ctl", clock=FakeClock())
+    queue.add("a")
+    assert _sample("workqueue_depth", name, "ctl") == 1.0
+    gone = weakref.ref(queue)
+    del queue
+    gc.collect()
+    assert gone() is None
+    assert _sample("workqueue_depth", name, "ctl") == 0.0
+
+
 async def test_in_flight_gauges_sum_and_max_over_processing_items() -> None:
     clock = FakeClock()
     name = _unique("wq-inflight")

@@ -13,8 +13,8 @@ that asks each live queue, instead of a background task refreshing them (client-
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sized
+from typing import Protocol, TypeVar
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -229,6 +229,23 @@ class _InFlightCollector(Collector):
 
 _IN_FLIGHT = _InFlightCollector()
 REGISTRY.register(_IN_FLIGHT)
+
+
+_Owner = TypeVar("_Owner")
+
+
+def gauge_reads_size(child: Gauge, owner: _Owner, sized: Callable[[_Owner], Sized]) -> None:
+    """Make the gauge ``child`` read ``len(sized(owner))`` at scrape time (0 once ``owner`` is
+    gone), for a count the owner keeps anyway: no locked inc and dec on every change. The weak
+    reference lets the owner be collected; a newer owner with the same labels takes the series
+    over."""
+    this = weakref.ref(owner)
+
+    def size() -> float:
+        live = this()
+        return float(len(sized(live))) if live is not None else 0.0
+
+    child.set_function(size)
 
 
 def track_in_flight(queue: InFlightWork) -> None:

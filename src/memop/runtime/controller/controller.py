@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -163,16 +162,8 @@ class Controller:
         self._stopping = False
         self._stop = asyncio.Event()  # set with _stopping, for workers waiting on the server
         metrics.init_controller_series(name, options.max_concurrent_reconciles)
-        # Read at scrape time: the reconciles in flight are counted anyway, and a locked inc
-        # and dec on every reconcile would pay for what a scrape can read. The weak reference
-        # lets the controller be collected; a newer one of the same name takes the series over.
-        this = weakref.ref(self)
-
-        def active_workers() -> float:
-            controller = this()
-            return float(len(controller.stats.in_flight)) if controller is not None else 0.0
-
-        metrics.ACTIVE_WORKERS.labels(name).set_function(active_workers)
+        # The reconciles in flight, counted anyway: read at scrape time.
+        metrics.gauge_reads_size(metrics.ACTIVE_WORKERS.labels(name), self, lambda c: c.stats.in_flight)
         self._m_time = metrics.RECONCILE_TIME.labels(name)
         self._m_total = {r: metrics.RECONCILE_TOTAL.labels(name, r) for r in _RESULTS}
         self._m_errors = metrics.RECONCILE_ERRORS.labels(name)

@@ -63,7 +63,6 @@ import contextlib
 import heapq
 import itertools
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
@@ -195,16 +194,8 @@ class WorkQueue(Generic[T]):
         if metrics:
             m.init_workqueue_series(name, controller)
             # client-go's depth goes up when an item becomes dirty and down when get() hands
-            # it out, i.e. it is len(_dirty): read it at scrape time instead of paying for a
-            # locked inc and dec on every cycle. The weak reference lets the queue be
-            # collected; a newer queue with the same labels takes the series over.
-            this = weakref.ref(self)
-
-            def depth() -> float:
-                queue = this()
-                return float(len(queue._dirty)) if queue is not None else 0.0
-
-            m.WORKQUEUE_DEPTH.labels(name, controller).set_function(depth)
+            # it out, i.e. it is len(_dirty): read at scrape time.
+            m.gauge_reads_size(m.WORKQUEUE_DEPTH.labels(name, controller), self, lambda queue: queue._dirty)
             # Children and bound methods are resolved once: .labels() costs more than the
             # operation it would label.
             self._m_adds = m.WORKQUEUE_ADDS.labels(name, controller).inc
