@@ -97,6 +97,27 @@ async def test_an_item_keeps_its_priority_while_processing() -> None:
     assert [q.get_nowait(), q.get_nowait()] == ["c", "d"]
 
 
+async def test_a_promoted_items_stale_low_entry_never_lets_it_jump_the_low_fifo_later() -> None:
+    q: WorkQueue[str] = WorkQueue(_unique("wq-prio"), metrics=False)
+    q.add("a", low_priority=True)
+    q.add("b", low_priority=True)
+    q.add("a")  # promoted: its low entry stays behind, stale, ahead of b's
+    assert _ready(q) == ["a", "b"]
+    q.add("b", low_priority=True)
+    q.add("a", low_priority=True)
+    q.add("c", low_priority=True)
+    q.add("c")  # promoted, so stale entries are left behind b's and a's live ones
+    q.add("c", low_priority=True)  # never moves it down
+    assert _ready(q) == ["c", "b", "a"]
+    q.add("x", low_priority=True)
+    q.add("y", low_priority=True)
+    q.add("x")  # x's stale low entry is ahead of y's
+    assert q.get_nowait() == "x"
+    q.done("x")
+    q.add("x", low_priority=True)  # queued low again: behind y, whatever stale entry it left
+    assert _ready(q) == ["y", "x"]
+
+
 class _Key:
     """An item equal to every other of its name, but an object of its own (as each event's
     Request is), that can tell whether the queue still holds it."""

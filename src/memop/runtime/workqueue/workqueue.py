@@ -148,14 +148,14 @@ class WorkQueue(Generic[T]):
         # or at done() when it is dirty — and it cannot be in the FIFO then, since it was
         # processing).
         self._queue: deque[T] | _Lanes[T] = deque() if lane_of is None else _Lanes(lane_of)
-        # The low-priority FIFO, read only when _queue is empty. An entry (seq, item) is live
-        # when _low_queued[item] is that entry; entries of items moved to _queue stay behind,
-        # stale.
+        # The low-priority FIFO, read only when _queue is empty. An entry, a 1-tuple holding
+        # the item, is live when _low_queued[item] is that very tuple (identity, not equality);
+        # entries of items moved to _queue stay behind, stale.
         # Invariant: the live entries are exactly the items of _low_queued, each once, dirty,
         # not processing and not in _queue. _low_dirty: the dirty items waiting at low
         # priority, queued (in _low_queued) or processing (requeued low at done).
-        self._low: deque[tuple[int, T]] = deque()
-        self._low_queued: dict[T, tuple[int, T]] = {}
+        self._low: deque[tuple[T]] = deque()
+        self._low_queued: dict[T, tuple[T]] = {}
         self._low_dirty: set[T] = set()
         # Items that need processing: those in the FIFO plus those added while processing.
         # An item leaves _dirty exactly when get() hands it out. Each maps to when it became
@@ -231,7 +231,7 @@ class WorkQueue(Generic[T]):
     def _enqueue(self, item: T) -> None:
         """Put a dirty item that is not processing in the FIFO of its priority."""
         if item in self._low_dirty:
-            entry = (next(self._seq), item)
+            entry = (item,)  # a new tuple each time: its identity tells live from stale
             self._low_queued[item] = entry
             self._low.append(entry)
         else:
@@ -245,7 +245,7 @@ class WorkQueue(Generic[T]):
         entry = self._low_queued.pop(item, None)
         if entry is not None:
             # The object queued first, not the equal one just added: one object per item.
-            self._queue.append(entry[1])  # its entry in _low is stale from now on
+            self._queue.append(entry[0])  # its entry in _low is stale from now on
             if not self._low_queued:
                 self._low.clear()  # only stale entries left
 
@@ -352,7 +352,7 @@ class WorkQueue(Generic[T]):
             low, low_queued = self._low, self._low_queued
             while True:
                 entry = low.popleft()
-                item = entry[1]
+                item = entry[0]
                 if low_queued.get(item) is entry:
                     break
             del low_queued[item]
