@@ -87,7 +87,7 @@ def _resource(entry: Mapping[str, Any]) -> BuiltinResource:
 
 # Listed in discovery as v1.36 lists them, no objects stored: (group, plural) -> why.
 LISTED_ONLY_REASONS: Mapping[tuple[str, str], str] = {
-    ("", "bindings"): "create-only: binds a pod to a node, which only a scheduler does to a running pod",
+    ("", "bindings"): "create-only, never stored: memop.testing.apiserver.binding binds the pod it names",
     ("", "componentstatuses"): "reports the health of live control-plane components; the server has none",
     **{
         review: "create-only, never stored: memop.testing.auth.reviews answers it from the authenticator and "

@@ -45,7 +45,7 @@ from kubernetes_asyncio.client import Configuration
 from multidict import CIMultiDict
 
 from memop.runtime.util.clock import Clock, RealClock
-from memop.testing.apiserver import discovery, featuregates, openapi, protobuf, tables
+from memop.testing.apiserver import binding, discovery, featuregates, openapi, protobuf, tables
 from memop.testing.apiserver.admissionwebhooks import Admission, AdmissionPending, Attributes, Webhooks
 from memop.testing.apiserver.conversionwebhooks import ConversionPending, WatchCaches, conversion_of
 from memop.testing.apiserver.errors import (
@@ -501,6 +501,10 @@ class ApiServer:
                 response = _json_response(_dumps(answer), 201)
             elif (info.resource, info.subresource, info.verb) == ("serviceaccounts", "token", "create"):
                 answer = self.auth.token_request(info, await self._body(request))
+                response = _json_response(_dumps(answer), 201)
+            elif binding.is_binding(info):
+                dry_run = request.query.get("dryRun") == "All"
+                answer = binding.create(self.store, info, await self._body(request), dry_run=dry_run)
                 response = _json_response(_dumps(answer), 201)
             else:
                 response = await self._resource(request, info, user_agent)

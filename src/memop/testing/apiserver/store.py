@@ -854,6 +854,10 @@ class Store:
     def _now(self) -> str:
         return rfc3339(self._clock.time())
 
+    def now(self) -> str:
+        """The store's clock as a ``metav1.Time``: what a registry stamps on what it writes."""
+        return self._now()
+
     # --- create ------------------------------------------------------------------------------------
 
     def write_create(
@@ -1163,6 +1167,18 @@ class Store:
         if dry_run:
             return served.view(Entry(_ordered(new, meta)))
         return served.view(self._commit(storage, "MODIFIED", new, old))
+
+    def write_through(
+        self, served: Served, existing: Entry, new: JsonDict, *, dry_run: bool = False
+    ) -> Entry:
+        """Store ``new`` (owned) over ``existing`` as a registry's ``GuaranteedUpdate`` does when
+        a REST handler writes past the strategy (a pod's binding): no defaulting, validation,
+        admission or managedFields entry, only the next resourceVersion and one MODIFIED event."""
+        served.warm(new)
+        if dry_run:
+            new["metadata"]["resourceVersion"] = existing.obj["metadata"]["resourceVersion"]
+            return served.view(Entry(_ordered(new, new["metadata"])))
+        return served.view(self._commit(served.storage, "MODIFIED", new, existing.obj))
 
     def _admit_pod_security(
         self,

@@ -583,6 +583,27 @@ class PodStrategy(BuiltinStrategy):
     def initial_status(self, obj: JsonDict) -> Any:
         return {"phase": "Pending", "qosClass": pod_qos_class(obj)}
 
+    def record_times(self, new: JsonDict, old: JsonDict | None, now: str) -> None:
+        # applySchedulingGatedCondition (PrepareForCreate): a new pod with scheduling gates says
+        # why it waits; kube-scheduler writes nothing for it until the gates are gone.
+        spec, status = new.get("spec"), new.get("status")
+        if old is not None or not isinstance(spec, dict) or not spec.get("schedulingGates"):
+            return
+        if not isinstance(status, dict):
+            return
+        conditions = status.setdefault("conditions", [])
+        if not any(isinstance(c, dict) and c.get("type") == "PodScheduled" for c in conditions):
+            conditions.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now,
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                }
+            )
+
     def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
         spec = obj.get("spec")
         return validate_containers(spec, "spec") + validate_pod_only_containers(spec)
