@@ -17,7 +17,7 @@ from memop.runtime.util.clock import FakeClock
 from memop.testing.apiserver.store import Store
 from memop.testing.controllers import ControllerLimits, SimulatedControllers
 from memop.testing.controllers.common import TokenBucket, WorkLoop
-from memop.testing.controllers.kubelet import NO_NODES
+from memop.testing.controllers.scheduler import NO_NODES
 from tests.testing.test_simulation_inprocess import deployment, idle
 
 

@@ -1,6 +1,7 @@
 """The DaemonSet controller, simulated: one pod of every DaemonSet on each simulated node.
 
-The simulated cluster has one node (:data:`NODE_NAME`), or none with ``nodes=False``. A
+The simulated cluster has one node (:data:`~memop.testing.controllers.node.NODE_NAME`), or none
+with ``nodes=False``. A
 DaemonSet gets a pod for each node (``generateName: <ds>-``, the template's labels with
 ``controller-revision-hash`` and ``pod-template-generation``, a controller ownerReference and the
 node affinity on ``metadata.name`` the real controller sets), pods of an older template are
@@ -29,11 +30,11 @@ from memop.testing.controllers.common import (
     owner_key,
     status_body,
 )
+from memop.testing.controllers.node import NODE_NAME
 from memop.testing.controllers.statefulset import REVISION_LABEL, revision
 from memop.testing.kinds.workloads import TEMPLATE_GENERATION
 
 Key = tuple[str, str]  # (namespace, name)
-NODE_NAME = "memop-control-plane"
 GENERATION_LABEL = "pod-template-generation"
 
 

@@ -1,23 +1,26 @@
-"""The kubelets (and scheduler) of the simulated cluster: every pod runs and becomes ready.
+"""The kubelet of the simulated cluster's node: it registers its Node and runs the pods bound to it.
 
-A new pod (the API server gives it ``phase: Pending``) is acknowledged by a kubelet: scheduled,
-containers creating, with a start time and host IP; ``pod_ready_delay`` seconds later it is
-``Running`` with every container running and ready and a pod IP. With a zero delay the pod goes
-straight to ``Running`` in one status write: nobody could have observed the acknowledged
-Pending state in between, and it halves the writes of big simulations.
+With nodes (the default) the kubelet registers the Node object
+(:func:`~memop.testing.controllers.node.registered_node`, field manager ``kubelet``) when the
+simulation starts, and again whenever it is deleted, as a real kubelet re-registers. It sends no
+heartbeats: the node never goes NotReady.
+
+A pod bound to the node (``spec.nodeName`` is :data:`~memop.testing.controllers.node.NODE_NAME`,
+by the scheduler of :mod:`memop.testing.controllers.scheduler` or set at creation) that is
+Pending is acknowledged: containers creating, with a start time and host IP;
+``pod_ready_delay`` seconds later it is ``Running`` with every container running and ready and a
+pod IP. With a zero delay the pod goes straight to ``Running`` in one status write: nobody could
+have observed the acknowledged Pending state in between, and it halves the kubelet's writes of
+big simulations. A pod bound to another node, which does not exist, is never run: it stays
+Pending with no status write.
 
 A pod a Job controls runs to completion instead: its containers exit 0 at once, and the pod is
 ``Succeeded`` (every container terminated, Completed) where another would be running.
 
 Deleting a pod needs no kubelet here: the in-memory API server removes pods at once (no grace
-period), and a pod with finalizers waits for whoever owns them. Pods are never placed on a
-node (``spec.nodeName`` is only settable through a binding).
+period), and a pod with finalizers waits for whoever owns them.
 
-With ``nodes=False`` the cluster has no node, as a control plane without kubelets: the
-scheduler finds nowhere to put a new pod and says so once, in one status write
-(``PodScheduled`` False, ``Unschedulable``, "no nodes available to schedule pods", as
-kube-scheduler v1.36 writes it), with a FailedScheduling Event; the pod stays Pending forever
-and no Deployment ever becomes Available.
+With ``nodes=False`` there is no kubelet at all: no Node, and no pod ever runs.
 
 Invariant: ``_pending_since`` holds exactly the live pods acknowledged Pending and not yet Running.
 """
@@ -30,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memop.runtime.util.clock import Clock
+from memop.testing.apiserver.errors import ApiError
 from memop.testing.apiserver.store import Store, StoreEvent
 from memop.testing.controllers.cache import ObjectCache
 from memop.testing.controllers.common import (
@@ -38,14 +42,14 @@ from memop.testing.controllers.common import (
     being_deleted,
     condition,
     meta,
+    pod_condition,
     rfc3339,
     status_body,
 )
+from memop.testing.controllers.node import HOST_IP, MANAGER, NODE_NAME, registered_node
 from memop.testing.kinds.builtins import pod_qos_class
 
 Key = tuple[str, str]  # (namespace, name)
-
-HOST_IP = "172.18.0.2"
 
 
 def pod_ip(n: int) -> str:
@@ -54,33 +58,33 @@ def pod_ip(n: int) -> str:
     return f"10.244.{n // 254}.{n % 254 + 1}"
 
 
-def _cond(type_: str, status: str, stamp: str, reason: str = "", message: str = "") -> Obj:
-    cond: Obj = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": stamp}
-    if reason:
-        cond["reason"] = reason
-    if message:
-        cond["message"] = message
-    return cond
-
-
 def _digest(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+def _scheduled_at(pod: Mapping[str, Any], stamp: str) -> str:
+    """When the pod was scheduled (its binding's time), ``stamp`` if it was placed at creation."""
+    scheduled = condition(pod, "PodScheduled")
+    if scheduled is not None and scheduled.get("status") == "True":
+        return str(scheduled.get("lastTransitionTime") or stamp)
+    return stamp
 
 
 def pending_status(pod: Mapping[str, Any], now: float) -> Obj:
     """Scheduled, containers being created: what a kubelet reports before they run."""
     stamp = rfc3339(now)
     spec = pod.get("spec") or {}
+    scheduled_at = _scheduled_at(pod, stamp)
     names = [c.get("name", "") for c in spec.get("containers") or []]
     unready = f"containers with unready status: [{' '.join(names)}]"
     return {
         "phase": "Pending",
         "conditions": [
-            _cond("PodReadyToStartContainers", "False", stamp),
-            _cond("Initialized", "True", stamp),
-            _cond("Ready", "False", stamp, "ContainersNotReady", unready),
-            _cond("ContainersReady", "False", stamp, "ContainersNotReady", unready),
-            _cond("PodScheduled", "True", stamp),
+            pod_condition("PodReadyToStartContainers", "False", stamp),
+            pod_condition("Initialized", "True", stamp),
+            pod_condition("Ready", "False", stamp, "ContainersNotReady", unready),
+            pod_condition("ContainersReady", "False", stamp, "ContainersNotReady", unready),
+            pod_condition("PodScheduled", "True", scheduled_at),
         ],
         "hostIP": HOST_IP,
         "hostIPs": [{"ip": HOST_IP}],
@@ -106,18 +110,17 @@ def running_status(pod: Mapping[str, Any], now: float, ip: str) -> Obj:
     """Every container running and ready; keeps the scheduling time and start time it had."""
     stamp = rfc3339(now)
     spec, old = pod.get("spec") or {}, pod.get("status") or {}
-    scheduled = condition(pod, "PodScheduled")
-    scheduled_at = scheduled.get("lastTransitionTime", stamp) if scheduled else stamp
+    scheduled_at = _scheduled_at(pod, stamp)
     started = old.get("startTime") or stamp
     uid = meta(pod).get("uid", "")
     status: Obj = {
         "phase": "Running",
         "conditions": [
-            _cond("PodReadyToStartContainers", "True", stamp),
-            _cond("Initialized", "True", scheduled_at),
-            _cond("Ready", "True", stamp),
-            _cond("ContainersReady", "True", stamp),
-            _cond("PodScheduled", "True", scheduled_at),
+            pod_condition("PodReadyToStartContainers", "True", stamp),
+            pod_condition("Initialized", "True", scheduled_at),
+            pod_condition("Ready", "True", stamp),
+            pod_condition("ContainersReady", "True", stamp),
+            pod_condition("PodScheduled", "True", scheduled_at),
         ],
         "hostIP": HOST_IP,
         "hostIPs": [{"ip": HOST_IP}],
@@ -198,25 +201,17 @@ def _runs_to_completion(pod: Mapping[str, Any]) -> bool:
     )
 
 
-NO_NODES = "no nodes available to schedule pods"
-
-
-def unschedulable_status(pod: Mapping[str, Any], now: float) -> Obj:
-    """The status kube-scheduler gives a pod it cannot place because there is no node."""
-    cond = _cond("PodScheduled", "False", rfc3339(now), "Unschedulable", NO_NODES)
-    generation = meta(pod).get("generation")
-    if generation is not None:
-        cond["observedGeneration"] = generation
-    return {**(pod.get("status") or {}), "phase": "Pending", "conditions": [cond]}
-
-
 def _needs_kubelet(pod: Mapping[str, Any]) -> bool:
-    return not being_deleted(pod) and (pod.get("status") or {}).get("phase") in (None, "Pending")
+    """Bound to this node, not being deleted and not yet running."""
+    return (
+        (pod.get("spec") or {}).get("nodeName") == NODE_NAME
+        and not being_deleted(pod)
+        and (pod.get("status") or {}).get("phase") in (None, "Pending")
+    )
 
 
 class Kubelet:
-    """Starts pods and makes them ready, or with ``nodes=False`` only marks them unschedulable
-    (see the module docstring)."""
+    """Registers the node and runs its pods (see the module docstring)."""
 
     def __init__(
         self,
@@ -235,20 +230,37 @@ class Kubelet:
         self._delay = pod_ready_delay
         self.nodes = nodes
         self._pods = store.resource("", "v1", "pods")
+        self._nodes = store.resource("", "v1", "nodes")
         self._ips = itertools.count()
         # uid -> monotonic time the pod was acknowledged Pending (see the module invariant).
         self._pending_since: dict[str, float] = {}
         self.loop: WorkLoop[Key] = WorkLoop("kubelet", self._sync, clock=clock, workers=1)
+        self.registration: WorkLoop[str] = WorkLoop("kubelet-registration", self._register, clock=clock)
+        if nodes:
+            self.registration.add(NODE_NAME)  # registered once the loop starts
 
     def on_event(self, event: StoreEvent) -> None:
-        """Queue pods that must start or become ready."""
-        if event.rtype.group != "" or event.rtype.kind != "Pod":
+        """Queue pods that must start or become ready, and the node when it was deleted."""
+        if event.rtype.group != "" or not self.nodes:
             return
         m = meta(event.obj)
-        if event.type == "DELETED":
-            self._pending_since.pop(m.get("uid", ""), None)
-        elif _needs_kubelet(event.obj):
-            self.loop.add((m.get("namespace", ""), m.get("name", "")))
+        if event.rtype.kind == "Node":
+            if event.type == "DELETED" and m.get("name") == NODE_NAME:
+                self.registration.add(NODE_NAME)
+        elif event.rtype.kind == "Pod":
+            if event.type == "DELETED":
+                self._pending_since.pop(m.get("uid", ""), None)
+            elif _needs_kubelet(event.obj):
+                self.loop.add((m.get("namespace", ""), m.get("name", "")))
+
+    def _register(self, name: str) -> None:
+        if self._cache.get(self._nodes, None, name) is not None:
+            return
+        try:
+            self._store.create(self._nodes, None, registered_node(self._clock.time()), manager=MANAGER)
+        except ApiError as err:
+            if err.code != 409:  # registered meanwhile: nothing to do, as the kubelet
+                raise
 
     def _sync(self, key: Key) -> float | None:
         ns, name = key
@@ -260,15 +272,10 @@ class Kubelet:
         if not _needs_kubelet(pod):
             self._pending_since.pop(uid, None)
             return None
-        if not self.nodes:
-            if condition(pod, "PodScheduled") is None:
-                self._write_status(pod, unschedulable_status(pod, self._clock.time()))
-                self.loop.record_event()  # FailedScheduling
-            return None
         now = self._clock.monotonic()
         since = self._pending_since.get(uid)
         if since is None:
-            if condition(pod, "PodScheduled") is None and self._delay > 0:
+            if not (pod.get("status") or {}).get("startTime") and self._delay > 0:
                 self._write_status(pod, pending_status(pod, self._clock.time()))
             # A Pending pod we did not acknowledge (a restart) waits the full delay from now.
             self._pending_since[uid] = since = now

@@ -1,6 +1,6 @@
 """The simulated control plane: kube-controller-manager (garbage collector, deployment,
 replicaset, statefulset, daemonset, job, cronjob, volume provisioning and protection, resource
-quota and namespace controllers) and the kubelets, acting directly on a
+quota and namespace controllers), kube-scheduler and the node's kubelet, acting directly on a
 :class:`~memop.testing.apiserver.store.Store`.
 
 One in-process store listener (``Store.add_listener``, which hands over the store's own
@@ -31,6 +31,7 @@ from memop.testing.controllers.kubelet import Kubelet
 from memop.testing.controllers.namespace import NamespaceController
 from memop.testing.controllers.quota import QuotaController
 from memop.testing.controllers.replicaset import ReplicaSetController
+from memop.testing.controllers.scheduler import Scheduler
 from memop.testing.controllers.serviceaccounts import ServiceAccountsController
 from memop.testing.controllers.statefulset import StatefulSetController
 from memop.testing.controllers.volumes import VolumeController
@@ -45,9 +46,10 @@ class SimulatedControllers:
     ``clock`` (default: real time) drives that delay, timestamps and retries.
     ``limits`` (default: none) paces the controllers' writes as kube-controller-manager's
     client rate limits do: with thousands of objects its controllers then lag behind their
-    objects, as a real one's do (see :class:`ControllerLimits`). ``nodes=False``: a cluster
+    objects, as a real one's do (see :class:`ControllerLimits`). ``nodes=True``: one Node,
+    which the scheduler binds pods to and whose kubelet runs them; ``nodes=False``: a cluster
     with no node, where pods are marked unschedulable and stay Pending
-    (:class:`~memop.testing.controllers.kubelet.Kubelet`).
+    (:class:`~memop.testing.controllers.scheduler.Scheduler`).
     """
 
     def __init__(
@@ -66,6 +68,7 @@ class SimulatedControllers:
         self.gc = GarbageCollector(store, self.cache, clock=clock)
         self.deployments = DeploymentController(store, self.cache, clock=clock)
         self.replicasets = ReplicaSetController(store, self.cache, clock=clock)
+        self.scheduler = Scheduler(store, self.cache, clock=clock, nodes=nodes)
         self.kubelet = Kubelet(store, self.cache, clock=clock, pod_ready_delay=pod_ready_delay, nodes=nodes)
         self.namespaces = NamespaceController(store, self.cache, clock=clock)
         self.statefulsets = StatefulSetController(store, self.cache, clock=clock)
@@ -94,11 +97,16 @@ class SimulatedControllers:
                 *workload_loops,
             ):
                 loop.pace(TokenBucket(limits.qps, limits.burst, clock=clock), writes)
-            self.kubelet.loop.pace(TokenBucket(limits.node_qps, limits.node_burst, clock=clock), writes)
+            # kube-scheduler and the kubelet each have a client (and a limiter) of their own.
+            self.scheduler.loop.pace(TokenBucket(limits.node_qps, limits.node_burst, clock=clock), writes)
+            kubelet = TokenBucket(limits.node_qps, limits.node_burst, clock=clock)
+            self.kubelet.loop.pace(kubelet, writes)
+            self.kubelet.registration.pace(kubelet, writes)
         self._handlers: tuple[Callable[[StoreEvent], None], ...] = (
             self.gc.on_event,
             self.deployments.on_event,
             self.replicasets.on_event,
+            self.scheduler.on_event,
             self.kubelet.on_event,
             self.namespaces.on_event,
             self.statefulsets.on_event,
@@ -113,7 +121,9 @@ class SimulatedControllers:
             self.gc.loop,
             self.deployments.loop,
             self.replicasets.loop,
+            self.scheduler.loop,
             self.kubelet.loop,
+            self.kubelet.registration,
             self.namespaces.loop,
             *workload_loops,
         )

@@ -69,6 +69,11 @@ _FIELD_LABELS: Mapping[tuple[str, str], tuple[Mapping[str, str], str]] = {
     ),
 }
 
+# The kinds whose registry keeps the status a create sends: a Node's PrepareForCreate
+# (pkg/registry/core/node/strategy.go) only drops disabled fields, so a kubelet registers its
+# node with its status in one create.
+_STATUS_KEPT_ON_CREATE = frozenset({("", "Node")})
+
 
 class GenericStrategy(BuiltinStrategy):
     """A built-in kind served from its OpenAPI v3 schema (read on its first write)."""
@@ -86,6 +91,7 @@ class GenericStrategy(BuiltinStrategy):
         self.unconditional_update = resource.registry.get("unconditionalUpdate", True)
         self.create_on_update = resource.registry.get("createOnUpdate", False)
         self.return_deleted_object = resource.registry.get("returnDeletedObject", False)
+        self._keeps_status = (resource.rtype.group, resource.rtype.kind) in _STATUS_KEPT_ON_CREATE
 
     @functools.cached_property
     def _schema(self) -> dict[str, Any]:
@@ -129,7 +135,10 @@ class GenericStrategy(BuiltinStrategy):
         return self._schema
 
     def initial_status(self, obj: JsonDict) -> Any:
-        """What a typed object's status serialises as when a create's status is dropped."""
+        """What a typed object's status serialises as when a create's status is dropped (kept,
+        for the kinds of :data:`_STATUS_KEPT_ON_CREATE`)."""
+        if self._keeps_status and isinstance(obj.get("status"), dict):
+            return obj["status"]
         status_schema = (self._schema.get("properties") or {}).get("status")
         if status_schema is None:
             return None
