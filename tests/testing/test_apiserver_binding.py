@@ -91,13 +91,20 @@ async def test_the_legacy_bindings_collection_binds_the_pod_it_names(http: Http,
 async def test_a_bound_pod_is_not_bound_again(http: Http, namespace: str) -> None:
     await make_pod(http, namespace, "placed", nodeName="node-a")
     reply = await http.post(f"{pods(namespace, 'placed')}/binding", binding("placed", "node-b"))
-    assert reply.status == 409
-    assert reply.body["reason"] == "Conflict"
-    assert reply.body["message"] == (
-        'Operation cannot be fulfilled on pods/binding "placed": '
-        'pod placed is already assigned to node "node-a"'
+    assert (reply.status, reply.body) == (
+        409,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": 'Operation cannot be fulfilled on pods/binding "placed": '
+            'pod placed is already assigned to node "node-a"',
+            "reason": "Conflict",
+            "details": {"name": "placed", "kind": "pods/binding"},
+            "code": 409,
+        },
     )
-    assert reply.body["details"] == {"name": "placed", "kind": "pods/binding"}
 
 
 async def test_a_gated_pod_says_so_and_cannot_be_bound(http: Http, namespace: str) -> None:
