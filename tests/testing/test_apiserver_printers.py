@@ -505,6 +505,78 @@ async def test_namespaces_config_maps_service_accounts_and_leases(http: Http, na
     }
 
 
+async def test_nodes(http: Http) -> None:
+    # Nodes with no kubelet behind them, read at once: a real cluster's node lifecycle
+    # controller marks them Unknown only after its grace period (40 s).
+    suffix = uuid.uuid4().hex[:8]
+    ready, cordoned, bare = (f"memop-test-{state}-{suffix}" for state in ("ready", "cordoned", "bare"))
+    roles = {
+        "node-role.kubernetes.io/worker": "",
+        "node-role.kubernetes.io/control-plane": "",
+        "kubernetes.io/role": "infra",
+    }
+    info = {
+        "kubeletVersion": "v1.36.2",
+        "osImage": "Debian GNU/Linux 12 (bookworm)",
+        "kernelVersion": "6.1.0-28-amd64",
+        "architecture": "amd64",
+        "containerRuntimeVersion": "containerd://2.1.4",
+    }
+    addresses = [
+        {"type": "Hostname", "address": ready},
+        {"type": "ExternalIP", "address": "203.0.113.7"},
+        {"type": "InternalIP", "address": "10.0.0.7"},
+        {"type": "InternalIP", "address": "10.0.0.8"},
+    ]
+    nodes = {
+        ready: {
+            "metadata": {"name": ready, "labels": roles},
+            "status": {"conditions": [_condition("Ready", "True")], "addresses": addresses, "nodeInfo": info},
+        },
+        cordoned: {
+            "metadata": {
+                "name": cordoned,
+                "labels": {"kubernetes.io/role": ""},
+            },
+            "spec": {"unschedulable": True},
+            "status": {"conditions": [_condition("MemoryPressure", "False"), _condition("Ready", "False")]},
+        },
+        bare: {"metadata": {"name": bare}, "spec": {"unschedulable": True}},
+    }
+    try:
+        for body in nodes.values():
+            await create(http, "/api/v1/nodes", body)
+        cells = {}
+        for name in nodes:
+            table = await get_table(http, f"/api/v1/nodes/{name}")
+            assert table["columnDefinitions"] == list(columns.NODES)
+            cells[name] = without_age(rows(table)[name], 3)
+    finally:
+        for name in nodes:
+            await http.delete(f"/api/v1/nodes/{name}")
+    unknown = ["<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"]
+    assert cells == {
+        ready: [
+            ready,
+            "Ready",
+            "control-plane,infra,worker",
+            "v1.36.2",
+            "10.0.0.7",
+            "203.0.113.7",
+            "Debian GNU/Linux 12 (bookworm)",
+            "6.1.0-28-amd64 (amd64)",
+            "containerd://2.1.4",
+        ],
+        cordoned: [cordoned, "NotReady,SchedulingDisabled", "<none>", "", *unknown],
+        bare: [bare, "Unknown,SchedulingDisabled", "<none>", "", *unknown],
+    }
+
+
+def _condition(kind: str, status: str) -> dict[str, Any]:
+    stamp = ago(0)
+    return {"type": kind, "status": status, "lastHeartbeatTime": stamp, "lastTransitionTime": stamp}
+
+
 SUBJECTS = [
     {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
     {"kind": "ServiceAccount", "name": "robot", "namespace": "ns-a"},

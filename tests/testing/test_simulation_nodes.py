@@ -172,6 +172,21 @@ async def test_the_wide_pod_table_shows_the_node(http: Http) -> None:
     assert row["cells"][names.index("IP")].startswith("10.244.")
 
 
+async def test_the_node_table_shows_a_ready_control_plane_node(http: Http) -> None:
+    await the_node(http)
+    table = (await http.get(f"/api/v1/nodes/{NODE_NAME}", accept=TABLE)).body
+    (row,) = table["rows"]
+    cells = dict(zip([c["name"] for c in table["columnDefinitions"]], row["cells"], strict=True))
+    assert {k: cells[k] for k in ("Name", "Status", "Roles", "Version", "Internal-IP", "External-IP")} == {
+        "Name": NODE_NAME,
+        "Status": "Ready",
+        "Roles": "control-plane",
+        "Version": "v1.36.2",
+        "Internal-IP": HOST_IP,
+        "External-IP": "<none>",
+    }
+
+
 async def test_a_pod_for_a_node_that_does_not_exist_stays_pending_untouched(http: Http) -> None:
     created = (await http.post(f"/api/v1/namespaces/{NS}/pods", pod("stray", nodeName="elsewhere"))).body
     placed = (await http.post(f"/api/v1/namespaces/{NS}/pods", pod("placed", nodeName=NODE_NAME))).body

@@ -41,6 +41,39 @@ NAMESPACES: tuple[Column, ...] = (
     column("Status", "The status of the namespace"),
     column("Age", CREATION_TIMESTAMP),
 )
+_NODE_ADDRESSES = (
+    "List of addresses reachable to the node. Queried from cloud provider, if available. More info: "
+    "https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as "
+    "mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is "
+    "merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an "
+    "example. Consumers should assume that addresses can change during the lifetime of a Node. However, "
+    "there are some exceptions where this may not be possible, such as Pods that inherit a Node's address "
+    "in its own status or consumers of the downward API (status.hostIP)."
+)
+NODES: tuple[Column, ...] = (
+    column("Name", NAME, format="name"),
+    column("Status", "The status of the node"),
+    column("Roles", "The roles of the node"),
+    column("Age", CREATION_TIMESTAMP),
+    column("Version", "Kubelet Version reported by the node."),
+    column("Internal-IP", _NODE_ADDRESSES, priority=1),
+    column("External-IP", _NODE_ADDRESSES, priority=1),
+    column(
+        "OS-Image",
+        "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
+        priority=1,
+    ),
+    column(
+        "Kernel-Version",
+        "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+        priority=1,
+    ),
+    column(
+        "Container-Runtime",
+        "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
+        priority=1,
+    ),
+)
 PODS: tuple[Column, ...] = (
     column("Name", NAME, format="name"),
     column("Ready", "The aggregate readiness state of this pod for accepting traffic."),

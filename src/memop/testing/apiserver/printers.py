@@ -700,6 +700,56 @@ def _namespace(obj: Mapping[str, Any], now: float) -> Row:
     return {"cells": [_name(obj), _str(_map(obj.get("status")).get("phase")), _age(obj, now)]}
 
 
+_NODE_ROLE_PREFIX = "node-role.kubernetes.io/"
+_NODE_ROLE_LABEL = "kubernetes.io/role"
+
+
+def _node(obj: Mapping[str, Any], now: float) -> Row:
+    """``printNode``: Ready or NotReady (Unknown without the condition), SchedulingDisabled when
+    cordoned; the roles from the ``node-role.kubernetes.io/<role>`` labels and the
+    ``kubernetes.io/role`` label's value, sorted; the first InternalIP and ExternalIP."""
+    status, spec = _map(obj.get("status")), _map(obj.get("spec"))
+    ready = None
+    for condition in _list(status.get("conditions")):
+        if _map(condition).get("type") == "Ready":
+            ready = _map(condition)  # the last one, as printNode's map of them keeps
+    states = ["Unknown"] if ready is None else ["Ready" if ready.get("status") == "True" else "NotReady"]
+    if spec.get("unschedulable"):
+        states.append("SchedulingDisabled")
+    roles = set()
+    for key, value in _map(_map(obj.get("metadata")).get("labels")).items():
+        if key.startswith(_NODE_ROLE_PREFIX):
+            if role := key.removeprefix(_NODE_ROLE_PREFIX):
+                roles.add(role)
+        elif key == _NODE_ROLE_LABEL and value:
+            roles.add(_str(value))
+    info = _map(status.get("nodeInfo"))
+
+    def address(kind: str) -> str:
+        found = (
+            _map(a).get("address") for a in _list(status.get("addresses")) if _map(a).get("type") == kind
+        )
+        return _str(next(found, None)) or "<none>"
+
+    kernel = _str(info.get("kernelVersion")) or "<unknown>"
+    if info.get("architecture"):
+        kernel += f" ({_str(info.get('architecture'))})"
+    return {
+        "cells": [
+            _name(obj),
+            ",".join(states),
+            ",".join(sorted(roles)) or "<none>",
+            _age(obj, now),
+            _str(info.get("kubeletVersion")),
+            address("InternalIP"),
+            address("ExternalIP"),
+            _str(info.get("osImage")) or "<unknown>",
+            kernel,
+            _str(info.get("containerRuntimeVersion")) or "<unknown>",
+        ]
+    }
+
+
 def _config_map(obj: Mapping[str, Any], now: float) -> Row:
     count = len(_map(obj.get("data"))) + len(_map(obj.get("binaryData")))
     return {"cells": [_name(obj), count, _age(obj, now)]}
@@ -734,6 +784,7 @@ def _name_and_creation(obj: Mapping[str, Any], now: float) -> Row:
 # The printer of each built-in resource, by (group, resource).
 PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "namespaces"): Printer(columns.NAMESPACES, _namespace),
+    ("", "nodes"): Printer(columns.NODES, _node),
     ("", "pods"): Printer(columns.PODS, _pod),
     ("", "configmaps"): Printer(columns.CONFIGMAPS, _config_map),
     ("", "secrets"): Printer(columns.SECRETS, _secret),
