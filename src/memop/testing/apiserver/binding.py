@@ -36,6 +36,7 @@ from memop.testing.apiserver.quantity import QuantityError
 from memop.testing.apiserver.requestlog import RequestInfo
 from memop.testing.apiserver.store import Entry, Store
 from memop.testing.apiserver.times import TimeFormatError
+from memop.testing.kinds.builtins import pod_condition
 
 
 class _GroupResource(NamedTuple):
@@ -159,7 +160,7 @@ def _scheduled(conditions: list[Any], now: str) -> list[Any]:
     gone), keeping its transition time when it was True already."""
     old = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "PodScheduled"), None)
     kept = old.get("lastTransitionTime") if old is not None and old.get("status") == "True" else None
-    new = {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": kept or now}
+    new = pod_condition("PodScheduled", "True", kept or now)
     if old is None:
         return [*conditions, new]
     return [new if c is old else c for c in conditions]

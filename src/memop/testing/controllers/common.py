@@ -284,16 +284,6 @@ def being_deleted(obj: Mapping[str, Any]) -> bool:
     return bool(meta(obj).get("deletionTimestamp"))
 
 
-def pod_condition(type_: str, status: str, stamp: str, reason: str = "", message: str = "") -> Obj:
-    """A PodCondition as the kubelet and kube-scheduler write it (no probe time)."""
-    cond: Obj = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": stamp}
-    if reason:
-        cond["reason"] = reason
-    if message:
-        cond["message"] = message
-    return cond
-
-
 def condition(obj: Mapping[str, Any], type_: str) -> Obj | None:
     """The status condition of ``type_``, if present."""
     status = obj.get("status") or {}

@@ -42,12 +42,11 @@ from memop.testing.controllers.common import (
     being_deleted,
     condition,
     meta,
-    pod_condition,
     rfc3339,
     status_body,
 )
 from memop.testing.controllers.node import HOST_IP, MANAGER, NODE_NAME, registered_node
-from memop.testing.kinds.builtins import pod_qos_class
+from memop.testing.kinds.builtins import pod_condition, pod_qos_class
 
 Key = tuple[str, str]  # (namespace, name)
 

@@ -37,11 +37,11 @@ from memop.testing.controllers.common import (
     being_deleted,
     condition,
     meta,
-    pod_condition,
     rfc3339,
     status_body,
 )
 from memop.testing.controllers.node import NODE_NAME
+from memop.testing.kinds.builtins import pod_condition
 
 Key = tuple[str, str]  # (namespace, name)
 

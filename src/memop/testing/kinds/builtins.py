@@ -259,6 +259,17 @@ def default_pod_template(template: Any) -> None:
     default_pod_spec(template.setdefault("spec", {}))
 
 
+def pod_condition(type_: str, status: str, stamp: str, reason: str = "", message: str = "") -> JsonDict:
+    """A PodCondition as kube-apiserver, kube-scheduler and the kubelet write it: no probe time,
+    reason and message only when given."""
+    cond: JsonDict = {"type": type_, "status": status, "lastProbeTime": None, "lastTransitionTime": stamp}
+    if reason:
+        cond["reason"] = reason
+    if message:
+        cond["message"] = message
+    return cond
+
+
 def pod_qos_class(pod: Mapping[str, Any]) -> str:
     """``GetPodQOS``: Guaranteed, Burstable or BestEffort from the containers' resources."""
     spec = pod.get("spec") or {}
@@ -594,14 +605,13 @@ class PodStrategy(BuiltinStrategy):
         conditions = status.setdefault("conditions", [])
         if not any(isinstance(c, dict) and c.get("type") == "PodScheduled" for c in conditions):
             conditions.append(
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "lastProbeTime": None,
-                    "lastTransitionTime": now,
-                    "reason": "SchedulingGated",
-                    "message": "Scheduling is blocked due to non-empty scheduling gates",
-                }
+                pod_condition(
+                    "PodScheduled",
+                    "False",
+                    now,
+                    "SchedulingGated",
+                    "Scheduling is blocked due to non-empty scheduling gates",
+                )
             )
 
     def validate_create(self, obj: JsonDict, rtype: ResourceType) -> list[FieldError]:
