@@ -14,9 +14,9 @@ from memop.testing.controllers.node import HOST_IP, NODE_NAME
 from memop.testing.controllers.scheduler import NO_NODES
 from memop.testing.wait import wait_for
 from tests.conftest import Http
+from tests.testing.test_apiserver_tables import get_table, header, rows
 
 NS = "default"
-TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 
 pytestmark = pytest.mark.fake_only  # the simulated cluster's own node
@@ -165,18 +165,14 @@ async def test_a_watcher_sees_the_binding_then_the_kubelet(http: Http) -> None:
 async def test_the_wide_pod_table_shows_the_node(http: Http) -> None:
     await http.post(f"/api/v1/namespaces/{NS}/pods", pod("shown"))
     await running(http, "shown")
-    table = (await http.get(f"/api/v1/namespaces/{NS}/pods/shown", accept=TABLE)).body
-    names = [c["name"] for c in table["columnDefinitions"]]
-    (row,) = table["rows"]
-    assert row["cells"][names.index("Node")] == NODE_NAME
-    assert row["cells"][names.index("IP")].startswith("10.244.")
+    cells = _cells_by_column(await get_table(http, f"/api/v1/namespaces/{NS}/pods/shown"))
+    assert cells["Node"] == NODE_NAME
+    assert cells["IP"].startswith("10.244.")
 
 
 async def test_the_node_table_shows_a_ready_control_plane_node(http: Http) -> None:
     await the_node(http)
-    table = (await http.get(f"/api/v1/nodes/{NODE_NAME}", accept=TABLE)).body
-    (row,) = table["rows"]
-    cells = dict(zip([c["name"] for c in table["columnDefinitions"]], row["cells"], strict=True))
+    cells = _cells_by_column(await get_table(http, f"/api/v1/nodes/{NODE_NAME}"))
     assert {k: cells[k] for k in ("Name", "Status", "Roles", "Version", "Internal-IP", "External-IP")} == {
         "Name": NODE_NAME,
         "Status": "Ready",
@@ -185,6 +181,12 @@ async def test_the_node_table_shows_a_ready_control_plane_node(http: Http) -> No
         "Internal-IP": HOST_IP,
         "External-IP": "<none>",
     }
+
+
+def _cells_by_column(table: dict[str, Any]) -> dict[str, Any]:
+    """The one row's cells, by their column's name."""
+    (cells,) = rows(table).values()
+    return dict(zip(header(table), cells, strict=True))
 
 
 async def test_a_pod_for_a_node_that_does_not_exist_stays_pending_untouched(http: Http) -> None:
